@@ -1,0 +1,31 @@
+// kiln's textual IR: prints a Model and parses it back.
+//
+//   kiln.model opset=17 ir=8
+//   graph main(%x: f32[N,3,8,8]) -> (%y) {
+//     %w = init f32[4,3,3,3] dense<...>          weights may be elided: elided<sha1=..>
+//     %y = Conv(%x, %w, _) {kernel_shape=[3,3], pads=[1,1,1,1]} : f32[N,4,8,8]
+//   }
+//
+// The full grammar is in docs/textual-ir.md. Printing then parsing gives back the same
+// graph (names, ops, attributes, dtypes, shapes); with PrintOptions::elide_weights the
+// weight data is summarised and parses back as zero-filled tensors of the right shape.
+#pragma once
+#include <string>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln {
+
+struct PrintOptions {
+  bool elide_weights = false;    // replace initializer/tensor-attribute data by a summary
+  size_t elide_over = 16;        // with elide_weights: only tensors with more elements than this
+  bool show_shapes = true;       // print ": dtype[dims]" after node results
+};
+
+std::string print_model(const Model& m, const PrintOptions& opt = {});
+std::string print_graph(const Graph& g, const PrintOptions& opt = {});
+
+// Throws kiln::Error "line L:C: message" on malformed text.
+Model parse_model(const std::string& text);
+
+}  // namespace kiln

@@ -1,0 +1,30 @@
+// The reference interpreter: runs a Model node by node with the op table's reference
+// kernels. It is the oracle every optimized path is tested against.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln {
+
+struct RunOptions {
+  int threads = 0;  // 0 = all cores
+};
+
+// Checks each input against the graph's declared dtype and shape (rank, static dims, and
+// symbolic dims consistently bound; ranges from `ranges`), then runs. Errors name the
+// input, the expected and the actual shape. Missing inputs are an error; unknown names too.
+struct DimRange {
+  int64_t min = 0, max = INT64_MAX;
+};
+using DimRanges = std::map<std::string, DimRange>;
+
+std::map<std::string, Tensor> run_model(const Model& m, const std::map<std::string, Tensor>& inputs,
+                                        const RunOptions& opt = {}, const DimRanges& ranges = {});
+
+// Same, returning outputs in graph-output order.
+std::vector<Tensor> run_graph(const Model& m, const std::vector<Tensor>& inputs, const RunOptions& opt = {});
+
+}  // namespace kiln
