@@ -1,2 +1,63 @@
+// kiln: command-line entry. Verbs are thin: parse flags, call the library, print.
+// Every kiln::Error becomes one line on stderr and exit code 1.
 #include <cstdio>
-int main() { std::puts("kiln"); return 0; }
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "kiln/ir/error.h"
+#include "verbs.h"
+
+namespace {
+
+const char* kUsage =
+    "kiln - an optimizing compiler for ML models\n"
+    "\n"
+    "usage: kiln <verb> [options]\n"
+    "\n"
+    "verbs:\n"
+    "  graph MODEL [--format text|dot|svg|json|ir] [--out FILE] [--dim NAME=N] [--shape INPUT=d0,d1,..]\n"
+    "      every node with op, inputs/outputs, shapes, dtypes, FLOPs and bytes; totals; op histogram\n"
+    "  run MODEL [--input NAME=FILE.npy ...] [--random [--seed N]] [--out DIR] [--threads N]\n"
+    "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,d1,..] [--expect DIR [--rtol R] [--atol A]]\n"
+    "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
+    "  ops\n"
+    "      list the op table\n"
+    "  version\n"
+    "\n"
+    "MODEL is an ONNX file or a kiln textual-IR file. Bad input exits 1 with one line on stderr.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string verb = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
+  try {
+    if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
+    if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
+    if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
+    if (verb == "version" || verb == "--version") {
+      std::printf("kiln %s\n", KILN_VERSION);
+      return 0;
+    }
+    std::fprintf(stderr, "kiln: unknown verb '%s' (kiln --help lists them)\n", verb.c_str());
+    return 2;
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "kiln: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kiln: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
+  }
+  return 1;
+}

@@ -2,6 +2,7 @@
 // outputs, and evaluates small constant sub-computations (Shape -> Gather -> Concat chains)
 // with the reference kernels so that ops like Reshape see their target shape.
 #include "op_helpers.h"
+#include "symbolic_values.h"
 
 namespace kiln::ops {
 namespace {
@@ -46,7 +47,8 @@ void try_evaluate(const Node& n, const OpDef& def, int64_t opset, InferContext::
   }
 }
 
-void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::KnownValues& known) {
+void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::KnownValues& known,
+                 SymbolicValues& sv) {
   for (const auto& v : g.values())
     if (!b.empty()) v->shape = bind_dims(v->shape, b);
   for (const auto& np : g.nodes()) {
@@ -54,7 +56,7 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
     const OpDef* def = find_op(n.domain, n.op);
     if (def == nullptr) throw Error(str_cat(n.describe(), ": unknown op '", n.domain.empty() ? "" : n.domain + ".",
                                             n.op, "' (opset ", opset, ")"));
-    for (Graph* sg : n.subgraphs()) infer_graph(*sg, opset, b, known);
+    for (Graph* sg : n.subgraphs()) infer_graph(*sg, opset, b, known, sv);
     if (n.op == "Shape" && n.input(0) && n.input(0)->shape.is_static() && n.attrs.empty()) {
       auto d = n.input(0)->shape.static_dims();
       known[n.outputs[0]] = Tensor::from_vector<int64_t>({static_cast<int64_t>(d.size())}, d);
@@ -71,6 +73,7 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
       if (o->dtype == DType::undefined) o->dtype = declared[i].first;
       o->shape = merge_shapes(o->shape, declared[i].second);
     }
+    refine_with_symbolic(n, sv);
     if (!known.count(n.outputs.empty() ? nullptr : n.outputs[0])) try_evaluate(n, *def, opset, known);
     // A computed constant pins the output's shape exactly.
     for (Value* o : n.outputs) {
@@ -81,6 +84,7 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
         o->dtype = it->second.dtype();
       }
     }
+    propagate_symbolic(n, known, sv);
   }
 }
 
@@ -88,7 +92,8 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
 
 void infer_shapes(Model& m, const DimBindings& bindings) {
   InferContext::KnownValues known;
-  infer_graph(*m.graph, m.opset(""), bindings, known);
+  SymbolicValues sv;
+  infer_graph(*m.graph, m.opset(""), bindings, known, sv);
 }
 
 std::optional<Cost> node_cost(const Node& n) {

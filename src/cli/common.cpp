@@ -1,0 +1,71 @@
+#include "common.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/frontend/onnx.h"
+#include "kiln/ir/text.h"
+#include "kiln/ops/op.h"
+
+namespace kiln::cli {
+
+ShapeFlags parse_shape_flags(const Args& a) {
+  ShapeFlags f;
+  for (const auto& s : a.all("--dim")) {
+    auto [name, value] = split_assignment("--dim", s);
+    if (auto dots = value.find(".."); dots != std::string::npos) {
+      DimRange r{parse_int("--dim " + name, value.substr(0, dots)), parse_int("--dim " + name, value.substr(dots + 2))};
+      KILN_CHECK(r.min >= 0 && r.min <= r.max, "--dim ", name, ": bad range '", value, "' (want LO..HI with 0 <= LO <= HI)");
+      f.ranges[name] = r;
+      if (r.min == r.max) f.spec.dims[name] = r.min;
+    } else {
+      f.spec.dims[name] = parse_int("--dim " + name, value);
+    }
+  }
+  for (const auto& s : a.all("--shape")) {
+    auto [name, value] = split_assignment("--shape", s);
+    f.spec.shapes[name] = parse_dims("--shape " + name, value);
+  }
+  return f;
+}
+
+Model load_model(const std::string& path, const ShapeFlags& flags) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), path, ": cannot open");
+  char head[10] = {};
+  in.read(head, sizeof head);
+  Model m;
+  if (std::string(head, static_cast<size_t>(in.gcount())).rfind("kiln.model", 0) == 0) {
+    in.seekg(0);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    m = parse_model(text);
+    m.source_path = path;
+    ops::verify_model(m);
+    ops::infer_shapes(m);
+  } else {
+    m = import_onnx(path);
+  }
+  // Range-only dims (--dim N=1..64) must still name a real dim.
+  auto symbols = ops::input_dim_symbols(*m.graph);
+  for (const auto& [name, r] : flags.ranges)
+    KILN_CHECK(std::find(symbols.begin(), symbols.end(), name) != symbols.end(), "--dim ", name,
+               ": the model's inputs have no dim named '", name, "'");
+  if (!flags.spec.dims.empty() || !flags.spec.shapes.empty()) ops::specialize_inputs(m, flags.spec);
+  return m;
+}
+
+std::string sanitize_name(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  if (s.empty() || s == "." || s == "..") s = "_" + s;
+  return s;
+}
+
+void make_dirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  KILN_CHECK(!ec, path, ": cannot create directory: ", ec.message());
+}
+
+}  // namespace kiln::cli

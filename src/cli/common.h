@@ -1,0 +1,31 @@
+// Pieces every verb shares: loading a model with the dim/shape flags applied.
+#pragma once
+#include <string>
+
+#include "args.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ops/specialize.h"
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln::cli {
+
+// Flags that fix dynamic dims; every verb that loads a model accepts them.
+inline const std::set<std::string> kShapeFlags = {"--dim", "--shape"};
+
+struct ShapeFlags {
+  ops::InputSpec spec;  // --dim NAME=N, --shape INPUT=d0,d1,...
+  DimRanges ranges;     // --dim NAME=LO..HI
+};
+ShapeFlags parse_shape_flags(const Args& a);
+
+// Loads an ONNX model or a kiln textual-IR file (recognised by its "kiln.model" header),
+// applies the shape flags and infers shapes.
+Model load_model(const std::string& path, const ShapeFlags& flags);
+
+// Output file name for a tensor name: characters outside [A-Za-z0-9._-] become '_'.
+std::string sanitize_name(const std::string& name);
+
+// Creates a directory and its parents; throws naming the path on failure.
+void make_dirs(const std::string& path);
+
+}  // namespace kiln::cli

@@ -1,0 +1,7 @@
+#pragma once
+namespace kiln::cli {
+// Each verb parses its own flags from argv (after the verb) and returns the exit code.
+int verb_graph(int argc, char** argv);
+int verb_run(int argc, char** argv);
+int verb_ops(int argc, char** argv);
+}  // namespace kiln::cli
