@@ -44,9 +44,10 @@ class DotWriter {
          << "  rankdir=TB;\n"
          << "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", fontname=\"Helvetica\", "
             "fontsize=10];\n"
-         << "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];\n";
+         << "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];\n"
+         << "  graph [fontname=\"Helvetica\", fontsize=10];\n";
     graph(g, nullptr, "  ");
-    out_ << "}\n";
+    out_ << edges_.str() << "}\n";
     return out_.str();
   }
 
@@ -72,14 +73,14 @@ class DotWriter {
       auto it = source_.find(v);
       if (parent) {  // a subgraph's results are what its parent node consumes
         if (it != source_.end())
-          out_ << ind << it->second << " -> " << node_id_.at(parent) << " [style=dashed, label=" << q(type_str(*v))
-               << "];\n";
+          edges_ << "  " << it->second << " -> " << node_id_.at(parent) << " [style=dashed, label=" << q(type_str(*v))
+                 << "];\n";
         continue;
       }
       std::string id = "v" + std::to_string(next_id_++);
       std::string label = v->name + "\n" + type_str(*v) + (it == source_.end() ? "\n(constant)" : "");
       out_ << ind << id << " [shape=octagon, fillcolor=\"#f7dede\", label=" << q(label) << "];\n";
-      if (it != source_.end()) out_ << ind << it->second << " -> " << id << " [label=" << q(type_str(*v)) << "];\n";
+      if (it != source_.end()) edges_ << "  " << it->second << " -> " << id << " [label=" << q(type_str(*v)) << "];\n";
     }
   }
 
@@ -94,13 +95,16 @@ class DotWriter {
     for (const Value* in : n.inputs) {
       if (!in) continue;
       auto it = source_.find(in);
-      if (it != source_.end()) out_ << ind << it->second << " -> " << id << " [label=" << q(type_str(*in)) << "];\n";
+      if (it != source_.end()) edges_ << "  " << it->second << " -> " << id << " [label=" << q(type_str(*in)) << "];\n";
     }
     for (const Value* o : n.outputs)
       if (o) source_[o] = id;
   }
 
   std::ostringstream out_;
+  // Edges go after all nodes, at the top level: an edge written inside a cluster would
+  // pull its outer endpoint into that cluster.
+  std::ostringstream edges_;
   std::map<const Node*, std::string> node_id_, path_;
   std::map<const Value*, std::string> source_;  // the DOT node a value comes out of
   uint64_t next_id_ = 0;
