@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "kiln/ir/text.h"
 
@@ -286,6 +287,30 @@ TEST(TextIR, NamesThatNeedQuotes) {
   EXPECT_EQ(bn.outputs[1]->name, "%\"q\"");
   EXPECT_EQ(back.graph->inputs[0]->shape, x->shape);
   EXPECT_TRUE(bn.has_attr("attr name"));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The example in docs/textual-ir.md parses, and prints back to a fixed point.
+TEST(TextIR, DocumentedExampleParses) {
+  std::ifstream f(std::string(KILN_SOURCE_DIR) + "/docs/textual-ir.md");
+  std::string doc((std::istreambuf_iterator<char>(f)), {});
+  size_t start = doc.find("```\n", doc.find("## Example"));
+  ASSERT_NE(start, std::string::npos);
+  size_t end = doc.find("```", start + 4);
+  std::string example = doc.substr(start + 4, end - start - 4);
+  Model m = parse_model(example);
+  EXPECT_EQ(m.opset("com.microsoft"), 1);
+  EXPECT_EQ(m.producer_name, "pytorch");
+  EXPECT_EQ(m.graph->nodes().size(), 3u);
+  EXPECT_EQ(m.graph->nodes()[0]->name, "/conv1/Conv");
+  verify_structure(*m.graph);
+  std::string once = print_model(m);
+  EXPECT_EQ(print_model(parse_model(once)), once);
 }
 
 }  // namespace
