@@ -1,9 +1,9 @@
 // kiln's textual IR: prints a Model and parses it back.
 //
-//   kiln.model opset=17 ir=8
+//   kiln.model ir=8 opset=17
 //   graph main(%x: f32[N,3,8,8]) -> (%y) {
-//     %w = init f32[4,3,3,3] dense<...>          weights may be elided: elided<sha1=..>
-//     %y = Conv(%x, %w, _) {kernel_shape=[3,3], pads=[1,1,1,1]} : f32[N,4,8,8]
+//     %w = init f32[4,3,3,3] dense<...>          weights may be elided: elided<min=..,max=..>
+//     %y = Conv(%x, %w, _) {kernel_shape=[3,3], pads=[1,1,1,1]} : f32[N,4,8,8] @conv1
 //   }
 //
 // The full grammar is in docs/textual-ir.md. Printing then parsing gives back the same
@@ -20,6 +20,9 @@ struct PrintOptions {
   bool elide_weights = false;    // replace initializer/tensor-attribute data by a summary
   size_t elide_over = 16;        // with elide_weights: only tensors with more elements than this
   bool show_shapes = true;       // print ": dtype[dims]" after node results
+  // print "@name" after nodes (only where the parser would not give the same name back);
+  // false compares graphs by structure alone, e.g. a pass result with an expected text.
+  bool show_names = true;
 };
 
 std::string print_model(const Model& m, const PrintOptions& opt = {});

@@ -1,0 +1,33 @@
+// Pieces shared by the textual IR printer and parser (src/ir/text_print.cpp,
+// src/ir/text_parse.cpp): which names may be written bare, number formatting that
+// parses back bit-exactly, and the rule that names unnamed nodes.
+#pragma once
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln::text {
+
+// [A-Za-z_][A-Za-z0-9_.]* and not a keyword: may be written without quotes where an
+// identifier is expected (op, domain, graph name, attribute name, dim symbol, header key).
+bool is_bare_ident(std::string_view s);
+// [A-Za-z0-9_.]+ : may follow '%' or '@' without quotes.
+bool is_bare_ref(std::string_view s);
+// "..." with \" \\ \n \t \r and \xHH for other control bytes.
+std::string quote(std::string_view s);
+std::string ident_or_quoted(std::string_view s);
+std::string ref_or_quoted(std::string_view s);  // the part after '%' or '@'
+
+// Shortest text that parses back to the same bits, always recognisable as a float
+// (contains '.', an exponent, inf or nan): 0.1, 1.0, 1e-30, -0.0, inf, -nan.
+std::string format_float(float f);
+std::string format_double(double d);
+
+// Names the parser gives to nodes written without '@name': the op, or op_1, op_2, ...,
+// skipping every name in `taken` (which it extends). Shared so the printer can leave
+// out names the parser would give back anyway.
+std::string auto_node_name(const std::string& op, std::set<std::string>& taken);
+
+}  // namespace kiln::text
