@@ -24,6 +24,13 @@ T wrap_int(T a, T b, F f) {
   return static_cast<T>(f(static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
 }
 
+// a + b, wrapping for integers.
+template <typename T>
+T add_wrapping(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return wrap_int(a, b, [](uint64_t x, uint64_t y) { return x + y; });
+  else return a + b;
+}
+
 inline bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 // Runs body with T bound to the C++ type of `dt`, limited to what the op supports.

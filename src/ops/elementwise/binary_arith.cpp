@@ -17,8 +17,7 @@ struct AddOp {
   static constexpr bool kFloats = true, kIntegers = true;
   template <typename T>
   static T apply(T a, T b, const ElemParams&) {
-    if constexpr (std::is_integral_v<T>) return wrap_int(a, b, [](uint64_t x, uint64_t y) { return x + y; });
-    else return a + b;
+    return add_wrapping(a, b);
   }
 };
 

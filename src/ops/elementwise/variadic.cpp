@@ -11,8 +11,7 @@ struct SumOp {
   static constexpr bool kFloats = true, kIntegers = true;
   template <typename T>
   static T apply(T a, T b, const ElemParams&) {
-    if constexpr (std::is_integral_v<T>) return wrap_int(a, b, [](uint64_t x, uint64_t y) { return x + y; });
-    else return a + b;
+    return add_wrapping(a, b);
   }
 };
 
