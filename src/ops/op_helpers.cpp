@@ -63,3 +63,24 @@ Cost cost_data_movement(const CostContext& c) {
 }
 
 }  // namespace kiln::ops
+
+namespace kiln::ops {
+DType dtype_from_onnx_code(int64_t code) {
+  switch (code) {
+    case 1: return DType::f32;
+    case 2: return DType::u8;
+    case 3: return DType::i8;
+    case 4: return DType::u16;
+    case 5: return DType::i16;
+    case 6: return DType::i32;
+    case 7: return DType::i64;
+    case 9: return DType::boolean;
+    case 10: return DType::f16;
+    case 11: return DType::f64;
+    case 12: return DType::u32;
+    case 13: return DType::u64;
+    case 16: return DType::bf16;
+    default: return DType::undefined;  // 8 string, 14/15 complex, 17+ float8: not in kiln
+  }
+}
+}  // namespace kiln::ops

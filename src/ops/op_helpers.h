@@ -79,3 +79,9 @@ Cost cost_elementwise(const CostContext& c);  // 1 flop per output element + io 
 Cost cost_data_movement(const CostContext& c);  // 0 flops + io bytes
 
 }  // namespace kiln::ops
+
+namespace kiln::ops {
+// ONNX TensorProto data type number (1 = float, 7 = int64, 9 = bool, 10 = float16, ...) ->
+// DType, for attributes such as Cast.to; DType::undefined for types kiln lacks.
+DType dtype_from_onnx_code(int64_t code);
+}  // namespace kiln::ops
