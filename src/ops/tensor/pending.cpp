@@ -5,13 +5,8 @@
 
 namespace kiln::ops {
 
-OpDef def_Gather() { return {.name = "Gather", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_GatherElements() { return {.name = "GatherElements", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_GatherND() { return {.name = "GatherND", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_Pad() { return {.name = "Pad", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_Resize() { return {.name = "Resize", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_ScatterElements() { return {.name = "ScatterElements", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_ScatterND() { return {.name = "ScatterND", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_Upsample() { return {.name = "Upsample", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 
 }  // namespace kiln::ops

@@ -75,3 +75,11 @@ void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset,
                const std::vector<int64_t>& strides, const std::vector<int64_t>& dims);
 
 }  // namespace kiln::ops::tensor_ops
+
+namespace kiln::ops::tensor_ops {
+// From gather.cpp, shared with the scatter ops: element offsets of ScatterND's index
+// tuples (slice = elements per tuple) and ScatterElements' walk fn(update position, offset).
+std::vector<int64_t> scatter_nd_offsets(const Tensor& x, const Tensor& ind, const KernelContext& k, int64_t* slice);
+void scatter_elements_walk(const Tensor& data, const Tensor& ind, int64_t axis, const KernelContext& k,
+                           const std::function<void(int64_t, int64_t)>& fn);
+}  // namespace kiln::ops::tensor_ops
