@@ -5,7 +5,5 @@
 
 namespace kiln::ops {
 
-OpDef def_Resize() { return {.name = "Resize", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_Upsample() { return {.name = "Upsample", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 
 }  // namespace kiln::ops
