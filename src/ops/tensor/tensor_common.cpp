@@ -1,0 +1,65 @@
+#include "tensor_common.h"
+
+namespace kiln::ops::tensor_ops {
+
+std::optional<std::vector<int64_t>> const_ints(const InferContext& c, size_t i) {
+  const Tensor* t = c.in_const(i);
+  if (!t) return std::nullopt;
+  if (!dtype_is_integer(t->dtype())) c.fail(str_cat("input ", i, " must be an integer tensor, got ", dtype_name(t->dtype())));
+  return t->to_int64_vector();
+}
+
+Shape unknown_dims(size_t rank) { return Shape(std::vector<Dim>(rank, Dim::unknown())); }
+
+std::optional<int64_t> static_length(const InferContext& c, size_t i) {
+  if (!c.has_input(i)) return std::nullopt;
+  const Shape& s = c.in_shape(i);
+  if (!s.rank_known || s.rank() != 1 || !s[0].is_static()) return std::nullopt;
+  return s[0].value;
+}
+
+Dim product_dim(const std::vector<Dim>& dims) {
+  int64_t p = 1;
+  const Dim* non_static = nullptr;
+  int n_non_static = 0;
+  for (const Dim& d : dims) {
+    if (d.is_static()) {
+      p *= d.value;
+    } else {
+      non_static = &d;
+      ++n_non_static;
+    }
+  }
+  if (n_non_static == 0) return Dim(p);
+  if (n_non_static == 1 && p == 1) return *non_static;
+  return Dim::unknown();
+}
+
+DType dtype_from_onnx(int64_t code) {
+  switch (code) {
+    case 1: return DType::f32;
+    case 2: return DType::u8;
+    case 3: return DType::i8;
+    case 4: return DType::u16;
+    case 5: return DType::i16;
+    case 6: return DType::i32;
+    case 7: return DType::i64;
+    case 9: return DType::boolean;
+    case 10: return DType::f16;
+    case 11: return DType::f64;
+    case 12: return DType::u32;
+    case 13: return DType::u64;
+    case 16: return DType::bf16;
+    default: return DType::undefined;
+  }
+}
+
+void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset, const std::vector<int64_t>& strides,
+               const std::vector<int64_t>& dims) {
+  Tensor& y = k.alloc_output(out, src.dtype(), dims);
+  KILN_DISPATCH_BYTES(src.dtype(), k.node().describe(),
+                      strided_copy<T>(static_cast<const T*>(src.raw()), offset, strides, dims,
+                                      static_cast<T*>(y.raw())));
+}
+
+}  // namespace kiln::ops::tensor_ops

@@ -1,0 +1,85 @@
+// Pieces shared by the tensor-movement ops (private to ops/tensor/): reading shape-like
+// inputs during inference, strided copies, index checks, dtype codes.
+#pragma once
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "../op_helpers.h"
+
+namespace kiln::ops::tensor_ops {
+
+// Elements of a constant int input (i32/i64) during inference; nullopt when not known.
+std::optional<std::vector<int64_t>> const_ints(const InferContext& c, size_t i);
+// Shape of `rank` unknown dims.
+Shape unknown_dims(size_t rank);
+// Length of a 1-D shape-like input (e.g. Reshape's shape) when static; nullopt otherwise.
+std::optional<int64_t> static_length(const InferContext& c, size_t i);
+// Dims (static or symbolic) -> Shape dims, where a product of dims is needed: static
+// product when all static, the single non-1 dim when only one is non-static, else unknown.
+Dim product_dim(const std::vector<Dim>& dims);
+
+// ONNX TensorProto.DataType code -> DType (undefined when kiln has no such dtype).
+DType dtype_from_onnx(int64_t code);
+
+// Index `idx` into a dim of size n, negative counting from the end; throws naming the node.
+inline int64_t checked_index(int64_t idx, int64_t n, const KernelContext& k, const char* what) {
+  int64_t j = idx < 0 ? idx + n : idx;
+  if (j < 0 || j >= n) k.fail(str_cat(what, " index ", idx, " is out of range for a dim of size ", n));
+  return j;
+}
+
+// Copies a strided view of src into the contiguous dst of `dims`: element (i0..ik) of
+// dst = src[offset + sum i_d * strides[d]]. Strides may be 0 (broadcast) or negative.
+// Walks an odometer over the outer dims (no div/mod per element); the innermost dim is a
+// memcpy when contiguous.
+template <typename T>
+void strided_copy(const T* src, int64_t offset, const std::vector<int64_t>& strides,
+                  const std::vector<int64_t>& dims, T* dst) {
+  const size_t r = dims.size();
+  for (int64_t d : dims)
+    if (d == 0) return;
+  if (r == 0) {
+    dst[0] = src[offset];
+    return;
+  }
+  const int64_t inner = dims[r - 1], istride = strides[r - 1];
+  std::vector<int64_t> idx(r - 1, 0);
+  int64_t src_pos = offset;
+  for (;;) {
+    const T* s = src + src_pos;
+    if (istride == 1) {
+      std::memcpy(dst, s, sizeof(T) * inner);
+    } else if (istride == 0) {
+      std::fill(dst, dst + inner, *s);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * istride];
+    }
+    dst += inner;
+    // odometer over dims [0, r-1)
+    int64_t d = static_cast<int64_t>(r) - 2;
+    for (; d >= 0; --d) {
+      if (++idx[d] < dims[d]) {
+        src_pos += strides[d];
+        break;
+      }
+      src_pos -= strides[d] * (dims[d] - 1);
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// Runs strided_copy for any dtype, allocating output `out` of ctx with `dims`.
+void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset,
+               const std::vector<int64_t>& strides, const std::vector<int64_t>& dims);
+
+}  // namespace kiln::ops::tensor_ops
+
+namespace kiln::ops::tensor_ops {
+// From gather.cpp, shared with the scatter ops: element offsets of ScatterND's index
+// tuples (slice = elements per tuple) and ScatterElements' walk fn(update position, offset).
+std::vector<int64_t> scatter_nd_offsets(const Tensor& x, const Tensor& ind, const KernelContext& k, int64_t* slice);
+void scatter_elements_walk(const Tensor& data, const Tensor& ind, int64_t axis, const KernelContext& k,
+                           const std::function<void(int64_t, int64_t)>& fn);
+}  // namespace kiln::ops::tensor_ops
