@@ -5,22 +5,9 @@
 
 namespace kiln::ops {
 
-OpDef def_AveragePool() { return {.name = "AveragePool", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_BatchNormalization() { return {.name = "BatchNormalization", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_Conv() { return {.name = "Conv", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_ConvTranspose() { return {.name = "ConvTranspose", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_Einsum() { return {.name = "Einsum", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_Gemm() { return {.name = "Gemm", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_GlobalAveragePool() { return {.name = "GlobalAveragePool", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_GlobalMaxPool() { return {.name = "GlobalMaxPool", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_GRU() { return {.name = "GRU", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_InstanceNormalization() { return {.name = "InstanceNormalization", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_LayerNormalization() { return {.name = "LayerNormalization", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_LpNormalization() { return {.name = "LpNormalization", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_LRN() { return {.name = "LRN", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_LSTM() { return {.name = "LSTM", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_MatMul() { return {.name = "MatMul", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
-OpDef def_MaxPool() { return {.name = "MaxPool", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 OpDef def_RNN() { return {.name = "RNN", .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1}; }
 
 }  // namespace kiln::ops
