@@ -1,0 +1,227 @@
+// Blocked SGEMM in the BLIS style: C is walked in NC-column, KC-deep, MC-row blocks; each
+// block of op(A) and op(B) is packed into MR-row / NR-column panels so the micro-kernel
+// reads both operands contiguously, and a 6x16 register tile accumulates C.
+// Two micro-kernels share the packing: an AVX2+FMA one (compiled for that target only and
+// chosen at run time by CPU features) and a portable one the compiler may vectorise.
+#include "kiln/kernels/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kiln/kernels/parallel.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KILN_GEMM_X86 1
+#endif
+
+namespace kiln::kernels {
+namespace {
+
+constexpr int64_t MR = 6, NR = 16;
+constexpr int64_t KC = 256, MC = 120, NC = 3072;  // A block ~120 KiB (L2), B block ~3 MiB (L3)
+
+// Element (i, p) of op(A) and (p, j) of op(B).
+struct Operand {
+  const float* p;
+  int64_t ld;
+  bool trans;
+  float at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
+};
+
+// Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row panels, k-major inside a
+// panel; rows past the edge are zero so the kernel never branches on them.
+void pack_a(const Operand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  for (int64_t ip = 0; ip < mc; ip += MR) {
+    int64_t rows = std::min(MR, mc - ip);
+    if (!a.trans) {
+      for (int64_t r = 0; r < MR; ++r) {
+        if (r < rows) {
+          const float* src = a.p + (i0 + ip + r) * a.ld + p0;
+          for (int64_t p = 0; p < kc; ++p) out[p * MR + r] = src[p];
+        } else {
+          for (int64_t p = 0; p < kc; ++p) out[p * MR + r] = 0.f;
+        }
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = a.p + (p0 + p) * a.ld + i0 + ip;
+        for (int64_t r = 0; r < MR; ++r) out[p * MR + r] = r < rows ? src[r] : 0.f;
+      }
+    }
+    out += MR * kc;
+  }
+}
+
+// Packs rows [p0, p0+kc) x cols [j0, j0+nc) of op(B) into NR-column panels.
+void pack_b(const Operand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+  for (int64_t jp = 0; jp < nc; jp += NR) {
+    int64_t cols = std::min(NR, nc - jp);
+    if (!b.trans) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = b.p + (p0 + p) * b.ld + j0 + jp;
+        float* dst = out + p * NR;
+        if (cols == NR) {
+          for (int64_t c = 0; c < NR; ++c) dst[c] = src[c];
+        } else {
+          for (int64_t c = 0; c < NR; ++c) dst[c] = c < cols ? src[c] : 0.f;
+        }
+      }
+    } else {
+      for (int64_t c = 0; c < NR; ++c) {
+        if (c < cols) {
+          const float* src = b.p + (j0 + jp + c) * b.ld + p0;
+          for (int64_t p = 0; p < kc; ++p) out[p * NR + c] = src[p];
+        } else {
+          for (int64_t p = 0; p < kc; ++p) out[p * NR + c] = 0.f;
+        }
+      }
+    }
+    out += NR * kc;
+  }
+}
+
+// C[0:mr, 0:nr] += alpha * tile
+inline void add_tile(const float* tile, float* c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  for (int64_t r = 0; r < mr; ++r)
+    for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] += alpha * tile[r * NR + j];
+}
+
+void kernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+                     int64_t mr, int64_t nr) {
+  float acc[MR * NR] = {};
+  for (int64_t p = 0; p < kc; ++p, a += MR, b += NR)
+    for (int64_t r = 0; r < MR; ++r) {
+      float av = a[r];
+      for (int64_t j = 0; j < NR; ++j) acc[r * NR + j] += av * b[j];
+    }
+  add_tile(acc, c, ldc, alpha, mr, nr);
+}
+
+#ifdef KILN_GEMM_X86
+__attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a, const float* b, float* c,
+                                                     int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t p = 0; p < kc; ++p, a += MR, b += NR) {
+    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+  }
+  __m256 rows[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  __m256 al = _mm256_set1_ps(alpha);
+  if (mr == MR && nr == NR) {
+    for (int64_t r = 0; r < MR; ++r) {
+      float* cr = c + r * ldc;
+      _mm256_storeu_ps(cr, _mm256_fmadd_ps(al, rows[r][0], _mm256_loadu_ps(cr)));
+      _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(al, rows[r][1], _mm256_loadu_ps(cr + 8)));
+    }
+    return;
+  }
+  alignas(32) float tile[MR * NR];
+  for (int64_t r = 0; r < MR; ++r) {
+    _mm256_store_ps(tile + r * NR, rows[r][0]);
+    _mm256_store_ps(tile + r * NR + 8, rows[r][1]);
+  }
+  add_tile(tile, c, ldc, alpha, mr, nr);
+}
+#endif
+
+using KernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, float, int64_t, int64_t);
+
+// Chosen once, from CPU features.
+KernelFn pick_kernel() {
+#ifdef KILN_GEMM_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kernel_avx2;
+#endif
+  return kernel_portable;
+}
+const KernelFn g_kernel = pick_kernel();
+
+// C[0:M, 0:N] += alpha * op(A) op(B) on one thread (C already scaled by beta).
+void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, float alpha, float* C,
+                 int64_t ldc) {
+  thread_local std::vector<float> abuf, bbuf;
+  abuf.resize(MC * KC);
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    int64_t nc = std::min(NC, N - jc);
+    int64_t nc_pad = (nc + NR - 1) / NR * NR;
+    if (static_cast<int64_t>(bbuf.size()) < nc_pad * KC) bbuf.resize(nc_pad * KC);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      int64_t kc = std::min(KC, K - pc);
+      pack_b(b, pc, kc, jc, nc, bbuf.data());
+      for (int64_t ic = 0; ic < M; ic += MC) {
+        int64_t mc = std::min(MC, M - ic);
+        pack_a(a, ic, mc, pc, kc, abuf.data());
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            g_kernel(kc, abuf.data() + ir * kc, bbuf.data() + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                     std::min(MR, mc - ir), std::min(NR, nc - jr));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool sgemm_uses_avx2() {
+#ifdef KILN_GEMM_X86
+  return g_kernel == kernel_avx2;
+#else
+  return false;
+#endif
+}
+
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+  if (M <= 0 || N <= 0) return;
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc;
+    if (beta == 0.f)
+      std::fill(c, c + N, 0.f);
+    else if (beta != 1.f)
+      for (int64_t j = 0; j < N; ++j) c[j] *= beta;
+  }
+  if (K <= 0 || alpha == 0.f) return;
+  if (threads <= 0) threads = default_threads();
+  // Small problems are not worth waking the pool.
+  if (static_cast<double>(M) * N * K < 64.0 * 64 * 64) threads = 1;
+  // Split C along its longer side (in tiles) into one part per thread; each part packs
+  // its own panels, so the parts share nothing but read-only A and B.
+  bool split_m = (M + MR - 1) / MR >= (N + NR - 1) / NR;
+  int64_t tiles = split_m ? (M + MR - 1) / MR : (N + NR - 1) / NR;
+  int64_t parts = std::min<int64_t>(threads, tiles);
+  auto run_part = [&](int64_t part) {
+    int64_t t0 = tiles * part / parts, t1 = tiles * (part + 1) / parts;
+    if (split_m) {
+      int64_t i0 = t0 * MR, i1 = std::min(M, t1 * MR);
+      if (i0 >= i1) return;
+      Operand a{transA ? A + i0 : A + i0 * lda, lda, transA};
+      gemm_serial(a, {B, ldb, transB}, i1 - i0, N, K, alpha, C + i0 * ldc, ldc);
+    } else {
+      int64_t j0 = t0 * NR, j1 = std::min(N, t1 * NR);
+      if (j0 >= j1) return;
+      Operand b{transB ? B + j0 * ldb : B + j0, ldb, transB};
+      gemm_serial({A, lda, transA}, b, M, j1 - j0, K, alpha, C + j0, ldc);
+    }
+  };
+  if (parts <= 1) {
+    run_part(0);
+    return;
+  }
+  parallel_for(parts, static_cast<int>(parts), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) run_part(p);
+  });
+}
+
+}  // namespace kiln::kernels

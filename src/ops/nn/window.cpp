@@ -1,0 +1,170 @@
+#include "window.h"
+
+#include <algorithm>
+
+#include "kiln/kernels/gemm.h"
+
+namespace kiln::ops::nn {
+
+std::vector<int64_t> spatial_attr(const Node& n, const char* name, size_t rank, int64_t dflt) {
+  std::vector<int64_t> v = n.attr_ints(name, {});
+  if (v.empty()) return std::vector<int64_t>(rank, dflt);
+  KILN_CHECK(v.size() == rank, n.describe(), ": attribute '", name, "' has ", v.size(), " entries, expected ", rank);
+  return v;
+}
+
+std::vector<int64_t> spatial_sizes(const Shape& s) {
+  std::vector<int64_t> r;
+  for (size_t i = 2; i < s.rank(); ++i) r.push_back(s[i].is_static() ? s[i].value : -1);
+  return r;
+}
+
+Window forward_window(const Node& n, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode,
+                      bool has_dilations) {
+  size_t r = in.size();
+  Window w;
+  KILN_CHECK(kernel.size() == r, n.describe(), ": kernel has ", kernel.size(), " spatial dims, input has ", r);
+  w.kernel = std::move(kernel);
+  w.strides = spatial_attr(n, "strides", r, 1);
+  w.dilations = has_dilations ? spatial_attr(n, "dilations", r, 1) : std::vector<int64_t>(r, 1);
+  std::vector<int64_t> pads = n.attr_ints("pads", {});
+  if (pads.empty()) pads.assign(2 * r, 0);
+  KILN_CHECK(pads.size() == 2 * r, n.describe(), ": attribute 'pads' has ", pads.size(), " entries, expected ",
+             2 * r);
+  for (size_t i = 0; i < r; ++i) {
+    KILN_CHECK(w.kernel[i] >= 1 && w.strides[i] >= 1 && w.dilations[i] >= 1, n.describe(),
+               ": kernel, strides and dilations must be >= 1");
+    KILN_CHECK(pads[i] >= 0 && pads[i + r] >= 0, n.describe(), ": pads must be >= 0");
+  }
+  std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
+  w.pad_begin.assign(pads.begin(), pads.begin() + r);
+  w.pad_end.assign(pads.begin() + r, pads.end());
+  w.out.assign(r, -1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t eff = (w.kernel[i] - 1) * w.dilations[i] + 1, s = w.strides[i];
+    if (in[i] < 0) continue;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in[i] + s - 1) / s;
+      int64_t total = std::max<int64_t>((out - 1) * s + eff - in[i], 0);
+      int64_t small = total / 2, big = total - small;
+      w.pad_begin[i] = auto_pad == "SAME_UPPER" ? small : big;
+      w.pad_end[i] = auto_pad == "SAME_UPPER" ? big : small;
+      w.out[i] = out;
+    } else if (auto_pad == "VALID") {
+      w.pad_begin[i] = w.pad_end[i] = 0;
+      KILN_CHECK(in[i] >= eff, n.describe(), ": window of ", eff, " does not fit input size ", in[i]);
+      w.out[i] = (in[i] - eff) / s + 1;
+    } else {
+      KILN_CHECK(auto_pad == "NOTSET", n.describe(), ": unknown auto_pad '", auto_pad, "'");
+      int64_t span = in[i] + w.pad_begin[i] + w.pad_end[i] - eff;
+      KILN_CHECK(span >= 0, n.describe(), ": window of ", eff, " does not fit padded input size ",
+                 in[i] + w.pad_begin[i] + w.pad_end[i]);
+      int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      // A ceil-mode window must start inside the input or its left padding.
+      if (ceil_mode && (out - 1) * s >= in[i] + w.pad_begin[i]) --out;
+      w.out[i] = out;
+    }
+  }
+  return w;
+}
+
+Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w) {
+  Geom3 g{};
+  size_t r = in.size(), off = 3 - r;
+  for (int i = 0; i < 3; ++i) g.in[i] = g.out[i] = g.k[i] = g.s[i] = g.d[i] = 1, g.pb[i] = 0;
+  for (size_t i = 0; i < r; ++i) {
+    g.in[off + i] = in[i];
+    g.out[off + i] = w.out[i];
+    g.k[off + i] = w.kernel[i];
+    g.s[off + i] = w.strides[i];
+    g.d[off + i] = w.dilations[i];
+    g.pb[off + i] = w.pad_begin[i];
+  }
+  return g;
+}
+
+template <typename T>
+void im2col(const T* x, int64_t channels, const Geom3& g, T* col) {
+  const int64_t OS = g.out_size();
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* xc = x + c * g.in_size();
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          T* row = col;
+          col += OS;
+          for (int64_t od = 0; od < g.out[0]; ++od) {
+            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            for (int64_t oh = 0; oh < g.out[1]; ++oh, row += g.out[2]) {
+              int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(row, row + g.out[2], T(0));
+                continue;
+              }
+              const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
+              int64_t iw = kw * g.d[2] - g.pb[2];
+              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
+                row[ow] = (iw >= 0 && iw < g.in[2]) ? xr[iw] : T(0);
+            }
+          }
+        }
+  }
+}
+
+template <typename T>
+void col2im(const T* col, int64_t channels, const Geom3& g, T* y) {
+  // Here g describes the forward conv whose input is y and whose output grid is col's.
+  const int64_t OS = g.out_size();
+  for (int64_t c = 0; c < channels; ++c) {
+    T* yc = y + c * g.in_size();
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          const T* row = col;
+          col += OS;
+          for (int64_t od = 0; od < g.out[0]; ++od) {
+            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            for (int64_t oh = 0; oh < g.out[1]; ++oh, row += g.out[2]) {
+              int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
+              T* yr = yc + (id * g.in[1] + ih) * g.in[2];
+              int64_t iw = kw * g.d[2] - g.pb[2];
+              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
+                if (iw >= 0 && iw < g.in[2]) yr[iw] += row[ow];
+            }
+          }
+        }
+  }
+}
+
+template <typename T>
+void matmul(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C,
+            bool accumulate, int threads) {
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::sgemm(transA, transB, M, N, K, 1.f, A, transA ? M : K, B, transB ? K : N, accumulate ? 1.f : 0.f, C, N,
+                   threads);
+  } else {
+    for (int64_t i = 0; i < M; ++i) {
+      T* c = C + i * N;
+      if (!accumulate) std::fill(c, c + N, T(0));
+      for (int64_t p = 0; p < K; ++p) {
+        T a = transA ? A[p * M + i] : A[i * K + p];
+        for (int64_t j = 0; j < N; ++j) c[j] += a * (transB ? B[j * K + p] : B[p * N + j]);
+      }
+    }
+  }
+}
+
+#define KILN_NN_INSTANTIATE(T)                                                                               \
+  template void im2col<T>(const T*, int64_t, const Geom3&, T*);                                              \
+  template void col2im<T>(const T*, int64_t, const Geom3&, T*);                                              \
+  template void matmul<T>(bool, bool, int64_t, int64_t, int64_t, const T*, const T*, T*, bool, int);
+KILN_NN_INSTANTIATE(float)
+KILN_NN_INSTANTIATE(double)
+KILN_NN_INSTANTIATE(int32_t)
+KILN_NN_INSTANTIATE(int64_t)
+KILN_NN_INSTANTIATE(uint32_t)
+KILN_NN_INSTANTIATE(uint64_t)
+#undef KILN_NN_INSTANTIATE
+
+}  // namespace kiln::ops::nn

@@ -1,0 +1,78 @@
+// Sliding-window geometry shared by Conv, ConvTranspose and the pools: reads kernel_shape,
+// strides, dilations, pads and auto_pad from a node and works out padding and output sizes.
+// Kernels run every spatial rank as 3-D by padding the leading spatial dims with size 1.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "../op_helpers.h"
+
+namespace kiln::ops::nn {
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
+  std::vector<int64_t> out;  // output spatial sizes; -1 where the input size is unknown
+};
+
+// Attributes of a forward window (Conv, pools). `in` holds the input spatial sizes (-1 =
+// unknown). `kernel` comes from kernel_shape or W. Throws naming the node on bad attributes.
+Window forward_window(const Node& n, const std::vector<int64_t>& in, std::vector<int64_t> kernel,
+                      bool ceil_mode, bool has_dilations);
+
+// Reads an ints attribute of exactly `rank` entries (or `dflt` filled when absent).
+std::vector<int64_t> spatial_attr(const Node& n, const char* name, size_t rank, int64_t dflt);
+
+// Spatial sizes of a shape from dim 2 on (-1 for non-static dims).
+std::vector<int64_t> spatial_sizes(const Shape& s);
+
+// The 3-D embedding used by the kernels: sizes padded at the front to rank 3.
+struct Geom3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+};
+Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w);
+
+// col[(c*K + kidx) * OS + o] = x[c][window position] (0 in the padding) for `channels` planes.
+template <typename T>
+void im2col(const T* x, int64_t channels, const Geom3& g, T* col);
+// Adds col back into y (the transpose of im2col); used by ConvTranspose.
+template <typename T>
+void col2im(const T* col, int64_t channels, const Geom3& g, T* y);
+
+// C[M x N] = A[M x K] * B[K x N] (+ C when accumulate). sgemm for f32, loops otherwise.
+template <typename T>
+void matmul(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C,
+            bool accumulate, int threads);
+
+}  // namespace kiln::ops::nn
+
+namespace kiln::ops::nn {
+
+// f16/bf16 are computed in f32: the dtype a kernel computes in, and an input converted to it.
+inline DType compute_dtype(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
+inline Tensor compute_input(const Tensor& t) { return compute_dtype(t.dtype()) == t.dtype() ? t : to_f32(t); }
+// Sets output i, converting an f32 result back to the model's dtype.
+inline void set_result(KernelContext& c, size_t i, const Tensor& t, DType dtype) {
+  c.set_output(i, from_f32(t, dtype));
+}
+// Output dim from a known value, or unknown.
+inline Dim dim_or_unknown(int64_t v) { return v >= 0 ? Dim(v) : Dim::unknown(); }
+
+}  // namespace kiln::ops::nn
+
+namespace kiln::ops::nn {
+
+// Cost of ops that touch each element of input 0 a few times (pools, normalisations):
+// F flops per input element, io bytes.
+template <int F>
+Cost cost_per_input(const CostContext& c) {
+  Cost k;
+  k.flops = F * static_cast<double>(numel_of(c.in_dims[0]));
+  k.bytes_read = c.io_bytes_read();
+  k.bytes_written = c.io_bytes_written();
+  return k;
+}
+
+}  // namespace kiln::ops::nn
