@@ -177,7 +177,7 @@ TEST(DynamicQuantizeLinear, MatchesOnnxFormula) {
   expect_dynamic({0, 2, -3, -2.5f, 1.34f, 0.5f}, 5.0f / 255, 153, {153, 255, 0, 26, 221, 179});
   expect_dynamic({-1, -2.1f, -1.3f, -2.5f, -3.34f, -4}, 4.0f / 255, 255, {191, 121, 172, 96, 42, 0});
   expect_dynamic({1, 2.1f, 1.3f, 2.5f, 3.34f, 4}, 4.0f / 255, 0, {64, 134, 83, 159, 213, 255});
-  expect_dynamic({0, 0}, 1.0f / 255, 0, {0, 0});  // empty range: scale 1/255
+  expect_dynamic({0, 0}, 1.0f, 0, {0, 0});  // empty range: scale 1 (as ONNX Runtime)
 }
 
 // ---- MatMulInteger / QLinearMatMul: naive reference ------------------------------------

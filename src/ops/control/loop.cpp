@@ -2,7 +2,9 @@
 // Body inputs: (iteration_num i64, cond bool, carried...); body outputs: (cond, carried...,
 // scan outputs...). Node outputs: final carried values, then each scan output stacked over
 // iterations along a new axis 0. When the cond input is omitted the body's cond output is
-// ignored (a for loop); with neither M nor cond the loop only ends by a runaway guard.
+// ignored (a for loop), as the spec's pseudo-code says ("cond = ...; // ignored"); note that
+// ONNX Runtime 1.x stops on a false body cond even then. With neither M nor cond the loop only
+// ends by a runaway guard.
 #include "subgraph.h"
 
 namespace kiln::ops {

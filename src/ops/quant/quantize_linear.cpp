@@ -100,8 +100,9 @@ void kernel_dequantize(KernelContext& c) {
   }
 }
 
-// ---- DynamicQuantizeLinear (u8): scale = (max(0, max x) - min(0, min x)) / 255 (1/255 when
-// that range is empty), zero point = saturate(round(-min / scale)), y as QuantizeLinear.
+// ---- DynamicQuantizeLinear (u8): scale = (max(0, max x) - min(0, min x)) / 255, zero point =
+// saturate(round(-min / scale)), y as QuantizeLinear. For an all-zero x the formula divides by
+// zero; like ONNX Runtime, scale is then 1 (y and the zero point are 0 either way).
 void infer_dynamic_quantize(InferContext& c) {
   DType x = c.in_dtype(0);
   if (x != DType::undefined && x != DType::f32) c.fail(str_cat("x must be f32, got ", dtype_name(x)));
@@ -120,7 +121,7 @@ void kernel_dynamic_quantize(KernelContext& c) {
     if (xp[e] > hi) hi = xp[e];
   }
   const QRange r{0, 255};
-  float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   int32_t zp = quant::round_add_saturate(0.0f - lo / scale, 0, r);
   Tensor& y = c.alloc_output(0, DType::u8, x.dims());
   for (int64_t e = 0; e < x.numel(); ++e) quant::store_q(y, e, quant::round_add_saturate(xp[e] / scale, zp, r));
