@@ -1,6 +1,7 @@
 // Shape inference driver: walks the graph in order, asks each op's infer function for its
 // outputs, and evaluates small constant sub-computations (Shape -> Gather -> Concat chains)
 // with the reference kernels so that ops like Reshape see their target shape.
+#include "control/subgraph.h"
 #include "op_helpers.h"
 #include "symbolic_values.h"
 
@@ -56,6 +57,8 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
     const OpDef* def = find_op(n.domain, n.op);
     if (def == nullptr) throw Error(str_cat(n.describe(), ": unknown op '", n.domain.empty() ? "" : n.domain + ".",
                                             n.op, "' (opset ", opset, ")"));
+    // Loop/Scan body inputs often carry no type in the model: derive them from the node first.
+    control::seed_body_inputs(n, opset);
     for (Graph* sg : n.subgraphs()) infer_graph(*sg, opset, b, known, sv);
     if (n.op == "Shape" && n.input(0) && n.input(0)->shape.is_static() && n.attrs.empty()) {
       auto d = n.input(0)->shape.static_dims();
