@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Generates kiln's op conformance cases: small single-node ONNX models with seeded inputs.
+
+    /usr/bin/python3 scripts/conformance/make_cases.py [OUT_DIR]   (default build/conformance)
+
+Writes OUT_DIR/<Op>_<case>/{model.onnx, inputs/<name>.npy, meta.txt} for every op listed in
+src/ops/op_list.inc, and OUT_DIR/no_case.txt naming each listed op without a case and why
+(the generator fails if an op has neither). ort_cases.js then adds ORT's outputs under ort/.
+Deterministic: one seeded generator, cases produced in a fixed order.
+"""
+import os
+import re
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cases_common  # noqa: E402
+import cases_control_quant  # noqa: E402
+import cases_elementwise  # noqa: E402
+import cases_nn  # noqa: E402
+import cases_reduce  # noqa: E402
+import cases_tensor  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# Ops in op_list.inc deliberately without a case, with the reason. Empty today: every op has
+# cases. An op listed here is reported by the C++ test instead of failing it.
+NO_CASE = {}
+
+
+def listed_ops():
+    with open(os.path.join(ROOT, "src", "ops", "op_list.inc")) as fh:
+        lines = [ln.split("//")[0] for ln in fh]  # the header comment mentions KILN_OP(Name)
+    return re.findall(r"KILN_OP\((\w+)\)", "".join(lines))
+
+
+def main():
+    out = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "conformance"))
+    for mod in (cases_elementwise, cases_reduce, cases_nn, cases_tensor, cases_control_quant):
+        mod.generate()
+    cases = cases_common.CASES
+    ops = listed_ops()
+    unknown = sorted({c.op for c in cases} - set(ops))
+    if unknown:
+        sys.exit(f"make_cases: cases for ops not in op_list.inc: {unknown}")
+    covered = {c.op for c in cases}
+    missing = [op for op in ops if op not in covered and op not in NO_CASE]
+    if missing:
+        sys.exit(f"make_cases: ops with no case and no reason in NO_CASE: {missing}")
+
+    if os.path.isdir(out):
+        shutil.rmtree(out)  # stale cases from an older generator must not linger
+    os.makedirs(out)
+    for c in cases:
+        cases_common.write_case(c, out)
+    with open(os.path.join(out, "no_case.txt"), "w") as fh:
+        for op, why in sorted(NO_CASE.items()):
+            fh.write(f"{op}: {why}\n")
+    print(f"make_cases: {len(cases)} cases for {len(covered)} of {len(ops)} ops in {out}")
+
+
+if __name__ == "__main__":
+    main()
