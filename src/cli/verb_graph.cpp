@@ -15,10 +15,10 @@ int verb_graph(int argc, char** argv) {
   std::string fmt = a.get_or("--format", "text");
   Model m = load_model(a.positional()[0], parse_shape_flags(a));
   std::string out;
-  if (fmt == "text") out = render_graph(m, GraphFormat::text);
-  else if (fmt == "dot") out = render_graph(m, GraphFormat::dot);
-  else if (fmt == "svg") out = render_graph(m, GraphFormat::svg);
-  else if (fmt == "json") out = render_graph(m, GraphFormat::json);
+  if (fmt == "text") out = analysis::render_graph(m, analysis::GraphFormat::text);
+  else if (fmt == "dot") out = analysis::render_graph(m, analysis::GraphFormat::dot);
+  else if (fmt == "svg") out = analysis::render_graph(m, analysis::GraphFormat::svg);
+  else if (fmt == "json") out = analysis::render_graph(m, analysis::GraphFormat::json);
   else if (fmt == "ir") {
     PrintOptions po;
     po.elide_weights = true;
