@@ -29,6 +29,13 @@ NP_TO_ONNX = {
     np.dtype(np.bool_): onnx.TensorProto.BOOL,
 }
 
+# kiln imports models of ai.onnx opsets 7..17. Ops ONNX added later (Mish 18, Gelu 20) kiln
+# accepts at every opset it imports, while ORT knows them only from their first opset: such a
+# case is written at opset 17 as model.onnx (for kiln) and at the op's first opset as
+# model_ort.onnx (for ORT), with the same node.
+SUPPORTED_OPSETS = (7, 17)
+NEWER_OPS = {"Mish": 18, "Gelu": 20}
+
 # Default tolerance: |kiln - ort| <= ATOL + RTOL * |ort| elementwise, for float outputs.
 ATOL, RTOL = 1e-5, 1e-4
 # Ops that sum many products (order of accumulation differs from ORT's MLAS kernels).
@@ -55,6 +62,8 @@ def add(name, op, ins, attrs=None, opset=17, outs=1, consts=(), atol=ATOL, rtol=
     outs: number of outputs (named y, or y0, y1, ...) or a list of names ("" = omitted).
     side: extra graph inputs that the node does not take but its subgraphs read."""
     full = f"{op}_{name}"
+    lo, hi = SUPPORTED_OPSETS
+    assert lo <= opset <= hi, f"{full}: opset {opset} outside {lo}..{hi}"
     assert full not in _NAMES, f"duplicate case {full}"
     _NAMES.add(full)
     if isinstance(outs, int):
@@ -130,18 +139,24 @@ def _type_outputs(model, c):
             o.type.tensor_type.elem_type = types[o.name]
 
 
-def write_case(c, root):
-    graph = _graph_of(c)
-    opsets = [helper.make_opsetid("", c.opset)]
+def _model_of(c, opset):
+    opsets = [helper.make_opsetid("", opset)]
     for dom, ver in c.extra_opsets.items():
         opsets.append(helper.make_opsetid(dom, ver))
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="kiln-conformance")
+    model = helper.make_model(_graph_of(c), opset_imports=opsets, producer_name="kiln-conformance")
     model.ir_version = 8
     _type_outputs(model, c)
+    return model
+
+
+def write_case(c, root):
     d = os.path.join(root, c.name)
     os.makedirs(os.path.join(d, "inputs"), exist_ok=True)
     with open(os.path.join(d, "model.onnx"), "wb") as fh:
-        fh.write(model.SerializeToString())
+        fh.write(_model_of(c, c.opset).SerializeToString())
+    if c.op in NEWER_OPS:
+        with open(os.path.join(d, "model_ort.onnx"), "wb") as fh:
+            fh.write(_model_of(c, NEWER_OPS[c.op]).SerializeToString())
     for item in c.ins + c.side:
         if item is not None and item[0] not in c.consts:
             np.save(os.path.join(d, "inputs", item[0] + ".npy"), item[1])

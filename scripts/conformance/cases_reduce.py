@@ -91,7 +91,7 @@ def softmaxes():
 
 def topk():
     x = randn(3, 6)
-    add("op1_attr_k", "TopK", [("x", x)], {"k": 2}, opset=1, outs=2)
+    add("op7_attr_k", "TopK", [("x", x)], {"k": 2}, opset=7, outs=2)
     add("op10_k_input", "TopK", [("x", randn(3, 6)), ("k", i64(3))], opset=10, outs=2)
     add("op11_smallest", "TopK", [("x", randn(4, 5)), ("k", i64(2))], {"largest": 0}, opset=11, outs=2)
     add("op11_axis0", "TopK", [("x", randn(5, 3)), ("k", i64(4))], {"axis": 0}, opset=11, outs=2)

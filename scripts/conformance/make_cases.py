@@ -29,6 +29,15 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # cases. An op listed here is reported by the C++ test instead of failing it.
 NO_CASE = {}
 
+# Variants deliberately left out, because ORT cannot serve as the reference for them:
+# - RNN/GRU/LSTM layout=1: ORT's CPU kernels refuse batch-major layout.
+# - LRN with an even size: ORT requires an odd size.
+# - Dropout mask before opset 12: unspecified in inference (ORT all false, opset 12 all true).
+# - ConvTranspose output_shape beyond the full output (negative total padding): ORT puts it at
+#   the head, PyTorch's output_padding at the tail; kiln rejects it.
+# - ORT CPU lacks kernels for: Where on bool, Upsample on i64, OneHot with i64 values and f32
+#   depth, so those dtype combinations are not generated.
+
 
 def listed_ops():
     with open(os.path.join(ROOT, "src", "ops", "op_list.inc")) as fh:

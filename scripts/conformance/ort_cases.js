@@ -1,6 +1,7 @@
 // Runs every conformance case with ONNX Runtime (CPU) and stores its outputs as the reference:
 //   node scripts/conformance/ort_cases.js [CASES_DIR]        (default build/conformance)
-// For each CASES_DIR/<case>/ it loads model.onnx, feeds inputs/*.npy and writes ort/<output>.npy.
+// For each CASES_DIR/<case>/ it loads model.onnx (model_ort.onnx where present), feeds
+// inputs/*.npy and writes ort/<output>.npy.
 // A case ORT rejects is removed and listed with the error in CASES_DIR/ort_rejected.txt: the
 // generator is expected to produce only valid models, so any entry there needs a look.
 'use strict';
@@ -12,7 +13,10 @@ const repo = path.resolve(__dirname, '..', '..');
 const ort = require(path.join(repo, 'node_modules', 'onnxruntime-node'));
 
 async function runCase(dir) {
-  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'),
+  // model_ort.onnx: the same node at the opset where ONNX introduced the op (see make_cases.py).
+  const ortModel = path.join(dir, 'model_ort.onnx');
+  const model = fs.existsSync(ortModel) ? ortModel : path.join(dir, 'model.onnx');
+  const session = await ort.InferenceSession.create(model,
     { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'disabled', logSeverityLevel: 3 });
   const feeds = {};
   for (const name of session.inputNames) {
