@@ -83,6 +83,12 @@ TEST(ControlIf, InfersBranchOutputs) {
   const Value* y = m.graph->outputs[0];
   EXPECT_EQ(y->dtype, DType::u8);
   EXPECT_EQ(y->shape, (Shape{3}));
+  // Control flow costs no flops of its own; bytes are the node's inputs and outputs.
+  auto cost = ops::node_cost(*m.graph->nodes().back());
+  ASSERT_TRUE(cost.has_value());
+  EXPECT_EQ(cost->flops, 0);
+  EXPECT_EQ(cost->bytes_read, 1);     // cond
+  EXPECT_EQ(cost->bytes_written, 3);  // y: 3 x u8
 }
 
 // Branches that return outer values directly: shapes [2,3] and [2,4] merge to [2,?];
@@ -376,6 +382,11 @@ TEST(ControlScan, RejectsOpset8AndBadBodies) {
   body.outputs.pop_back();  // one output short of state + scan output
   e = error_of([&] { run_model(bad, {{"s0", u8s({2}, {0, 0})}, {"X", u8s({3, 2}, {1, 2, 3, 4, 5, 6})}}); });
   EXPECT_NE(e.find("body gives 1 outputs, needs 1 states + 1 scan outputs"), std::string::npos) << e;
+
+  Model many = scan_model({});
+  const_cast<Node*>(many.graph->nodes().back().get())->attrs["num_scan_inputs"] = int64_t{3};
+  EXPECT_NE(error_of([&] { ops::infer_shapes(many); }).find("num_scan_inputs is 3, must be in 1..2"),
+            std::string::npos);
 
   Model axis = scan_model({.in_axes = {2}});
   e = error_of([&] { run_model(axis, {{"s0", u8s({2}, {0, 0})}, {"X", u8s({3, 2}, {1, 2, 3, 4, 5, 6})}}); });
