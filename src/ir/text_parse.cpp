@@ -231,7 +231,7 @@ class Parser {
     }
     const Token& close = peek();
     expect(">");
-    if (count != n && count != 1)
+    if (count != n && !(count == 1 && n > 0))
       fail(close, str_cat("tensor ", dtype_name(dt), dims_str(dims), " has ", n, " elements, found ", count,
                           " (one value fills the whole tensor)"));
     Tensor t = n * dtype_size(dt) >= (size_t{1} << 20) ? zero_tensor(dt, dims, bytes) : Tensor(dt, dims);
