@@ -40,6 +40,7 @@ std::string scaled(double v, const char* const* units, double step, const char* 
 void summarize(const Graph& g, const std::string& prefix, int depth, GraphSummary& s,
                std::map<std::string, int64_t>& counts) {
   for (const Value* v : g.initializers) {
+    if (!v || !v->initializer) continue;
     s.params += v->initializer->numel();
     s.param_bytes += static_cast<int64_t>(v->initializer->nbytes());
   }

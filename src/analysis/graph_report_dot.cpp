@@ -54,6 +54,7 @@ class DotWriter {
  private:
   void graph(const Graph& g, const Node* parent, const std::string& ind) {
     for (const Value* v : g.inputs) {
+      if (!v) continue;
       std::string id = "v" + std::to_string(next_id_++);
       source_[v] = id;
       out_ << ind << id << " [shape=ellipse, fillcolor=\"#d9f2d9\", label=" << q(v->name + "\n" + type_str(*v))
@@ -70,6 +71,7 @@ class DotWriter {
       }
     }
     for (const Value* v : g.outputs) {
+      if (!v) continue;
       auto it = source_.find(v);
       if (parent) {  // a subgraph's results are what its parent node consumes
         if (it != source_.end())

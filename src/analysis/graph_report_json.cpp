@@ -67,12 +67,14 @@ std::string render_json(const Model& m, const GraphSummary& s) {
   const Graph& g = *m.graph;
   JsonWriter w;
   w.begin_object().key("model").value(g.name).key("ir_version").value(m.ir_version).key("opsets").begin_object();
-  for (const auto& [domain, version] : m.opsets) w.key(domain.empty() ? "ai.onnx" : domain).value(version);
+  for (const auto& [domain, version] : m.opsets) w.key(domain).value(version);  // "" = ai.onnx
   w.end_object();
   w.key("inputs").begin_array();
-  for (const Value* v : g.inputs) value_entry(w, *v);
+  for (const Value* v : g.inputs)
+    if (v) value_entry(w, *v);
   w.end_array().key("outputs").begin_array();
-  for (const Value* v : g.outputs) value_entry(w, *v);
+  for (const Value* v : g.outputs)
+    if (v) value_entry(w, *v);
   w.end_array();
 
   w.key("nodes").begin_array();

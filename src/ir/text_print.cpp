@@ -66,13 +66,18 @@ class Printer {
   void graph(const Graph& g, int indent) {
     out_ << "graph";
     out_ << (g.name.empty() ? "" : " " + ident_or_quoted(g.name)) << "(";
-    std::set<const Value*> inputs(g.inputs.begin(), g.inputs.end());
-    for (size_t i = 0; i < g.inputs.size(); ++i)
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      KILN_CHECK(g.inputs[i] != nullptr, "print: graph '", g.name, "' has a null input");
       out_ << (i ? ", " : "") << ref(g.inputs[i]) << ": " << type_text(g.inputs[i]->dtype, g.inputs[i]->shape);
+    }
     out_ << ") -> (";
-    for (size_t i = 0; i < g.outputs.size(); ++i) out_ << (i ? ", " : "") << ref(g.outputs[i]);
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      KILN_CHECK(g.outputs[i] != nullptr, "print: graph '", g.name, "' has a null output");
+      out_ << (i ? ", " : "") << ref(g.outputs[i]);
+    }
     out_ << ") {\n";
     for (const Value* v : g.initializers) {
+      KILN_CHECK(v && v->initializer, "print: graph '", g.name, "' lists an initializer without data");
       pad(indent + 1);
       out_ << ref(v) << " = init ";
       tensor(*v->initializer);

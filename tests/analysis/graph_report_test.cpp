@@ -43,7 +43,9 @@ Model small_model() {
 }
 
 std::string run_python(const std::string& script, const std::string& input) {
-  fs::path dir = fs::path(KILN_BINARY_DIR) / "test_tmp" / "graph_report";
+  // one folder per test: ctest may run these tests in parallel
+  fs::path dir = fs::path(KILN_BINARY_DIR) / "test_tmp" / "graph_report" /
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name();
   fs::create_directories(dir);
   std::ofstream(dir / "in.json") << input;
   std::ofstream(dir / "check.py") << script;

@@ -14,8 +14,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One folder per test: ctest may run the tests of this file in parallel.
 fs::path scratch_dir() {
-  fs::path d = fs::path(KILN_BINARY_DIR) / "test_tmp" / "npy";
+  fs::path d = fs::path(KILN_BINARY_DIR) / "test_tmp" / "npy" /
+               ::testing::UnitTest::GetInstance()->current_test_info()->name();
   fs::create_directories(d);
   return d;
 }

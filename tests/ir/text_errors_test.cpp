@@ -27,6 +27,7 @@ TEST(TextIRErrors, ReportLineAndColumn) {
       {"graph g(%x: f32[2]) -> () {\n  %x = Relu(%x)\n}", "line 2:3: value '%x' is defined twice"},
       {"graph g() -> () {\n  %c = init f32[3] dense<1.0, 2.0>\n}", "line 2:34: tensor f32[3] has 3 elements, found 2"},
       {"graph g() -> () {\n  %c = init i8[1] dense<300>\n}", "line 2:25: value 300 does not fit"},
+      {"graph g() -> () { %c = init f32[0] dense<1.0> }", "line 1:45: tensor f32[0] has 0 elements, found 1"},
       {"graph g() -> () {\n  %c = init f32[1] dense<1e39>\n}", "line 2:26: number 1e39 does not fit in f32"},
       {"graph g(%x: f32[2]) -> () {\n  %y = Foo(%x) {a=[]}\n}", "line 2:19: an empty list needs its kind"},
       {"graph g(%x: f32[2]) -> () {\n  %y = Foo(%x) {a=1, a=2}\n}", "line 2:22: attribute 'a' is given twice"},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "kiln/ir/text.h"
 
@@ -311,6 +312,41 @@ TEST(TextIR, DocumentedExampleParses) {
   verify_structure(*m.graph);
   std::string once = print_model(m);
   EXPECT_EQ(print_model(parse_model(once)), once);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Whatever names the nodes have, the printer's choice of which '@name's to leave out
+// makes the parser give every node its name back.
+TEST(TextIR, NodeNamesSurviveAnyMixOfAutoLikeNames) {
+  const char* ops[] = {"Relu", "Add", "Relu_1"};
+  const char* names[] = {"Relu", "Relu_1", "Relu_2", "Add", "Add_1", "Relu_1_1", "x", "Add_01"};
+  uint32_t seed = 7;
+  auto rnd = [&](uint32_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % n;
+  };
+  for (int round = 0; round < 300; ++round) {
+    Model m;
+    Value* v = m.graph->add_input("in", DType::f32, Shape({1}));
+    size_t count = 1 + rnd(6);
+    std::set<std::string> used;
+    for (size_t i = 0; i < count; ++i) {
+      std::string name = names[rnd(8)];
+      if (!used.insert(name).second) continue;  // node names are unique within a graph
+      v = m.graph->add_node(ops[rnd(3)], {v}, {"v" + std::to_string(i)}, {}, name)->outputs[0];
+    }
+    m.graph->outputs.push_back(v);
+    std::string text = print_model(m);
+    Model back = parse_model(text);
+    ASSERT_EQ(back.graph->nodes().size(), m.graph->nodes().size());
+    for (size_t i = 0; i < m.graph->nodes().size(); ++i)
+      ASSERT_EQ(back.graph->nodes()[i]->name, m.graph->nodes()[i]->name) << text;
+  }
 }
 
 }  // namespace
