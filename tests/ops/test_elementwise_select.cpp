@@ -49,6 +49,8 @@ TEST(ElementwiseSelect, VariadicBroadcasting) {
   expect_tensor(run_n("Min", {f32({3}, {1, 5, 3}), f32({3}, {4, 2, 6}), f32({1}, {2})}), {3}, {1, 2, 2});
   expect_tensor(run_n("Max", {i32({2}, {-1, 7}), i32({2}, {3, -9})}), {2}, {3, 7});
   expect_tensor(run_n("Sum", {f32({2}, {1, 2})}), {2}, {1, 2});  // one input: a copy
+  expect_tensor(run_n("Sum", {i64({2}, {1, 2}), i64({1}, {-5}), i64({2}, {10, 20})}), {2}, {6, 17});
+  expect_tensor(run_n("Min", {f64({2, 0}, {}), f64({1}, {1})}), {2, 0}, {});  // empty broadcast
   expect_tensor(run_n("Max", {f32({2}, {1, NAN}), f32({2}, {NAN, 0})}), {2}, {NAN, NAN});
   EXPECT_THROW(run_n("Sum", {f32({2}, {1, 2}), f32({3}, {1, 2, 3})}), Error);
   EXPECT_THROW(run_n("Mean", {i32({1}, {1}), i32({1}, {2})}), Error);
@@ -63,6 +65,10 @@ TEST(ElementwiseSelect, WhereBroadcastsAllThree) {
   expect_tensor(yi, {3}, {1, 8, 3});
   Tensor yb = run_n("Where", {boolean({2}, {true, false}), boolean({2}, {false, false}), boolean({2}, {true, true})});
   expect_tensor(yb, {2}, {0, 1});
+  Tensor yh = run_n("Where", {boolean({2}, {false, true}), f32({2}, {1, 2}).cast(DType::f16),
+                              f32({2}, {3, 4}).cast(DType::f16)});
+  EXPECT_EQ(yh.dtype(), DType::f16);
+  expect_tensor(yh, {2}, {3, 2});
   EXPECT_THROW(run_n("Where", {f32({1}, {1}), f32({1}, {1}), f32({1}, {1})}), Error);
   EXPECT_THROW(run_n("Where", {boolean({2}, {true, true}), f32({3}, {1, 2, 3}), f32({1}, {1})}), Error);
 }

@@ -62,6 +62,13 @@ TEST(ReduceIndex, Hardmax) {
   expect_tensor(run1("Hardmax", x, {{"axis", 0}}), {2, 3}, {0, 1, 1, 1, 0, 0});
 }
 
+TEST(ReduceIndex, HardmaxBeforeOpset13CoercesTo2D) {
+  // rows of 4 (default axis 1 on [2,2,2]); the max of each row is its last element
+  Tensor x = f32({2, 2, 2}, {0, 1, 2, 3, 7, 4, 5, 6});
+  expect_tensor(run1("Hardmax", x, {}, 11), {2, 2, 2}, {0, 0, 0, 1, 1, 0, 0, 0});
+  expect_tensor(run1("Hardmax", x, {}, 13), {2, 2, 2}, {0, 1, 0, 1, 1, 0, 0, 1});
+}
+
 TEST(ReduceIndex, ArgMaxArgMin) {
   Tensor x = f32({2, 3}, {1, 5, 5, 7, 0, 7});
   Tensor a = run1("ArgMax", x, {{"axis", 1}});
@@ -91,6 +98,14 @@ TEST(ReduceIndex, TopKSmallestAlongAxis0) {
   auto out = t.run();
   expect_tensor(out[0], {2, 2}, {2, 0, 2, 1});
   expect_tensor(out[1], {2, 2}, {1, 2, 2, 0});
+}
+
+TEST(ReduceIndex, TopKSmallestTiesTakeLowerIndex) {
+  OneNode t("TopK", 11);
+  t.input("x", i32({5}, {3, 1, 2, 1, 1})).constant("k", i64({1}, {3})).attr("largest", 0).outputs(2);
+  auto out = t.run();
+  expect_tensor(out[0], {3}, {1, 1, 1});
+  expect_tensor(out[1], {3}, {1, 3, 4});
 }
 
 TEST(ReduceIndex, TopKAttributeBeforeOpset10AndErrors) {
