@@ -18,7 +18,8 @@ struct ReducePlan {
   std::vector<int64_t> out_strides;  // 0 for a reduced dim
 };
 
-// Axes a reduction node reduces, normalised and sorted; empty + `all` = every axis.
+// Which dims a reduction node reduces. No axes means every dim, unless
+// noop_with_empty_axes is set, which makes the node an identity.
 struct ReduceAxes {
   std::vector<bool> mask;  // per input dim: reduced?
   bool noop = false;       // noop_with_empty_axes with no axes: output = input
