@@ -151,6 +151,30 @@ TEST(Reduce, CollapsedLoopMatchesNaiveSum) {
   }
 }
 
+TEST(Reduce, LargeInputSplitOverThreadsMatchesNaive) {
+  // [3, 300, 128]: over the parallel threshold; outer dims kept, inner reduced (and vice versa)
+  const int64_t a = 3, b = 300, k = 128;
+  std::vector<float> v(a * b * k);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 31) % 17);
+  std::vector<double> last(a * b, 0), mid(a * k, 0);
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t t = 0; t < k; ++t) {
+        last[i * b + j] += v[(i * b + j) * k + t];
+        mid[i * k + t] += v[(i * b + j) * k + t];
+      }
+  expect_tensor(run_reduce("ReduceSum", f32({a, b, k}, v), {{"axes", std::vector<int64_t>{2}}}), {a, b, 1}, last);
+  expect_tensor(run_reduce("ReduceSum", f32({a, b, k}, v), {{"axes", std::vector<int64_t>{1}}}), {a, 1, k}, mid);
+  std::vector<double> mx(a * b);
+  for (int64_t r = 0; r < a * b; ++r) {
+    double m = -1e30, s = 0;
+    for (int64_t t = 0; t < k; ++t) m = std::max<double>(m, v[r * k + t]);
+    for (int64_t t = 0; t < k; ++t) s += std::exp(v[r * k + t] - m);
+    mx[r] = m + std::log(s);
+  }
+  expect_tensor(run_reduce("ReduceLogSumExp", f32({a, b, k}, v), {{"axes", std::vector<int64_t>{-1}}}), {a, b, 1}, mx);
+}
+
 TEST(Reduce, CostIsOneFlopPerInput) {
   OneNode t("ReduceMean", 13);
   t.input("x", f32({4, 8}, std::vector<float>(32))).attr("axes", std::vector<int64_t>{1});
