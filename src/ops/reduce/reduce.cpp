@@ -98,23 +98,24 @@ template <typename Op, typename T>
 struct OwnRange : std::bool_constant<std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>> {};
 
 template <typename Op, typename T>
-void reduce_typed(const Tensor& x, const ReducePlan& p, Tensor& out) {
+void reduce_typed(const Tensor& x, const ReducePlan& p, Tensor& out, int threads) {
   using A = std::conditional_t<OwnRange<Op, T>::value && std::is_integral_v<T>, T, acc_t<T>>;
   std::vector<A> acc(static_cast<size_t>(p.out_numel), Op::template init<A>());
   const T* in = x.data<T>();
-  for_each_reduce(p, [&](int64_t o, int64_t i) { Op::step(acc[o], static_cast<A>(in[i])); });
+  for_each_reduce_parallel(p, threads, [&](int64_t o, int64_t i) { Op::step(acc[o], static_cast<A>(in[i])); });
   T* y = out.data<T>();
   for (int64_t o = 0; o < p.out_numel; ++o) y[o] = static_cast<T>(Op::finish(acc[o], p.count));
 }
 
 // log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m the max, so exp never overflows.
 template <typename T>
-void reduce_log_sum_exp(const Tensor& x, const ReducePlan& p, Tensor& out) {
+void reduce_log_sum_exp(const Tensor& x, const ReducePlan& p, Tensor& out, int threads) {
   std::vector<double> m(static_cast<size_t>(p.out_numel), -std::numeric_limits<double>::infinity());
   std::vector<double> s(static_cast<size_t>(p.out_numel), 0.0);
   const T* in = x.data<T>();
-  for_each_reduce(p, [&](int64_t o, int64_t i) { MaxOp::step(m[o], static_cast<double>(in[i])); });
-  for_each_reduce(p, [&](int64_t o, int64_t i) { s[o] += std::exp(static_cast<double>(in[i]) - m[o]); });
+  for_each_reduce_parallel(p, threads, [&](int64_t o, int64_t i) { MaxOp::step(m[o], static_cast<double>(in[i])); });
+  for_each_reduce_parallel(p, threads,
+                           [&](int64_t o, int64_t i) { s[o] += std::exp(static_cast<double>(in[i]) - m[o]); });
   T* y = out.data<T>();
   for (int64_t o = 0; o < p.out_numel; ++o) y[o] = static_cast<T>(std::isinf(m[o]) ? m[o] : m[o] + std::log(s[o]));
 }
@@ -138,8 +139,8 @@ void reduce_kernel(KernelContext& c) {
   Tensor out(x.dtype(), p.out_dims);
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<Op, LogSumExpOp>) reduce_log_sum_exp<T>(x, p, out);
-    else reduce_typed<Op, T>(x, p, out);
+    if constexpr (std::is_same_v<Op, LogSumExpOp>) reduce_log_sum_exp<T>(x, p, out, c.threads());
+    else reduce_typed<Op, T>(x, p, out, c.threads());
   };
   if (dtype_is_float(x.dtype())) {
     KILN_DISPATCH_FLOAT(x.dtype(), c.node().describe(), run(T{}));

@@ -5,8 +5,8 @@
 namespace kiln::ops {
 namespace {
 
-// Axes named by the node: from input 1 when present (ReduceSum, opset 13+), else the attribute.
-// `have` is false when they come from an input whose value is not known.
+// Axes named by the node: from input 1 when present (ReduceSum, opset 13+), else the
+// attribute. An axes input whose value is not given (nullptr) names none.
 std::vector<int64_t> named_axes(const Node& n, const Tensor* axes_input, bool* from_input) {
   *from_input = n.input(1) != nullptr;
   if (*from_input) {

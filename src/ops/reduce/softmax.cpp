@@ -52,8 +52,9 @@ void softmax_rows(const T* x, T* y, const AxisSplit& s, int threads) {
           const T inv = static_cast<T>(1.0 / sum);
           for (int64_t k = 0; k < n; ++k) yr[k * st] *= inv;
         } else {
-          const T off = m + static_cast<T>(std::log(sum));
-          for (int64_t k = 0; k < n; ++k) yr[k * st] = xr[k * st] - off;
+          // (x - m) - log(sum): subtracting m first keeps precision for large x
+          const T ls = static_cast<T>(std::log(sum));
+          for (int64_t k = 0; k < n; ++k) yr[k * st] = (xr[k * st] - m) - ls;
         }
       }
     }
