@@ -195,6 +195,7 @@ void resize_kernel(KernelContext& k) {
   const Tensor* scales = ri.scales >= 0 && k.has_input(ri.scales) ? &k.input(ri.scales) : nullptr;
   const Tensor* sizes = ri.sizes >= 0 && k.has_input(ri.sizes) ? &k.input(ri.sizes) : nullptr;
   ResizeTarget t = resize_target(n, x.dims(), scales, sizes);
+  check_dims(t.out, k);
   const size_t r = x.rank();
   std::vector<double> roi;
   if (a.coord == CoordMode::tf_crop_and_resize) {
