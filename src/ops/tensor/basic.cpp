@@ -79,8 +79,7 @@ void constant_of_shape_infer(InferContext& c) {
 void constant_of_shape_kernel(KernelContext& k) {
   Tensor v = fill_value(k.node());
   std::vector<int64_t> dims = k.input(0).to_int64_vector();
-  for (int64_t d : dims)
-    if (d < 0) k.fail(str_cat("negative dim ", d, " in shape ", dims_str(dims)));
+  check_dims(dims, k);
   Tensor& y = k.alloc_output(0, v.dtype(), dims);
   const size_t es = dtype_size(v.dtype());
   auto* dst = static_cast<char*>(y.raw());

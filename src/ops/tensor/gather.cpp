@@ -39,6 +39,15 @@ void gather_kernel(KernelContext& k) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+  if (inner == 1) {  // gathering single elements: typed copies instead of tiny memcpys
+    KILN_DISPATCH_BYTES(x.dtype(), k.node().describe(), {
+      const T* src = static_cast<const T*>(x.raw());
+      T* dst = static_cast<T*>(y.raw());
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i : idx) *dst++ = src[o * n + i];
+    });
+    return;
+  }
   const int64_t run = inner * static_cast<int64_t>(dtype_size(x.dtype()));
   const auto* src = static_cast<const char*>(x.raw());
   auto* dst = static_cast<char*>(y.raw());

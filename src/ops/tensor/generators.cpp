@@ -69,6 +69,7 @@ void range_kernel(KernelContext& k) {
   const Tensor &s = k.input(0), &l = k.input(1), &d = k.input(2);
   if (s.dtype() != l.dtype() || s.dtype() != d.dtype()) k.fail("start, limit and delta must have one dtype");
   int64_t n = range_count(s, l, d, k.node());
+  check_dims({n}, k);
   Tensor& y = k.alloc_output(0, s.dtype(), {n});
   KILN_DISPATCH_NUMERIC(s.dtype(), k.node().describe(), {
     T start = s.data<T>()[0], delta = d.data<T>()[0];
@@ -182,6 +183,7 @@ void onehot_kernel(KernelContext& k) {
   const int64_t axis = normalize_axis(k.node().attr_i("axis", -1), r, k.node());
   std::vector<int64_t> dims = ind.dims();
   dims.insert(dims.begin() + axis, depth);
+  check_dims(dims, k);
   Tensor& y = k.alloc_output(0, vals.dtype(), dims);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= ind.dim(d);

@@ -40,6 +40,7 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std
 void expand_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
   std::vector<int64_t> out = broadcast_dims(x.dims(), k.input(1).to_int64_vector(), k.node());
+  check_dims(out, k);
   copy_view(k, 0, x, 0, broadcast_strides(x.dims(), out), out);
 }
 
@@ -56,7 +57,7 @@ void tile_infer(InferContext& c) {
   if (reps->size() != s.rank()) c.fail(str_cat("repeats has ", reps->size(), " elements for input rank ", s.rank()));
   Shape out = s;
   for (size_t i = 0; i < s.rank(); ++i) {
-    if ((*reps)[i] < 0) c.fail(str_cat("negative repeat ", (*reps)[i]));
+    if ((*reps)[i] < 0 || (*reps)[i] > (int64_t{1} << 40)) c.fail(str_cat("invalid repeat ", (*reps)[i]));
     if (s[i].is_static()) out[i] = Dim(s[i].value * (*reps)[i]);
     else if ((*reps)[i] != 1) out[i] = Dim::unknown();
   }
@@ -72,8 +73,9 @@ void tile_kernel(KernelContext& k) {
     if (reps[i] < 0) k.fail(str_cat("negative repeat ", reps[i]));
     view_dims.insert(view_dims.end(), {reps[i], x.dim(i)});
     view_strides.insert(view_strides.end(), {0, st[i]});
-    out_dims.push_back(reps[i] * x.dim(i));
   }
+  check_dims(view_dims, k);
+  for (size_t i = 0; i < x.rank(); ++i) out_dims.push_back(reps[i] * x.dim(i));
   copy_view(k, 0, x, 0, view_strides, view_dims);
   k.outputs()[0] = k.outputs()[0].reshaped(out_dims);
 }

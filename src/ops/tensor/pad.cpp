@@ -29,6 +29,8 @@ void pad_infer(InferContext& c) {
   if (!pads) return c.set_output(0, dt, unknown_dims(r));
   if (pads->size() != 2 * r) c.fail(str_cat("pads has ", pads->size(), " entries for rank ", r, " (need ", 2 * r, ")"));
   Shape out = s;
+  for (int64_t p : *pads)
+    if (p < -(int64_t{1} << 40) || p > (int64_t{1} << 40)) c.fail(str_cat("pads ", dims_str(*pads), " are out of range"));
   for (size_t i = 0; i < r; ++i) {
     const int64_t add = (*pads)[i] + (*pads)[i + r];
     if (s[i].is_static()) {
@@ -79,14 +81,18 @@ void pad_kernel(KernelContext& k) {
     fill = k.input(2);
   }
   std::vector<int64_t> out(r);
-  std::vector<std::vector<int64_t>> map(r);  // per dim: output position -> source index / -1
   for (int64_t d = 0; d < r; ++d) {
-    out[d] = x.dim(d) + (*pads)[d] + (*pads)[d + r];
+    const int64_t a = (*pads)[d], b = (*pads)[d + r], lim = int64_t{1} << 40;
+    if (a < -lim || a > lim || b < -lim || b > lim) k.fail(str_cat("pads ", dims_str(*pads), " are out of range"));
+    out[d] = x.dim(d) + a + b;
     if (out[d] < 0) k.fail(str_cat("pads ", dims_str(*pads), " crop dim ", d, " below zero"));
     if (x.dim(d) == 0 && out[d] > 0 && mode != PadMode::constant)
       k.fail(str_cat("cannot ", m, "-pad an empty dim ", d));
-    for (int64_t o = 0; o < out[d]; ++o) map[d].push_back(source_index(o, x.dim(d), (*pads)[d], mode));
   }
+  check_dims(out, k);
+  std::vector<std::vector<int64_t>> map(r);  // per dim: output position -> source index / -1
+  for (int64_t d = 0; d < r; ++d)
+    for (int64_t o = 0; o < out[d]; ++o) map[d].push_back(source_index(o, x.dim(d), (*pads)[d], mode));
   Tensor& y = k.alloc_output(0, x.dtype(), out);
   if (y.numel() == 0) return;
   const int64_t es = static_cast<int64_t>(dtype_size(x.dtype()));

@@ -87,6 +87,7 @@ void reshape_kernel(KernelContext& k) {
   Shape s = reshape_target(Shape::of(x.dims()), k.input(1).to_int64_vector(), k.node().attr_i("allowzero", 0) != 0,
                            fail);
   std::vector<int64_t> dims = s.static_dims();
+  check_dims(dims, k);
   if (numel_of(dims) != x.numel())
     k.fail(str_cat("cannot reshape ", dims_str(x.dims()), " to ", dims_str(dims)));
   k.set_output(0, x.reshaped(dims));

@@ -102,13 +102,19 @@ void resize_infer(InferContext& c) {
   ResizeInputs ri = resize_inputs(c.node(), c.opset());
   const Tensor* scales = ri.scales >= 0 ? c.in_const(ri.scales) : nullptr;
   const Tensor* sizes = ri.sizes >= 0 ? c.in_const(ri.sizes) : nullptr;
-  const bool scales_pending = ri.scales >= 0 && c.has_input(ri.scales) && !scales;
-  const bool sizes_pending = ri.sizes >= 0 && c.has_input(ri.sizes) && !sizes;
+  // An input whose static shape is empty is "not given" even when its values are unknown.
+  auto pending = [&c](int i, const Tensor* known) {
+    if (i < 0 || !c.has_input(i) || known) return false;
+    const Shape& s = c.in_shape(i);
+    return !(s.is_static() && s.numel() == 0);
+  };
+  const bool scales_pending = pending(ri.scales, scales);
+  const bool sizes_pending = pending(ri.sizes, sizes);
   if (scales && scales->numel() == 0) scales = nullptr;
   if (sizes && sizes->numel() == 0) sizes = nullptr;
   const bool attr_scales = c.node().op == "Upsample" && c.opset() < 9;
-  if (!sizes && !scales && !attr_scales) return c.set_output(0, dt, unknown_dims(s.rank()));
-  if ((sizes && scales_pending && !scales) || (scales && sizes_pending)) return c.set_output(0, dt, unknown_dims(s.rank()));
+  if ((!sizes && !scales && !attr_scales) || scales_pending || sizes_pending)
+    return c.set_output(0, dt, unknown_dims(s.rank()));
   Shape out = unknown_dims(s.rank());
   if (sizes) {
     auto v = sizes->to_int64_vector();
@@ -189,6 +195,7 @@ void resize_kernel(KernelContext& k) {
   const Tensor* scales = ri.scales >= 0 && k.has_input(ri.scales) ? &k.input(ri.scales) : nullptr;
   const Tensor* sizes = ri.sizes >= 0 && k.has_input(ri.sizes) ? &k.input(ri.sizes) : nullptr;
   ResizeTarget t = resize_target(n, x.dims(), scales, sizes);
+  check_dims(t.out, k);
   const size_t r = x.rank();
   std::vector<double> roi;
   if (a.coord == CoordMode::tf_crop_and_resize) {

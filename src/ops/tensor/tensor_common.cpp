@@ -54,6 +54,16 @@ DType dtype_from_onnx(int64_t code) {
   }
 }
 
+void check_dims(const std::vector<int64_t>& dims, const KernelContext& k) {
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) k.fail(str_cat("negative dim in ", dims_str(dims)));
+    if (d != 0 && n > kMaxElements / d) k.fail(str_cat("shape ", dims_str(dims), " is too large"));
+    n *= d;
+  }
+}
+
 void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset, const std::vector<int64_t>& strides,
                const std::vector<int64_t>& dims) {
   Tensor& y = k.alloc_output(out, src.dtype(), dims);

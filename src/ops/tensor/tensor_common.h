@@ -70,6 +70,10 @@ void strided_copy(const T* src, int64_t offset, const std::vector<int64_t>& stri
   }
 }
 
+// Dims computed from tensor values (untrusted) must give a sane element count: fails when
+// a dim is negative or the count overflows / exceeds 2^40 elements, before any allocation.
+void check_dims(const std::vector<int64_t>& dims, const KernelContext& k);
+
 // Runs strided_copy for any dtype, allocating output `out` of ctx with `dims`.
 void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset,
                const std::vector<int64_t>& strides, const std::vector<int64_t>& dims);
