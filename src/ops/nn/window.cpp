@@ -83,6 +83,13 @@ Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w) {
   return g;
 }
 
+void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = base >= 0 ? 0 : (-base + s - 1) / s;
+  hi = base > in - 1 ? 0 : (in - 1 - base) / s + 1;
+  lo = std::min(lo, out);
+  hi = std::max(lo, std::min(hi, out));
+}
+
 template <typename T>
 void im2col(const T* x, int64_t channels, const Geom3& g, T* col) {
   const int64_t OS = g.out_size();
@@ -102,9 +109,15 @@ void im2col(const T* x, int64_t channels, const Geom3& g, T* col) {
                 continue;
               }
               const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
-              int64_t iw = kw * g.d[2] - g.pb[2];
-              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
-                row[ow] = (iw >= 0 && iw < g.in[2]) ? xr[iw] : T(0);
+              int64_t base = kw * g.d[2] - g.pb[2], lo, hi;
+              valid_range(base, g.s[2], g.in[2], g.out[2], lo, hi);
+              std::fill(row, row + lo, T(0));
+              if (g.s[2] == 1) {
+                std::copy(xr + base + lo, xr + base + hi, row + lo);
+              } else {
+                for (int64_t ow = lo; ow < hi; ++ow) row[ow] = xr[ow * g.s[2] + base];
+              }
+              std::fill(row + hi, row + g.out[2], T(0));
             }
           }
         }
@@ -128,9 +141,9 @@ void col2im(const T* col, int64_t channels, const Geom3& g, T* y) {
               int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
               if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
               T* yr = yc + (id * g.in[1] + ih) * g.in[2];
-              int64_t iw = kw * g.d[2] - g.pb[2];
-              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
-                if (iw >= 0 && iw < g.in[2]) yr[iw] += row[ow];
+              int64_t base = kw * g.d[2] - g.pb[2], lo, hi;
+              valid_range(base, g.s[2], g.in[2], g.out[2], lo, hi);
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow * g.s[2] + base] += row[ow];
             }
           }
         }

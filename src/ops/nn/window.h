@@ -34,6 +34,19 @@ struct Geom3 {
 };
 Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w);
 
+// y[i] += a * x[i] for i < n. Written in fixed chunks of 8 on restrict pointers so that
+// g++ -O2 (whose default cost model only vectorises loops of known trip count) vectorises it.
+template <typename T>
+inline void axpy(T* __restrict y, const T* __restrict x, T a, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int u = 0; u < 8; ++u) y[i + u] += a * x[i + u];
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+// Output positions [lo, hi) of a row whose input index o * s + base lies in [0, in).
+void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi);
+
 // col[(c*K + kidx) * OS + o] = x[c][window position] (0 in the padding) for `channels` planes.
 template <typename T>
 void im2col(const T* x, int64_t channels, const Geom3& g, T* col);
