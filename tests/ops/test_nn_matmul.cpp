@@ -193,3 +193,17 @@ TEST(NnEinsum, ShapeInferenceAndErrors) {
 
 }  // namespace
 }  // namespace kiln::nntest
+
+namespace kiln::nntest {
+namespace {
+
+TEST(NnMatMul, HalfPrecisionComputesInFloat) {
+  Tensor A = f32({2, 2}, {1, 2, 3, 4}), B = f32({2, 2}, {0.5f, 1, 2, 4});
+  OneNode g("MatMul", {in("a", A.cast(DType::f16)), in("b", B.cast(DType::f16))}, {"y"});
+  Tensor y = g.run()[0];
+  EXPECT_EQ(y.dtype(), DType::f16);
+  expect_values(y, {2, 2}, {4.5, 9, 9.5, 19});
+}
+
+}  // namespace
+}  // namespace kiln::nntest

@@ -144,7 +144,7 @@ Tensor conv_impl(const KernelContext& c, const Tensor& X, const Tensor& W, const
       const T* src = xg;
       if (!pointwise) {
         if (col.size() < static_cast<size_t>(K * OS)) col.resize(K * OS);
-        nn::im2col(xg, Cg, g, col.data());
+        nn::im2col(xg, Cg, g, col.data(), c.threads());
         src = col.data();
       }
       nn::matmul<T>(false, false, Mg, OS, K, w + gi * Mg * K, src, yb + gi * Mg * OS, false, c.threads());

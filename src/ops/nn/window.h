@@ -49,7 +49,7 @@ void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, 
 
 // col[(c*K + kidx) * OS + o] = x[c][window position] (0 in the padding) for `channels` planes.
 template <typename T>
-void im2col(const T* x, int64_t channels, const Geom3& g, T* col);
+void im2col(const T* x, int64_t channels, const Geom3& g, T* col, int threads);
 // Adds col back into y (the transpose of im2col); used by ConvTranspose.
 template <typename T>
 void col2im(const T* col, int64_t channels, const Geom3& g, T* y);
