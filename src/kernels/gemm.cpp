@@ -139,18 +139,21 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a,
 
 using KernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, float, int64_t, int64_t);
 
-// Chosen once, from CPU features.
 KernelFn pick_kernel() {
 #ifdef KILN_GEMM_X86
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kernel_avx2;
 #endif
   return kernel_portable;
 }
-const KernelFn g_kernel = pick_kernel();
+// Chosen once, from CPU features (a function-local static, so safe during static init).
+KernelFn chosen_kernel() {
+  static const KernelFn k = pick_kernel();
+  return k;
+}
 
 // C[0:M, 0:N] += alpha * op(A) op(B) on one thread (C already scaled by beta).
-void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, float alpha, float* C,
-                 int64_t ldc) {
+void gemm_serial(KernelFn kernel, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, float alpha,
+                 float* C, int64_t ldc) {
   thread_local std::vector<float> abuf, bbuf;
   abuf.resize(MC * KC);
   for (int64_t jc = 0; jc < N; jc += NC) {
@@ -165,7 +168,7 @@ void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64
         pack_a(a, ic, mc, pc, kc, abuf.data());
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR)
-            g_kernel(kc, abuf.data() + ir * kc, bbuf.data() + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+            kernel(kc, abuf.data() + ir * kc, bbuf.data() + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
                      std::min(MR, mc - ir), std::min(NR, nc - jr));
       }
     }
@@ -176,14 +179,17 @@ void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64
 
 bool sgemm_uses_avx2() {
 #ifdef KILN_GEMM_X86
-  return g_kernel == kernel_avx2;
+  return chosen_kernel() == kernel_avx2;
 #else
   return false;
 #endif
 }
 
-void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+namespace {
+
+void sgemm_with(KernelFn kernel, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                int threads) {
   if (M <= 0 || N <= 0) return;
   for (int64_t i = 0; i < M; ++i) {
     float* c = C + i * ldc;
@@ -207,12 +213,12 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
       int64_t i0 = t0 * MR, i1 = std::min(M, t1 * MR);
       if (i0 >= i1) return;
       Operand a{transA ? A + i0 : A + i0 * lda, lda, transA};
-      gemm_serial(a, {B, ldb, transB}, i1 - i0, N, K, alpha, C + i0 * ldc, ldc);
+      gemm_serial(kernel, a, {B, ldb, transB}, i1 - i0, N, K, alpha, C + i0 * ldc, ldc);
     } else {
       int64_t j0 = t0 * NR, j1 = std::min(N, t1 * NR);
       if (j0 >= j1) return;
       Operand b{transB ? B + j0 * ldb : B + j0, ldb, transB};
-      gemm_serial({A, lda, transA}, b, M, j1 - j0, K, alpha, C + j0, ldc);
+      gemm_serial(kernel, {A, lda, transA}, b, M, j1 - j0, K, alpha, C + j0, ldc);
     }
   };
   if (parts <= 1) {
@@ -222,6 +228,18 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
   parallel_for(parts, static_cast<int>(parts), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) run_part(p);
   });
+}
+
+}  // namespace
+
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+  sgemm_with(chosen_kernel(), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
+}
+
+void sgemm_portable(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+  sgemm_with(kernel_portable, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
 
 }  // namespace kiln::kernels

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "kiln/kernels/gemm.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::ops::nn {
@@ -155,34 +154,9 @@ void col2im(const T* col, int64_t channels, const Geom3& g, T* y) {
   }
 }
 
-template <typename T>
-void matmul(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C,
-            bool accumulate, int threads) {
-  if constexpr (std::is_same_v<T, float>) {
-    kernels::sgemm(transA, transB, M, N, K, 1.f, A, transA ? M : K, B, transB ? K : N, accumulate ? 1.f : 0.f, C, N,
-                   threads);
-  } else {
-    for (int64_t i = 0; i < M; ++i) {
-      T* c = C + i * N;
-      if (!accumulate) std::fill(c, c + N, T(0));
-      for (int64_t p = 0; p < K; ++p) {
-        T a = transA ? A[p * M + i] : A[i * K + p];
-        for (int64_t j = 0; j < N; ++j) c[j] += a * (transB ? B[j * K + p] : B[p * N + j]);
-      }
-    }
-  }
-}
-
-#define KILN_NN_INSTANTIATE(T)                                                                               \
-  template void im2col<T>(const T*, int64_t, const Geom3&, T*, int);                                              \
-  template void col2im<T>(const T*, int64_t, const Geom3&, T*);                                              \
-  template void matmul<T>(bool, bool, int64_t, int64_t, int64_t, const T*, const T*, T*, bool, int);
-KILN_NN_INSTANTIATE(float)
-KILN_NN_INSTANTIATE(double)
-KILN_NN_INSTANTIATE(int32_t)
-KILN_NN_INSTANTIATE(int64_t)
-KILN_NN_INSTANTIATE(uint32_t)
-KILN_NN_INSTANTIATE(uint64_t)
-#undef KILN_NN_INSTANTIATE
+template void im2col<float>(const float*, int64_t, const Geom3&, float*, int);
+template void im2col<double>(const double*, int64_t, const Geom3&, double*, int);
+template void col2im<float>(const float*, int64_t, const Geom3&, float*);
+template void col2im<double>(const double*, int64_t, const Geom3&, double*);
 
 }  // namespace kiln::ops::nn
