@@ -188,6 +188,40 @@ void gemm_serial(KernelFn kernel, const Operand& a, const Operand& b, int64_t M,
   }
 }
 
+// Few rows of C (matrix-vector like, e.g. a batch-1 fully connected layer): packing B
+// would cost as much as the product, so stream B once. Lanes of 8 partial sums keep the
+// dot products vectorisable without reassociation flags.
+void gemm_few_rows(const Operand& a, const Operand& b, int64_t M, int64_t j0, int64_t j1, int64_t K, float alpha,
+                   float* C, int64_t ldc) {
+  std::vector<float> arow(K);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t p = 0; p < K; ++p) arow[p] = a.at(i, p);
+    float* c = C + i * ldc;
+    if (b.trans) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* bj = b.p + j * b.ld;
+        float lanes[8] = {};
+        int64_t p = 0;
+        for (; p + 8 <= K; p += 8)
+          for (int u = 0; u < 8; ++u) lanes[u] += arow[p + u] * bj[p + u];
+        float s = 0;
+        for (; p < K; ++p) s += arow[p] * bj[p];
+        for (float l : lanes) s += l;
+        c[j] += alpha * s;
+      }
+    } else {
+      for (int64_t p = 0; p < K; ++p) {
+        const float* bp = b.p + p * b.ld;
+        float av = alpha * arow[p];
+        int64_t j = j0;
+        for (; j + 8 <= j1; j += 8)
+          for (int u = 0; u < 8; ++u) c[j + u] += av * bp[j + u];
+        for (; j < j1; ++j) c[j] += av * bp[j];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool sgemm_uses_avx2() {
@@ -215,6 +249,14 @@ void sgemm_with(KernelFn kernel, bool transA, bool transB, int64_t M, int64_t N,
   if (threads <= 0) threads = default_threads();
   // Small problems are not worth waking the pool.
   if (static_cast<double>(M) * N * K < 64.0 * 64 * 64) threads = 1;
+  if (M < MR) {
+    Operand a{A, lda, transA}, b{B, ldb, transB};
+    int64_t blocks = (N + 63) / 64;  // columns in blocks of 64 across threads
+    parallel_for(blocks, threads, [&](int64_t lo, int64_t hi) {
+      gemm_few_rows(a, b, M, lo * 64, std::min(N, hi * 64), K, alpha, C, ldc);
+    });
+    return;
+  }
   // Split C along its longer side (in tiles) into one part per thread; each part packs
   // its own panels, so the parts share nothing but read-only A and B.
   bool split_m = (M + MR - 1) / MR >= (N + NR - 1) / NR;
