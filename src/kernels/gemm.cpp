@@ -191,6 +191,25 @@ void gemm_serial(KernelFn kernel, const Operand& a, const Operand& b, int64_t M,
 // Few rows of C (matrix-vector like, e.g. a batch-1 fully connected layer): packing B
 // would cost as much as the product, so stream B once. Lanes of 8 partial sums keep the
 // dot products vectorisable without reassociation flags.
+// c[j] += a * b[j] over [0, n); restrict lets -O2 vectorise the fixed 8-lane body.
+inline void axpy_row(float* __restrict c, const float* __restrict b, float a, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; ++u) c[j + u] += a * b[j + u];
+  for (; j < n; ++j) c[j] += a * b[j];
+}
+
+inline float dot_row(const float* __restrict x, const float* __restrict y, int64_t n) {
+  float lanes[8] = {};
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8)
+    for (int u = 0; u < 8; ++u) lanes[u] += x[p + u] * y[p + u];
+  float s = 0;
+  for (; p < n; ++p) s += x[p] * y[p];
+  for (float l : lanes) s += l;
+  return s;
+}
+
 void gemm_few_rows(const Operand& a, const Operand& b, int64_t M, int64_t j0, int64_t j1, int64_t K, float alpha,
                    float* C, int64_t ldc) {
   std::vector<float> arow(K);
@@ -198,26 +217,9 @@ void gemm_few_rows(const Operand& a, const Operand& b, int64_t M, int64_t j0, in
     for (int64_t p = 0; p < K; ++p) arow[p] = a.at(i, p);
     float* c = C + i * ldc;
     if (b.trans) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* bj = b.p + j * b.ld;
-        float lanes[8] = {};
-        int64_t p = 0;
-        for (; p + 8 <= K; p += 8)
-          for (int u = 0; u < 8; ++u) lanes[u] += arow[p + u] * bj[p + u];
-        float s = 0;
-        for (; p < K; ++p) s += arow[p] * bj[p];
-        for (float l : lanes) s += l;
-        c[j] += alpha * s;
-      }
+      for (int64_t j = j0; j < j1; ++j) c[j] += alpha * dot_row(arow.data(), b.p + j * b.ld, K);
     } else {
-      for (int64_t p = 0; p < K; ++p) {
-        const float* bp = b.p + p * b.ld;
-        float av = alpha * arow[p];
-        int64_t j = j0;
-        for (; j + 8 <= j1; j += 8)
-          for (int u = 0; u < 8; ++u) c[j + u] += av * bp[j + u];
-        for (; j < j1; ++j) c[j] += av * bp[j];
-      }
+      for (int64_t p = 0; p < K; ++p) axpy_row(c + j0, b.p + p * b.ld + j0, alpha * arow[p], j1 - j0);
     }
   }
 }
