@@ -54,7 +54,7 @@ void infer_conv(InferContext& c) {
 Cost cost_conv(const CostContext& c) {
   // Each output element is a dot product of (C/group) * prod(kernel) terms.
   const auto& w = c.in_dims[1];
-  double macs_per_out = static_cast<double>(numel_of(w)) / static_cast<double>(w[0]);
+  double macs_per_out = w[0] > 0 ? static_cast<double>(numel_of(w)) / static_cast<double>(w[0]) : 0.0;
   double outs = static_cast<double>(numel_of(c.out_dims[0]));
   Cost k;
   k.flops = 2.0 * outs * macs_per_out + (c.node.input(2) ? outs : 0.0);
@@ -127,8 +127,11 @@ Tensor conv_impl(const KernelContext& c, const Tensor& X, const Tensor& W, const
   const T* x = X.data<T>();
   const T* w = W.data<T>();
   T* y = Y.data<T>();
-  bool pointwise = g.k_size() == 1 && g.s[0] * g.s[1] * g.s[2] == 1 && g.pb[0] + g.pb[1] + g.pb[2] == 0 &&
-                   std::equal(win.pad_end.begin(), win.pad_end.end(), std::vector<int64_t>(in.size(), 0).begin());
+  // A 1x1 kernel with unit strides and no padding reads x as the GEMM operand directly.
+  auto zero = [](int64_t v) { return v == 0; };
+  bool pointwise = g.k_size() == 1 && g.s[0] * g.s[1] * g.s[2] == 1 &&
+                   std::all_of(win.pad_begin.begin(), win.pad_begin.end(), zero) &&
+                   std::all_of(win.pad_end.begin(), win.pad_end.end(), zero);
   std::vector<T> col;
   if (!pointwise && Cg > 1) col.resize(K * OS);
   for (int64_t b = 0; b < N; ++b) {
