@@ -87,15 +87,28 @@ inline void add_tile(const float* tile, float* c, int64_t ldc, float alpha, int6
     for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] += alpha * tile[r * NR + j];
 }
 
+// GCC/Clang vector extension: lowered to whatever SIMD the baseline target has (SSE2 on
+// x86-64, NEON on AArch64) without ISA-specific code.
+typedef float v4f __attribute__((vector_size(16)));
+
 void kernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
                      int64_t mr, int64_t nr) {
-  float acc[MR * NR] = {};
-  for (int64_t p = 0; p < kc; ++p, a += MR, b += NR)
-    for (int64_t r = 0; r < MR; ++r) {
-      float av = a[r];
-      for (int64_t j = 0; j < NR; ++j) acc[r * NR + j] += av * b[j];
+  // Three rows at a time keep 12 accumulators plus 4 B vectors within 16 SIMD registers.
+  constexpr int NV = NR / 4, RH = MR / 2;
+  float tile[MR * NR];
+  for (int half = 0; half < 2; ++half) {
+    v4f acc[RH][NV] = {};
+    const float* ap = a + half * RH;
+    const float* bp = b;
+    for (int64_t p = 0; p < kc; ++p, ap += MR, bp += NR) {
+      v4f bv[NV];
+      for (int v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], bp + 4 * v, sizeof(v4f));
+      for (int r = 0; r < RH; ++r)
+        for (int v = 0; v < NV; ++v) acc[r][v] += ap[r] * bv[v];
     }
-  add_tile(acc, c, ldc, alpha, mr, nr);
+    __builtin_memcpy(tile + half * RH * NR, acc, sizeof(acc));
+  }
+  add_tile(tile, c, ldc, alpha, mr, nr);
 }
 
 #ifdef KILN_GEMM_X86
@@ -139,18 +152,21 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a,
 
 using KernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, float, int64_t, int64_t);
 
-// Chosen once, from CPU features.
 KernelFn pick_kernel() {
 #ifdef KILN_GEMM_X86
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kernel_avx2;
 #endif
   return kernel_portable;
 }
-const KernelFn g_kernel = pick_kernel();
+// Chosen once, from CPU features (a function-local static, so safe during static init).
+KernelFn chosen_kernel() {
+  static const KernelFn k = pick_kernel();
+  return k;
+}
 
 // C[0:M, 0:N] += alpha * op(A) op(B) on one thread (C already scaled by beta).
-void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, float alpha, float* C,
-                 int64_t ldc) {
+void gemm_serial(KernelFn kernel, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, float alpha,
+                 float* C, int64_t ldc) {
   thread_local std::vector<float> abuf, bbuf;
   abuf.resize(MC * KC);
   for (int64_t jc = 0; jc < N; jc += NC) {
@@ -165,9 +181,45 @@ void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64
         pack_a(a, ic, mc, pc, kc, abuf.data());
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR)
-            g_kernel(kc, abuf.data() + ir * kc, bbuf.data() + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+            kernel(kc, abuf.data() + ir * kc, bbuf.data() + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
                      std::min(MR, mc - ir), std::min(NR, nc - jr));
       }
+    }
+  }
+}
+
+// Few rows of C (matrix-vector like, e.g. a batch-1 fully connected layer): packing B
+// would cost as much as the product, so stream B once. Lanes of 8 partial sums keep the
+// dot products vectorisable without reassociation flags.
+// c[j] += a * b[j] over [0, n); restrict lets -O2 vectorise the fixed 8-lane body.
+inline void axpy_row(float* __restrict c, const float* __restrict b, float a, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; ++u) c[j + u] += a * b[j + u];
+  for (; j < n; ++j) c[j] += a * b[j];
+}
+
+inline float dot_row(const float* __restrict x, const float* __restrict y, int64_t n) {
+  float lanes[8] = {};
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8)
+    for (int u = 0; u < 8; ++u) lanes[u] += x[p + u] * y[p + u];
+  float s = 0;
+  for (; p < n; ++p) s += x[p] * y[p];
+  for (float l : lanes) s += l;
+  return s;
+}
+
+void gemm_few_rows(const Operand& a, const Operand& b, int64_t M, int64_t j0, int64_t j1, int64_t K, float alpha,
+                   float* C, int64_t ldc) {
+  std::vector<float> arow(K);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t p = 0; p < K; ++p) arow[p] = a.at(i, p);
+    float* c = C + i * ldc;
+    if (b.trans) {
+      for (int64_t j = j0; j < j1; ++j) c[j] += alpha * dot_row(arow.data(), b.p + j * b.ld, K);
+    } else {
+      for (int64_t p = 0; p < K; ++p) axpy_row(c + j0, b.p + p * b.ld + j0, alpha * arow[p], j1 - j0);
     }
   }
 }
@@ -176,14 +228,17 @@ void gemm_serial(const Operand& a, const Operand& b, int64_t M, int64_t N, int64
 
 bool sgemm_uses_avx2() {
 #ifdef KILN_GEMM_X86
-  return g_kernel == kernel_avx2;
+  return chosen_kernel() == kernel_avx2;
 #else
   return false;
 #endif
 }
 
-void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+namespace {
+
+void sgemm_with(KernelFn kernel, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                int threads) {
   if (M <= 0 || N <= 0) return;
   for (int64_t i = 0; i < M; ++i) {
     float* c = C + i * ldc;
@@ -196,6 +251,14 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
   if (threads <= 0) threads = default_threads();
   // Small problems are not worth waking the pool.
   if (static_cast<double>(M) * N * K < 64.0 * 64 * 64) threads = 1;
+  if (M < MR) {
+    Operand a{A, lda, transA}, b{B, ldb, transB};
+    int64_t blocks = (N + 63) / 64;  // columns in blocks of 64 across threads
+    parallel_for(blocks, threads, [&](int64_t lo, int64_t hi) {
+      gemm_few_rows(a, b, M, lo * 64, std::min(N, hi * 64), K, alpha, C, ldc);
+    });
+    return;
+  }
   // Split C along its longer side (in tiles) into one part per thread; each part packs
   // its own panels, so the parts share nothing but read-only A and B.
   bool split_m = (M + MR - 1) / MR >= (N + NR - 1) / NR;
@@ -207,12 +270,12 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
       int64_t i0 = t0 * MR, i1 = std::min(M, t1 * MR);
       if (i0 >= i1) return;
       Operand a{transA ? A + i0 : A + i0 * lda, lda, transA};
-      gemm_serial(a, {B, ldb, transB}, i1 - i0, N, K, alpha, C + i0 * ldc, ldc);
+      gemm_serial(kernel, a, {B, ldb, transB}, i1 - i0, N, K, alpha, C + i0 * ldc, ldc);
     } else {
       int64_t j0 = t0 * NR, j1 = std::min(N, t1 * NR);
       if (j0 >= j1) return;
       Operand b{transB ? B + j0 * ldb : B + j0, ldb, transB};
-      gemm_serial({A, lda, transA}, b, M, j1 - j0, K, alpha, C + j0, ldc);
+      gemm_serial(kernel, {A, lda, transA}, b, M, j1 - j0, K, alpha, C + j0, ldc);
     }
   };
   if (parts <= 1) {
@@ -222,6 +285,18 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
   parallel_for(parts, static_cast<int>(parts), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) run_part(p);
   });
+}
+
+}  // namespace
+
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+  sgemm_with(chosen_kernel(), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
+}
+
+void sgemm_portable(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads) {
+  sgemm_with(kernel_portable, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
 
 }  // namespace kiln::kernels

@@ -16,7 +16,10 @@ struct Case {
   float alpha, beta;
 };
 
-void check(const Case& c, int threads) {
+using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                       float, float*, int64_t, int);
+
+void check(const Case& c, int threads, GemmFn gemm = kiln::kernels::sgemm) {
   std::mt19937 rng(static_cast<unsigned>(c.M * 131 + c.N * 17 + c.K));
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   // Padded leading dimensions catch stride mistakes.
@@ -36,8 +39,7 @@ void check(const Case& c, int threads) {
       }
       want[i * ldc + j] = static_cast<float>(c.alpha * s + (c.beta == 0 ? 0.0 : c.beta * C[i * ldc + j]));
     }
-  kiln::kernels::sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc,
-                       threads);
+  gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc, threads);
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
       float tol = 1e-4f * static_cast<float>(c.K + 1);
@@ -63,6 +65,15 @@ TEST(Sgemm, AlphaBetaAndLargeBlocks) {
     check({true, false, 130, 70, 600, -2.f, 0.25f}, threads);  // crosses KC and MC blocks
     check({false, true, 64, 64, 64, 1.f, 1.f}, threads);
   }
+}
+
+TEST(Sgemm, PortableMicroKernelMatchesNaive) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t M : {1, 7, 13})
+        for (int64_t N : {1, 17, 35})
+          for (int threads : {1, 2}) check({ta, tb, M, N, 29, 1.5f, 0.5f}, threads, kiln::kernels::sgemm_portable);
+  check({false, false, 130, 70, 300, 1.f, 0.f}, 1, kiln::kernels::sgemm_portable);
 }
 
 TEST(Sgemm, BetaZeroIgnoresNaNInC) {

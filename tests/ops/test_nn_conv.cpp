@@ -229,3 +229,21 @@ TEST(NnConvTranspose, SymbolicBatchAndChannelMismatch) {
 
 }  // namespace
 }  // namespace kiln::nntest
+
+namespace kiln::nntest {
+namespace {
+
+TEST(NnConv, HalfAndDoubleInputsKeepTheirDtype) {
+  Tensor X = f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor W = f32({1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  std::map<std::string, Attribute> pads = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  for (DType dt : {DType::f16, DType::bf16, DType::f64}) {
+    OneNode g("Conv", {in("x", X.cast(dt)), init("w", W.cast(dt))}, {"y"}, pads);
+    Tensor y = g.run()[0];
+    EXPECT_EQ(y.dtype(), dt);
+    expect_values(y, {1, 1, 3, 3}, {12, 21, 16, 27, 45, 33, 24, 39, 28});
+  }
+}
+
+}  // namespace
+}  // namespace kiln::nntest

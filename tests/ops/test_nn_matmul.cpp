@@ -49,6 +49,7 @@ TEST(NnMatMul, BroadcastAnd1DOperandsAgainstNaive) {
       {{3, 4}, {4, 5}},       {{2, 3, 4}, {4, 5}},       {{2, 3, 4}, {2, 4, 5}},
       {{2, 1, 3, 4}, {5, 4, 7}}, {{4}, {4, 5}},          {{2, 3, 4}, {4}},
       {{4}, {4}},             {{1, 7, 33}, {3, 1, 33, 17}}, {{3, 4}, {2, 4, 5}},
+      {{4}, {2, 4, 5}},       {{2, 1, 6, 4}, {4, 3}},    {{1, 1}, {1, 1}},
   };
   unsigned seed = 3;
   for (const auto& [a, b] : cases) {
@@ -188,6 +189,20 @@ TEST(NnEinsum, ShapeInferenceAndErrors) {
   EXPECT_THROW(bad.infer(), Error);
   OneNode rank("Einsum", {in("a", Tensor(DType::f32, {2, 3}))}, {"y"}, {{"equation", "ijk->i"}});
   EXPECT_THROW(rank.infer(), Error);
+}
+
+}  // namespace
+}  // namespace kiln::nntest
+
+namespace kiln::nntest {
+namespace {
+
+TEST(NnMatMul, HalfPrecisionComputesInFloat) {
+  Tensor A = f32({2, 2}, {1, 2, 3, 4}), B = f32({2, 2}, {0.5f, 1, 2, 4});
+  OneNode g("MatMul", {in("a", A.cast(DType::f16)), in("b", B.cast(DType::f16))}, {"y"});
+  Tensor y = g.run()[0];
+  EXPECT_EQ(y.dtype(), DType::f16);
+  expect_values(y, {2, 2}, {4.5, 9, 9.5, 19});
 }
 
 }  // namespace

@@ -11,6 +11,11 @@ namespace kiln::kernels {
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads);
 
+// The same blocked algorithm with the portable micro-kernel only (what CPUs without
+// AVX2+FMA run); exposed so tests cover it on every machine.
+void sgemm_portable(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int threads);
+
 // True when the AVX2+FMA micro-kernel is in use on this CPU (for reports and benchmarks).
 bool sgemm_uses_avx2();
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "kiln/kernels/parallel.h"
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

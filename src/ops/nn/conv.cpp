@@ -54,7 +54,7 @@ void infer_conv(InferContext& c) {
 Cost cost_conv(const CostContext& c) {
   // Each output element is a dot product of (C/group) * prod(kernel) terms.
   const auto& w = c.in_dims[1];
-  double macs_per_out = static_cast<double>(numel_of(w)) / static_cast<double>(w[0]);
+  double macs_per_out = w[0] > 0 ? static_cast<double>(numel_of(w)) / static_cast<double>(w[0]) : 0.0;
   double outs = static_cast<double>(numel_of(c.out_dims[0]));
   Cost k;
   k.flops = 2.0 * outs * macs_per_out + (c.node.input(2) ? outs : 0.0);
@@ -66,31 +66,39 @@ Cost cost_conv(const CostContext& c) {
 template <typename T>
 void conv_direct(const T* x, const T* w, T* y, int64_t m_per_c, int64_t C, const Geom3& g, int threads) {
   // One input channel per group: output channel m reads input channel m / m_per_c.
+  // Each kernel tap adds w * (a strided input row) to an output row over the range of
+  // positions whose input lies inside the image, so the inner loop has no branches.
   int64_t M = C * m_per_c, K = g.k_size();
   kernels::parallel_for(M, threads, [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
       const T* xc = x + (m / m_per_c) * g.in_size();
       const T* wm = w + m * K;
       T* ym = y + m * g.out_size();
+      std::fill(ym, ym + g.out_size(), T(0));
       for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            T acc = 0;
-            const T* wk = wm;
-            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-              int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-              bool din = id >= 0 && id < g.in[0];
-              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-                bool hin = din && ih >= 0 && ih < g.in[1];
-                for (int64_t kw = 0; kw < g.k[2]; ++kw, ++wk) {
-                  int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
-                  if (hin && iw >= 0 && iw < g.in[2]) acc += xc[(id * g.in[1] + ih) * g.in[2] + iw] * *wk;
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          T* yr = ym + (od * g.out[1] + oh) * g.out[2];
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (ih < 0 || ih >= g.in[1]) continue;
+              const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
+              const T* wk = wm + (kd * g.k[1] + kh) * g.k[2];
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                int64_t base = kw * g.d[2] - g.pb[2], lo, hi;
+                nn::valid_range(base, g.s[2], g.in[2], g.out[2], lo, hi);
+                T wv = wk[kw];
+                if (g.s[2] == 1) {
+                  nn::axpy(yr + lo, xr + base + lo, wv, hi - lo);
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * g.s[2] + base];
                 }
               }
             }
-            ym[(od * g.out[1] + oh) * g.out[2] + ow] = acc;
           }
+        }
     }
   });
 }
@@ -119,8 +127,11 @@ Tensor conv_impl(const KernelContext& c, const Tensor& X, const Tensor& W, const
   const T* x = X.data<T>();
   const T* w = W.data<T>();
   T* y = Y.data<T>();
-  bool pointwise = g.k_size() == 1 && g.s[0] * g.s[1] * g.s[2] == 1 && g.pb[0] + g.pb[1] + g.pb[2] == 0 &&
-                   std::equal(win.pad_end.begin(), win.pad_end.end(), std::vector<int64_t>(in.size(), 0).begin());
+  // A 1x1 kernel with unit strides and no padding reads x as the GEMM operand directly.
+  auto zero = [](int64_t v) { return v == 0; };
+  bool pointwise = g.k_size() == 1 && g.s[0] * g.s[1] * g.s[2] == 1 &&
+                   std::all_of(win.pad_begin.begin(), win.pad_begin.end(), zero) &&
+                   std::all_of(win.pad_end.begin(), win.pad_end.end(), zero);
   std::vector<T> col;
   if (!pointwise && Cg > 1) col.resize(K * OS);
   for (int64_t b = 0; b < N; ++b) {
@@ -136,7 +147,7 @@ Tensor conv_impl(const KernelContext& c, const Tensor& X, const Tensor& W, const
       const T* src = xg;
       if (!pointwise) {
         if (col.size() < static_cast<size_t>(K * OS)) col.resize(K * OS);
-        nn::im2col(xg, Cg, g, col.data());
+        nn::im2col(xg, Cg, g, col.data(), c.threads());
         src = col.data();
       }
       nn::matmul<T>(false, false, Mg, OS, K, w + gi * Mg * K, src, yb + gi * Mg * OS, false, c.threads());

@@ -84,7 +84,7 @@ Cost cost_conv_transpose(const CostContext& c) {
   // Every input element meets every weight of its group once.
   const auto& x = c.in_dims[0];
   const auto& w = c.in_dims[1];
-  double per_in = static_cast<double>(numel_of(w)) / static_cast<double>(w[0]);
+  double per_in = w[0] > 0 ? static_cast<double>(numel_of(w)) / static_cast<double>(w[0]) : 0.0;
   Cost k;
   k.flops = 2.0 * static_cast<double>(numel_of(x)) * per_in;
   if (c.node.input(2)) k.flops += static_cast<double>(numel_of(c.out_dims[0]));

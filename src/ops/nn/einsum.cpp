@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <array>
 
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

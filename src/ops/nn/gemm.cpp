@@ -1,6 +1,6 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, with C broadcast to [M, N].
 #include "kiln/kernels/gemm.h"
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "kiln/kernels/parallel.h"
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,7 +1,7 @@
 // LpNormalization: x divided by its L1 or L2 norm along one axis.
 #include <cmath>
 
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

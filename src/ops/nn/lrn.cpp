@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

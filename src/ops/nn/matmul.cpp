@@ -1,6 +1,6 @@
 // MatMul with numpy semantics: 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1])
 // and the promoted dim dropped again; leading batch dims broadcast.
-#include "window.h"
+#include "nn_common.h"
 
 namespace kiln::ops {
 namespace {

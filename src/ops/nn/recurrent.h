@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "window.h"
+#include <algorithm>
+
+#include "nn_common.h"
 
 namespace kiln::ops::nn {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kiln/kernels/gemm.h"
+#include "kiln/kernels/parallel.h"
 
 namespace kiln::ops::nn {
 
@@ -83,32 +83,49 @@ Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w) {
   return g;
 }
 
+void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = base >= 0 ? 0 : (-base + s - 1) / s;
+  hi = base > in - 1 ? 0 : (in - 1 - base) / s + 1;
+  lo = std::min(lo, out);
+  hi = std::max(lo, std::min(hi, out));
+}
+
 template <typename T>
-void im2col(const T* x, int64_t channels, const Geom3& g, T* col) {
+void im2col(const T* x, int64_t channels, const Geom3& g, T* col_all, int threads) {
   const int64_t OS = g.out_size();
-  for (int64_t c = 0; c < channels; ++c) {
-    const T* xc = x + c * g.in_size();
-    for (int64_t kd = 0; kd < g.k[0]; ++kd)
-      for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          T* row = col;
-          col += OS;
-          for (int64_t od = 0; od < g.out[0]; ++od) {
-            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-            for (int64_t oh = 0; oh < g.out[1]; ++oh, row += g.out[2]) {
-              int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                std::fill(row, row + g.out[2], T(0));
-                continue;
+  // Channels fill disjoint row blocks of col, so they split across threads.
+  kernels::parallel_for(channels, threads, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      T* col = col_all + c * g.k_size() * OS;
+      const T* xc = x + c * g.in_size();
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            T* row = col;
+            col += OS;
+            for (int64_t od = 0; od < g.out[0]; ++od) {
+              int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+              for (int64_t oh = 0; oh < g.out[1]; ++oh, row += g.out[2]) {
+                int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                  std::fill(row, row + g.out[2], T(0));
+                  continue;
+                }
+                const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
+                int64_t base = kw * g.d[2] - g.pb[2], lo, hi;
+                valid_range(base, g.s[2], g.in[2], g.out[2], lo, hi);
+                std::fill(row, row + lo, T(0));
+                if (g.s[2] == 1) {
+                  std::copy(xr + base + lo, xr + base + hi, row + lo);
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) row[ow] = xr[ow * g.s[2] + base];
+                }
+                std::fill(row + hi, row + g.out[2], T(0));
               }
-              const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
-              int64_t iw = kw * g.d[2] - g.pb[2];
-              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
-                row[ow] = (iw >= 0 && iw < g.in[2]) ? xr[iw] : T(0);
             }
           }
-        }
-  }
+    }
+  });
 }
 
 template <typename T>
@@ -128,43 +145,18 @@ void col2im(const T* col, int64_t channels, const Geom3& g, T* y) {
               int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
               if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
               T* yr = yc + (id * g.in[1] + ih) * g.in[2];
-              int64_t iw = kw * g.d[2] - g.pb[2];
-              for (int64_t ow = 0; ow < g.out[2]; ++ow, iw += g.s[2])
-                if (iw >= 0 && iw < g.in[2]) yr[iw] += row[ow];
+              int64_t base = kw * g.d[2] - g.pb[2], lo, hi;
+              valid_range(base, g.s[2], g.in[2], g.out[2], lo, hi);
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow * g.s[2] + base] += row[ow];
             }
           }
         }
   }
 }
 
-template <typename T>
-void matmul(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C,
-            bool accumulate, int threads) {
-  if constexpr (std::is_same_v<T, float>) {
-    kernels::sgemm(transA, transB, M, N, K, 1.f, A, transA ? M : K, B, transB ? K : N, accumulate ? 1.f : 0.f, C, N,
-                   threads);
-  } else {
-    for (int64_t i = 0; i < M; ++i) {
-      T* c = C + i * N;
-      if (!accumulate) std::fill(c, c + N, T(0));
-      for (int64_t p = 0; p < K; ++p) {
-        T a = transA ? A[p * M + i] : A[i * K + p];
-        for (int64_t j = 0; j < N; ++j) c[j] += a * (transB ? B[j * K + p] : B[p * N + j]);
-      }
-    }
-  }
-}
-
-#define KILN_NN_INSTANTIATE(T)                                                                               \
-  template void im2col<T>(const T*, int64_t, const Geom3&, T*);                                              \
-  template void col2im<T>(const T*, int64_t, const Geom3&, T*);                                              \
-  template void matmul<T>(bool, bool, int64_t, int64_t, int64_t, const T*, const T*, T*, bool, int);
-KILN_NN_INSTANTIATE(float)
-KILN_NN_INSTANTIATE(double)
-KILN_NN_INSTANTIATE(int32_t)
-KILN_NN_INSTANTIATE(int64_t)
-KILN_NN_INSTANTIATE(uint32_t)
-KILN_NN_INSTANTIATE(uint64_t)
-#undef KILN_NN_INSTANTIATE
+template void im2col<float>(const float*, int64_t, const Geom3&, float*, int);
+template void im2col<double>(const double*, int64_t, const Geom3&, double*, int);
+template void col2im<float>(const float*, int64_t, const Geom3&, float*);
+template void col2im<double>(const double*, int64_t, const Geom3&, double*);
 
 }  // namespace kiln::ops::nn

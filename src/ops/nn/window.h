@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../op_helpers.h"
+#include "nn_common.h"
 
 namespace kiln::ops::nn {
 
@@ -34,45 +34,14 @@ struct Geom3 {
 };
 Geom3 to_geom3(const std::vector<int64_t>& in, const Window& w);
 
+// Output positions [lo, hi) of a row whose input index o * s + base lies in [0, in).
+void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi);
+
 // col[(c*K + kidx) * OS + o] = x[c][window position] (0 in the padding) for `channels` planes.
 template <typename T>
-void im2col(const T* x, int64_t channels, const Geom3& g, T* col);
+void im2col(const T* x, int64_t channels, const Geom3& g, T* col, int threads);
 // Adds col back into y (the transpose of im2col); used by ConvTranspose.
 template <typename T>
 void col2im(const T* col, int64_t channels, const Geom3& g, T* y);
-
-// C[M x N] = A[M x K] * B[K x N] (+ C when accumulate). sgemm for f32, loops otherwise.
-template <typename T>
-void matmul(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C,
-            bool accumulate, int threads);
-
-}  // namespace kiln::ops::nn
-
-namespace kiln::ops::nn {
-
-// f16/bf16 are computed in f32: the dtype a kernel computes in, and an input converted to it.
-inline DType compute_dtype(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
-inline Tensor compute_input(const Tensor& t) { return compute_dtype(t.dtype()) == t.dtype() ? t : to_f32(t); }
-// Sets output i, converting an f32 result back to the model's dtype.
-inline void set_result(KernelContext& c, size_t i, const Tensor& t, DType dtype) {
-  c.set_output(i, from_f32(t, dtype));
-}
-// Output dim from a known value, or unknown.
-inline Dim dim_or_unknown(int64_t v) { return v >= 0 ? Dim(v) : Dim::unknown(); }
-
-}  // namespace kiln::ops::nn
-
-namespace kiln::ops::nn {
-
-// Cost of ops that touch each element of input 0 a few times (pools, normalisations):
-// F flops per input element, io bytes.
-template <int F>
-Cost cost_per_input(const CostContext& c) {
-  Cost k;
-  k.flops = F * static_cast<double>(numel_of(c.in_dims[0]));
-  k.bytes_read = c.io_bytes_read();
-  k.bytes_written = c.io_bytes_written();
-  return k;
-}
 
 }  // namespace kiln::ops::nn
