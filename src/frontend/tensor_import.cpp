@@ -64,10 +64,15 @@ Tensor external_tensor(const TP& t, DType dt, int64_t numel, const TensorSource&
   uint64_t offset = 0;
   bool has_length = false;
   uint64_t length = 0;
-  for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = parse_u64(kv.value(), "offset", what);
-    else if (kv.key() == "length") length = parse_u64(kv.value(), "length", what), has_length = true;
+  for (const auto& kv : t.external_data()) {  // other keys (checksum, basepath) are not needed
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      offset = parse_u64(kv.value(), "offset", what);
+    } else if (kv.key() == "length") {
+      length = parse_u64(kv.value(), "length", what);
+      has_length = true;
+    }
   }
   check_external_location(location, what);
   const size_t nbytes = static_cast<size_t>(numel) * dtype_size(dt);
