@@ -13,6 +13,10 @@ namespace kiln::onnx_io {
 DType dtype_from_onnx(int32_t elem_type, const std::string& what);
 int32_t dtype_to_onnx(DType t);
 
+// Throws unless every dim is >= 0 and the product of the non-zero dims fits comfortably in
+// int64 (so later size and stride arithmetic cannot overflow).
+void check_static_dims(const std::vector<int64_t>& dims, const std::string& what);
+
 // What tensor import needs besides the message: where external data lives.
 struct TensorSource {
   std::string model_dir;  // directory of the model file; empty when imported from bytes

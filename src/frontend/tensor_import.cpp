@@ -23,16 +23,12 @@ class StringBuffer : public Buffer {
   std::string s_;
 };
 
-// Element count of dims, rejecting negative dims and sizes whose byte count overflows.
+// Element count of dims. Rejects negative dims, and dims whose non-zero product could
+// overflow int64 in later size or stride arithmetic (even when a zero dim makes numel 0).
 int64_t checked_numel(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& what) {
-  int64_t n = 1;
-  const int64_t limit = std::numeric_limits<int64_t>::max() / 16;
-  for (int64_t d : dims) {
-    KILN_CHECK(d >= 0, what, ": negative dim ", d);
-    KILN_CHECK(d == 0 || n <= limit / d, what, ": dims are too large");
-    n *= d;
-  }
-  return n;
+  std::vector<int64_t> v(dims.begin(), dims.end());
+  check_static_dims(v, what);
+  return numel_of(v);
 }
 
 std::vector<int64_t> dims_of(const TP& t) { return {t.dims().begin(), t.dims().end()}; }
@@ -68,10 +64,15 @@ Tensor external_tensor(const TP& t, DType dt, int64_t numel, const TensorSource&
   uint64_t offset = 0;
   bool has_length = false;
   uint64_t length = 0;
-  for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = parse_u64(kv.value(), "offset", what);
-    else if (kv.key() == "length") length = parse_u64(kv.value(), "length", what), has_length = true;
+  for (const auto& kv : t.external_data()) {  // other keys (checksum, basepath) are not needed
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      offset = parse_u64(kv.value(), "offset", what);
+    } else if (kv.key() == "length") {
+      length = parse_u64(kv.value(), "length", what);
+      has_length = true;
+    }
   }
   check_external_location(location, what);
   const size_t nbytes = static_cast<size_t>(numel) * dtype_size(dt);
@@ -129,6 +130,17 @@ Tensor typed_tensor(const TP& t, DType dt, int64_t numel, const Field& field, co
 }
 
 }  // namespace
+
+void check_static_dims(const std::vector<int64_t>& dims, const std::string& what) {
+  const int64_t limit = std::numeric_limits<int64_t>::max() / 16;
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    KILN_CHECK(d >= 0, what, ": negative dim ", d);
+    if (d == 0) continue;
+    KILN_CHECK(product <= limit / d, what, ": dims ", dims_str(dims), " are too large");
+    product *= d;
+  }
+}
 
 DType dtype_from_onnx(int32_t elem_type, const std::string& what) {
   switch (elem_type) {
@@ -206,9 +218,11 @@ void type_from_onnx(const onnx::TypeProto& type, const std::string& what, DType*
   if (tt.elem_type() != TP::UNDEFINED) *dtype = dtype_from_onnx(tt.elem_type(), what);
   if (!tt.has_shape()) return;
   Shape s;
+  std::vector<int64_t> static_dims;
   for (const auto& d : tt.shape().dim()) {
     if (d.has_dim_value()) {
-      KILN_CHECK(d.dim_value() >= 0, what, ": negative dim ", d.dim_value());
+      static_dims.push_back(d.dim_value());
+      check_static_dims(static_dims, what);
       s.dims.emplace_back(d.dim_value());
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       s.dims.push_back(Dim::sym(d.dim_param()));

@@ -118,7 +118,11 @@ TEST(OnnxErrors, TensorDataSizeMismatches) {
   // Dims whose byte count would overflow must not allocate or read anything.
   w->clear_dims();
   w->add_dims(int64_t{1} << 40), w->add_dims(int64_t{1} << 40);
-  expect_model_error(m, "dims are too large");
+  expect_model_error(m, "dims [1099511627776,1099511627776] are too large");
+  // Also when a zero dim makes the tensor empty: strides would still overflow.
+  w->clear_dims();
+  w->add_dims(0), w->add_dims(int64_t{1} << 40), w->add_dims(int64_t{1} << 40);
+  expect_model_error(m, "are too large");
   w->clear_dims();
   w->add_dims(int64_t{1} << 40);
   expect_model_error(m, "float_data has 0 values, f32[1099511627776] needs 1099511627776");
@@ -132,6 +136,11 @@ TEST(OnnxErrors, NegativeDimsAndUnknownTypes) {
   m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
       ->set_dim_value(-1);
   expect_model_error(m, "input 'x': negative dim -1");
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
+      ->set_dim_value(int64_t{1} << 62);
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_value(16);
+  expect_model_error(m, "input 'x': dims [16,4611686018427387904] are too large");
   m = small_valid_model();
   m.mutable_graph()->mutable_initializer(0)->set_data_type(99);
   expect_model_error(m, "initializer 'w': unknown ONNX data type 99");

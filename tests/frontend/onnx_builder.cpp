@@ -8,7 +8,9 @@ void expect_same_tensor(const Tensor& a, const Tensor& b, const std::string& wha
   ASSERT_EQ(a.dtype(), b.dtype()) << what;
   ASSERT_EQ(a.dims(), b.dims()) << what;
   ASSERT_EQ(a.nbytes(), b.nbytes()) << what;
-  if (a.nbytes()) EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << what << ": data differs";
+  if (a.nbytes()) {
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << what << ": data differs";
+  }
 }
 
 namespace {

@@ -15,6 +15,14 @@ struct ImportOptions {
 // memory-mapped). Throws kiln::Error with one clear line on any bad input: unreadable or
 // truncated file, protobuf that violates ONNX rules, unknown op or opset out of range
 // (naming node, op and opset).
+//
+// Import rules worth knowing:
+// - From IR 4 on, a graph input that also has an initializer stays an input, with the
+//   initializer as its default; before IR 4 such inputs are plain weights.
+// - External data locations must stay inside the model's directory (no "..", not absolute).
+// - Empty node names get generated ones and duplicates a suffix ("conv", "conv_1").
+// - value_info and output types are hints: they fill dtypes/shapes the nodes leave open.
+// - Subgraph (If/Loop/Scan) nodes that read outer names point at the outer Values.
 Model import_onnx(const std::string& path, const ImportOptions& opt = {});
 Model import_onnx_bytes(const std::string& bytes, const ImportOptions& opt = {});
 
