@@ -77,11 +77,13 @@ std::string format_double(double d) {
   return floatify(std::string(buf, r.ptr));
 }
 
-std::string auto_node_name(const std::string& op, std::set<std::string>& taken) {
-  std::string cand = op;
-  for (uint64_t k = 1; taken.count(cand); ++k) cand = op + "_" + std::to_string(k);
-  taken.insert(cand);
-  return cand;
+std::string AutoNamer::name(const std::string& op) {
+  uint64_t& k = next_suffix_[op];
+  auto candidate = [&] { return k == 0 ? op : op + "_" + std::to_string(k); };
+  while (taken_.count(candidate())) ++k;
+  std::string out = candidate();
+  taken_.insert(out);
+  return out;
 }
 
 }  // namespace kiln::text

@@ -2,6 +2,7 @@
 // src/ir/text_parse.cpp): which names may be written bare, number formatting that
 // parses back bit-exactly, and the rule that names unnamed nodes.
 #pragma once
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,8 +27,17 @@ std::string format_float(float f);
 std::string format_double(double d);
 
 // Names the parser gives to nodes written without '@name': the op, or op_1, op_2, ...,
-// skipping every name in `taken` (which it extends). Shared so the printer can leave
-// out names the parser would give back anyway.
-std::string auto_node_name(const std::string& op, std::set<std::string>& taken);
+// skipping every name already taken (explicit names first, then earlier auto names).
+// Shared so the printer can leave out the names the parser would give back anyway.
+class AutoNamer {
+ public:
+  explicit AutoNamer(std::set<std::string> taken) : taken_(std::move(taken)) {}
+  std::string name(const std::string& op);
+
+ private:
+  std::set<std::string> taken_;
+  // Names are only ever added, so the first free suffix of an op never moves back.
+  std::map<std::string, uint64_t> next_suffix_;
+};
 
 }  // namespace kiln::text

@@ -21,6 +21,7 @@ class Lexer {
 
   std::vector<Token> run() {
     std::vector<Token> out;
+    if (s_.rfind("\xEF\xBB\xBF", 0) == 0) i_ = 3;  // a UTF-8 byte-order mark from an editor
     for (;;) {
       skip_space();
       Token t;

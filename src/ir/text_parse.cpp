@@ -179,7 +179,8 @@ class Parser : text::Cursor {
     std::set<std::string> taken;
     for (const auto& n : g.nodes())
       if (!placeholder.count(n.get())) taken.insert(n->name);
-    for (Node* n : unnamed) n->name = text::auto_node_name(n->op, taken);
+    text::AutoNamer namer(std::move(taken));
+    for (Node* n : unnamed) n->name = namer.name(n->op);
   }
 
   void statement(Graph& g, int depth, std::vector<Node*>& unnamed) {

@@ -177,7 +177,7 @@ class Printer {
   }
 
   // Nodes whose name the parser gives back when '@name' is left out (see
-  // text::auto_node_name): tried for every node named like an auto name, then narrowed
+  // text::AutoNamer): tried for every node named like an auto name, then narrowed
   // until re-naming them reproduces every one of their names.
   std::set<const Node*> nodes_to_leave_unnamed(const Graph& g) const {
     std::set<const Node*> cand;
@@ -189,9 +189,10 @@ class Printer {
       std::set<std::string> taken;
       for (const auto& n : g.nodes())
         if (!cand.count(n.get())) taken.insert(n->name);
+      text::AutoNamer namer(std::move(taken));
       std::vector<const Node*> wrong;
       for (const auto& n : g.nodes())
-        if (cand.count(n.get()) && text::auto_node_name(n->op, taken) != n->name) wrong.push_back(n.get());
+        if (cand.count(n.get()) && namer.name(n->op) != n->name) wrong.push_back(n.get());
       for (const Node* n : wrong) cand.erase(n);
       changed = !wrong.empty();
     }

@@ -82,6 +82,9 @@ TEST(TextIR, ShapesOnNodesAreOptional) {
   EXPECT_FALSE(y->shape.rank_known);
   EXPECT_EQ(m.opset(), 17);  // no header: the newest opset kiln imports
   EXPECT_EQ(print_graph(*m.graph), "graph g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x)\n}\n");
+  // Editors' habits: a byte-order mark, CRLF line ends, tabs.
+  Model crlf = parse_model("\xEF\xBB\xBFgraph g(%x: f32[2]) -> (%y) {\r\n\t%y = Relu(%x)\r\n}\r\n");
+  EXPECT_EQ(print_graph(*crlf.graph), print_graph(*m.graph));
 }
 
 TEST(TextIR, NodeNamesAreLeftOutOnlyWhenTheParserGivesThemBack) {
