@@ -6,8 +6,8 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 KILN="$BUILD/bin/kiln"
 MODEL=models/digits_cnn.onnx
-X=models/digits_test_x.npy
-Y=models/digits_test_y.npy
+X=models/digits_test_images.npy
+Y=models/digits_test_labels.npy
 OUT="$BUILD/demo"
 rm -rf "$OUT"; mkdir -p "$OUT"
 INPUT=$(/usr/bin/python3 -c "import onnx; m=onnx.load('$MODEL'); print(m.graph.input[0].name)")
