@@ -277,5 +277,32 @@ TEST(TensorPad, NegativePadsOldOpsetAndInference) {
   EXPECT_THROW(run_op("Pad", {data(f32({2}, {1, 2})), cst(i64s({1}))}), Error);
 }
 
+// ---- dtype-agnostic movement: 1-, 2- and 8-byte elements go through the same kernels.
+TEST(TensorMovement, AnyElementSize) {
+  Tensor b = Tensor::from_vector<bool>({2, 2}, {true, false, false, true});
+  OpRun r = run_op("Transpose", {data(b)});
+  EXPECT_EQ(r.out[0].dtype(), DType::boolean);
+  expect_near(r.out[0], {1, 0, 0, 1});
+  Tensor h = Tensor::from_vector<float>({3}, {1.5f, -2, 4}).cast(DType::f16);
+  r = run_op("Concat", {data(h), data(h)}, {{"axis", int64_t{0}}});
+  EXPECT_EQ(r.out[0].dtype(), DType::f16);
+  expect_near(r.out[0], {1.5, -2, 4, 1.5, -2, 4});
+  Tensor l = Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_near(run_op("Slice", {data(l), cst(i64s({2})), cst(i64s({-10})), cst(i64s({1})), cst(i64s({-2}))}).out[0],
+              {3, 1, 6, 4});
+  expect_near(run_op("Pad", {data(h), cst(i64s({1, 0}))}, {{"mode", "edge"}}).out[0], {1.5, 1.5, -2, 4});
+}
+
+TEST(TensorMovement, PartialShapeInference) {
+  auto x = std::make_pair(DType::f32, sym({"N", "4"}));
+  auto two = std::make_pair(DType::i64, Shape({2}));
+  EXPECT_EQ(infer_op("Tile", {x, two}, {{1, i64s({1, 3})}}), "[N,12]");
+  EXPECT_EQ(infer_op("Tile", {x, two}, {{1, i64s({2, 1})}}), "[?,4]");
+  EXPECT_EQ(infer_op("Tile", {x, two}, {}), "[?,?]");
+  EXPECT_EQ(infer_op("Expand", {x, two}, {}), "[?,4]");
+  EXPECT_EQ(infer_op("Pad", {x, {DType::i64, Shape({4})}}, {}), "[?,?]");
+  EXPECT_EQ(infer_op("Transpose", {{DType::f32, Shape::unknown_rank()}}, {}), "[*]");
+}
+
 }  // namespace
 }  // namespace kiln
