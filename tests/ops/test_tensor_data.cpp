@@ -304,5 +304,24 @@ TEST(TensorMovement, PartialShapeInference) {
   EXPECT_EQ(infer_op("Transpose", {{DType::f32, Shape::unknown_rank()}}, {}), "[*]");
 }
 
+// Large copies are split across threads: the result must equal the naive transpose.
+TEST(TensorTranspose, LargeThreadedMatchesNaive) {
+  Model m;
+  m.opsets[""] = 13;
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", DType::f32, Shape({300, 7, 40}));
+  Node* t = g.add_node("Transpose", {x}, {"y"}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  g.outputs.push_back(t->outputs[0]);
+  Tensor in = iota_f32({300, 7, 40});
+  RunOptions opt;
+  opt.threads = 4;
+  Tensor y = run_model(m, {{"x", in}}, opt).at("y");
+  ASSERT_EQ(dims_str(y.dims()), "[40,300,7]");
+  const float* p = y.data<float>();
+  for (int64_t c = 0; c < 40; ++c)
+    for (int64_t a = 0; a < 300; ++a)
+      for (int64_t b = 0; b < 7; ++b) ASSERT_EQ(p[(c * 300 + a) * 7 + b], static_cast<float>((a * 7 + b) * 40 + c));
+}
+
 }  // namespace
 }  // namespace kiln
