@@ -263,6 +263,11 @@ TEST(TensorTrilu, UpperLowerWithK) {
   expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(-1))}, {{"upper", int64_t{0}}}, 14).out[0],
               {0, 0, 0, 4, 0, 0, 7, 8, 0});
   expect_near(run_op("Trilu", {data(x)}, {{"upper", int64_t{0}}}, 14).out[0], {1, 0, 0, 4, 5, 0, 7, 8, 9});
+  // a k far outside the matrix keeps everything (lower) or nothing (upper)
+  expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(INT64_MAX))}, {{"upper", int64_t{0}}}, 14).out[0],
+              {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(INT64_MAX))}, {}, 14).out[0],
+              {0, 0, 0, 0, 0, 0, 0, 0, 0});
   // batched, non-square: [2,2,3]
   OpRun r = run_op("Trilu", {data(iota_f32({2, 2, 3})), cst(Tensor::scalar<int64_t>(5))}, {{"upper", int64_t{0}}}, 14);
   expect_near(r.out[0], {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
