@@ -18,13 +18,13 @@ struct In {
   bool constant = false;  // initializer (visible to shape inference) vs graph input
   bool present = true;
 };
-In data(Tensor t) { return {std::move(t), false, true}; }
-In cst(Tensor t) { return {std::move(t), true, true}; }
-In none() { return {Tensor(), false, false}; }
+[[maybe_unused]] In data(Tensor t) { return {std::move(t), false, true}; }
+[[maybe_unused]] In cst(Tensor t) { return {std::move(t), true, true}; }
+[[maybe_unused]] In none() { return {Tensor(), false, false}; }
 
-Tensor i64s(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
-Tensor f32(std::vector<int64_t> dims, std::vector<float> v) { return Tensor::from_vector<float>(std::move(dims), v); }
-Tensor iota_f32(std::vector<int64_t> dims) {
+[[maybe_unused]] Tensor i64s(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+[[maybe_unused]] Tensor f32(std::vector<int64_t> dims, std::vector<float> v) { return Tensor::from_vector<float>(std::move(dims), v); }
+[[maybe_unused]] Tensor iota_f32(std::vector<int64_t> dims) {
   Tensor t(DType::f32, dims);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
   return t;
@@ -76,7 +76,7 @@ OpRun run_op(const std::string& op, const std::vector<In>& ins, std::map<std::st
 
 // Inferred shape of a one-node model's output 0 with symbolic/static graph inputs
 // (`shapes`) and constant inputs (`consts`, by position; undefined Tensor = graph input).
-std::string infer_op(const std::string& op, const std::vector<std::pair<DType, Shape>>& shapes,
+[[maybe_unused]] std::string infer_op(const std::string& op, const std::vector<std::pair<DType, Shape>>& shapes,
                      const std::map<size_t, Tensor>& consts, std::map<std::string, Attribute> attrs = {},
                      int64_t opset = 13) {
   Model m;
@@ -96,7 +96,7 @@ std::string infer_op(const std::string& op, const std::vector<std::pair<DType, S
   return n->outputs[0]->shape.str();
 }
 
-Shape sym(std::vector<std::string> dims) {  // "N" -> symbol, "3" -> static
+[[maybe_unused]] Shape sym(std::vector<std::string> dims) {  // "N" -> symbol, "3" -> static
   Shape s;
   for (const auto& d : dims) s.dims.push_back(std::isdigit(d[0]) ? Dim(std::stoll(d)) : Dim::sym(d));
   return s;
@@ -275,6 +275,52 @@ TEST(TensorPad, NegativePadsOldOpsetAndInference) {
             "[N,5]");
   EXPECT_THROW(run_op("Pad", {data(f32({2}, {1, 2})), cst(i64s({-2, -1}))}), Error);
   EXPECT_THROW(run_op("Pad", {data(f32({2}, {1, 2})), cst(i64s({1}))}), Error);
+}
+
+// ---- dtype-agnostic movement: 1-, 2- and 8-byte elements go through the same kernels.
+TEST(TensorMovement, AnyElementSize) {
+  Tensor b = Tensor::from_vector<bool>({2, 2}, {true, false, false, true});
+  OpRun r = run_op("Transpose", {data(b)});
+  EXPECT_EQ(r.out[0].dtype(), DType::boolean);
+  expect_near(r.out[0], {1, 0, 0, 1});
+  Tensor h = Tensor::from_vector<float>({3}, {1.5f, -2, 4}).cast(DType::f16);
+  r = run_op("Concat", {data(h), data(h)}, {{"axis", int64_t{0}}});
+  EXPECT_EQ(r.out[0].dtype(), DType::f16);
+  expect_near(r.out[0], {1.5, -2, 4, 1.5, -2, 4});
+  Tensor l = Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_near(run_op("Slice", {data(l), cst(i64s({2})), cst(i64s({-10})), cst(i64s({1})), cst(i64s({-2}))}).out[0],
+              {3, 1, 6, 4});
+  expect_near(run_op("Pad", {data(h), cst(i64s({1, 0}))}, {{"mode", "edge"}}).out[0], {1.5, 1.5, -2, 4});
+}
+
+TEST(TensorMovement, PartialShapeInference) {
+  auto x = std::make_pair(DType::f32, sym({"N", "4"}));
+  auto two = std::make_pair(DType::i64, Shape({2}));
+  EXPECT_EQ(infer_op("Tile", {x, two}, {{1, i64s({1, 3})}}), "[N,12]");
+  EXPECT_EQ(infer_op("Tile", {x, two}, {{1, i64s({2, 1})}}), "[?,4]");
+  EXPECT_EQ(infer_op("Tile", {x, two}, {}), "[?,?]");
+  EXPECT_EQ(infer_op("Expand", {x, two}, {}), "[?,4]");
+  EXPECT_EQ(infer_op("Pad", {x, {DType::i64, Shape({4})}}, {}), "[?,?]");
+  EXPECT_EQ(infer_op("Transpose", {{DType::f32, Shape::unknown_rank()}}, {}), "[*]");
+}
+
+// Large copies are split across threads: the result must equal the naive transpose.
+TEST(TensorTranspose, LargeThreadedMatchesNaive) {
+  Model m;
+  m.opsets[""] = 13;
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", DType::f32, Shape({300, 7, 40}));
+  Node* t = g.add_node("Transpose", {x}, {"y"}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  g.outputs.push_back(t->outputs[0]);
+  Tensor in = iota_f32({300, 7, 40});
+  RunOptions opt;
+  opt.threads = 4;
+  Tensor y = run_model(m, {{"x", in}}, opt).at("y");
+  ASSERT_EQ(dims_str(y.dims()), "[40,300,7]");
+  const float* p = y.data<float>();
+  for (int64_t c = 0; c < 40; ++c)
+    for (int64_t a = 0; a < 300; ++a)
+      for (int64_t b = 0; b < 7; ++b) ASSERT_EQ(p[(c * 300 + a) * 7 + b], static_cast<float>((a * 7 + b) * 40 + c));
 }
 
 }  // namespace

@@ -18,13 +18,13 @@ struct In {
   bool constant = false;  // initializer (visible to shape inference) vs graph input
   bool present = true;
 };
-In data(Tensor t) { return {std::move(t), false, true}; }
-In cst(Tensor t) { return {std::move(t), true, true}; }
-In none() { return {Tensor(), false, false}; }
+[[maybe_unused]] In data(Tensor t) { return {std::move(t), false, true}; }
+[[maybe_unused]] In cst(Tensor t) { return {std::move(t), true, true}; }
+[[maybe_unused]] In none() { return {Tensor(), false, false}; }
 
-Tensor i64s(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
-Tensor f32(std::vector<int64_t> dims, std::vector<float> v) { return Tensor::from_vector<float>(std::move(dims), v); }
-Tensor iota_f32(std::vector<int64_t> dims) {
+[[maybe_unused]] Tensor i64s(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+[[maybe_unused]] Tensor f32(std::vector<int64_t> dims, std::vector<float> v) { return Tensor::from_vector<float>(std::move(dims), v); }
+[[maybe_unused]] Tensor iota_f32(std::vector<int64_t> dims) {
   Tensor t(DType::f32, dims);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
   return t;
@@ -76,7 +76,7 @@ OpRun run_op(const std::string& op, const std::vector<In>& ins, std::map<std::st
 
 // Inferred shape of a one-node model's output 0 with symbolic/static graph inputs
 // (`shapes`) and constant inputs (`consts`, by position; undefined Tensor = graph input).
-std::string infer_op(const std::string& op, const std::vector<std::pair<DType, Shape>>& shapes,
+[[maybe_unused]] std::string infer_op(const std::string& op, const std::vector<std::pair<DType, Shape>>& shapes,
                      const std::map<size_t, Tensor>& consts, std::map<std::string, Attribute> attrs = {},
                      int64_t opset = 13) {
   Model m;
@@ -96,7 +96,7 @@ std::string infer_op(const std::string& op, const std::vector<std::pair<DType, S
   return n->outputs[0]->shape.str();
 }
 
-Shape sym(std::vector<std::string> dims) {  // "N" -> symbol, "3" -> static
+[[maybe_unused]] Shape sym(std::vector<std::string> dims) {  // "N" -> symbol, "3" -> static
   Shape s;
   for (const auto& d : dims) s.dims.push_back(std::isdigit(d[0]) ? Dim(std::stoll(d)) : Dim::sym(d));
   return s;
@@ -263,6 +263,11 @@ TEST(TensorTrilu, UpperLowerWithK) {
   expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(-1))}, {{"upper", int64_t{0}}}, 14).out[0],
               {0, 0, 0, 4, 0, 0, 7, 8, 0});
   expect_near(run_op("Trilu", {data(x)}, {{"upper", int64_t{0}}}, 14).out[0], {1, 0, 0, 4, 5, 0, 7, 8, 9});
+  // a k far outside the matrix keeps everything (lower) or nothing (upper)
+  expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(INT64_MAX))}, {{"upper", int64_t{0}}}, 14).out[0],
+              {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expect_near(run_op("Trilu", {data(x), cst(Tensor::scalar<int64_t>(INT64_MAX))}, {}, 14).out[0],
+              {0, 0, 0, 0, 0, 0, 0, 0, 0});
   // batched, non-square: [2,2,3]
   OpRun r = run_op("Trilu", {data(iota_f32({2, 2, 3})), cst(Tensor::scalar<int64_t>(5))}, {{"upper", int64_t{0}}}, 14);
   expect_near(r.out[0], {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});

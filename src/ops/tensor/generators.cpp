@@ -1,4 +1,5 @@
 // Ops that build tensors from indices: EyeLike, Range, NonZero, Trilu, OneHot.
+#include <algorithm>
 #include <cmath>
 
 #include "tensor_common.h"
@@ -31,7 +32,9 @@ void eye_like_kernel(KernelContext& k) {
   DType dt = eye_dtype(k.node(), x.dtype());
   Tensor& y = k.alloc_output(0, dt, x.dims());
   Tensor one = one_of(dt);
-  const int64_t rows = x.dim(0), cols = x.dim(1), diag = k.node().attr_i("k", 0);
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  // a diagonal beyond the matrix selects nothing; clamping keeps i + diag from overflowing
+  const int64_t diag = std::clamp<int64_t>(k.node().attr_i("k", 0), -rows - 1, cols + 1);
   const size_t es = dtype_size(dt);
   for (int64_t i = 0; i < rows; ++i) {
     int64_t j = i + diag;
@@ -137,6 +140,7 @@ void trilu_kernel(KernelContext& k) {
   const bool upper = k.node().attr_i("upper", 1) != 0;
   Tensor& y = k.alloc_output(0, x.dtype(), x.dims());
   const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  diag = std::clamp<int64_t>(diag, -rows - 1, cols + 1);  // same triangle, no overflow in i + diag
   const int64_t mats = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
   const size_t es = dtype_size(x.dtype());
   const auto* src = static_cast<const char*>(x.raw());

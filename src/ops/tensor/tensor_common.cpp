@@ -1,5 +1,7 @@
 #include "tensor_common.h"
 
+#include "kiln/kernels/parallel.h"
+
 namespace kiln::ops::tensor_ops {
 
 std::optional<std::vector<int64_t>> const_ints(const InferContext& c, size_t i) {
@@ -67,9 +69,22 @@ void check_dims(const std::vector<int64_t>& dims, const KernelContext& k) {
 void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset, const std::vector<int64_t>& strides,
                const std::vector<int64_t>& dims) {
   Tensor& y = k.alloc_output(out, src.dtype(), dims);
-  KILN_DISPATCH_BYTES(src.dtype(), k.node().describe(),
-                      strided_copy<T>(static_cast<const T*>(src.raw()), offset, strides, dims,
-                                      static_cast<T*>(y.raw())));
+  const int64_t n = numel_of(dims);
+  // Large copies split the outermost dim across threads; each chunk is its own strided view.
+  const bool split = dims.size() >= 2 && n >= (int64_t{1} << 16) && k.threads() > 1 && dims[0] > 1;
+  KILN_DISPATCH_BYTES(src.dtype(), k.node().describe(), {
+    const T* s = static_cast<const T*>(src.raw());
+    T* d = static_cast<T*>(y.raw());
+    if (!split) {
+      strided_copy<T>(s, offset, strides, dims, d);
+    } else {
+      const std::vector<int64_t> inner_dims(dims.begin() + 1, dims.end()), inner_strides(strides.begin() + 1, strides.end());
+      const int64_t row = n / dims[0];
+      kernels::parallel_for(dims[0], k.threads(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) strided_copy<T>(s, offset + i * strides[0], inner_strides, inner_dims, d + i * row);
+      });
+    }
+  });
 }
 
 }  // namespace kiln::ops::tensor_ops
