@@ -39,6 +39,10 @@ std::string scaled(double v, const char* const* units, double step, const char* 
 
 void summarize(const Graph& g, const std::string& prefix, int depth, GraphSummary& s,
                std::map<std::string, int64_t>& counts) {
+  if (depth == 0)
+    for (const Value* v : g.inputs)
+      for (const Dim& d : v->shape.dims)
+        if (d.is_symbolic()) s.assumed.emplace(d.symbol, 1);
   for (const Value* v : g.initializers) {
     if (!v || !v->initializer) continue;
     s.params += v->initializer->numel();
@@ -49,7 +53,7 @@ void summarize(const Graph& g, const std::string& prefix, int depth, GraphSummar
     ns.node = n.get();
     ns.path = prefix + n->name;
     ns.depth = depth;
-    ns.cost = ops::node_cost(*n);
+    ns.cost = ops::node_cost(*n, s.assumed);
     if (ns.cost) {
       s.flops += ns.cost->flops;
       s.bytes += ns.cost->bytes_read + ns.cost->bytes_written;

@@ -100,6 +100,10 @@ std::string render_json(const Model& m, const GraphSummary& s) {
       .key("bytes").value(s.bytes)
       .key("unknown_cost_nodes").value(s.unknown_cost)
       .end_object();
+  // Symbolic input dims taken as 1 for the costs (bind them with --dim for real sizes).
+  w.key("assumed_dims").begin_object();
+  for (const auto& [name, size] : s.assumed) w.key(name).value(size);
+  w.end_object();
   w.key("histogram").begin_object();
   for (const auto& [op, count] : s.histogram) w.key(op).value(count);
   w.end_object().end_object();

@@ -57,6 +57,11 @@ std::string render_text(const Model& m, const GraphSummary& s) {
                  "), ", human_count(s.flops), " FLOPs, ", human_bytes(s.bytes), " moved");
   if (s.unknown_cost)
     out += str_cat(", ", s.unknown_cost, s.unknown_cost == 1 ? " node" : " nodes", " with unknown cost ('?', not in the sums)");
+  if (!s.assumed.empty()) {
+    std::string dims;
+    for (const auto& [name, size] : s.assumed) dims += str_cat(dims.empty() ? "" : ", ", name, "=", size);
+    out += str_cat("\n(costs take the dynamic dims as ", dims, "; give real sizes with --dim)");
+  }
   out += "\n\nop histogram:\n";
   std::vector<std::vector<std::string>> hist;
   for (const auto& [op, count] : s.histogram) hist.push_back({op, std::to_string(count)});

@@ -50,7 +50,14 @@ Model load_model(const std::string& path, const ShapeFlags& flags) {
   for (const auto& [name, r] : flags.ranges)
     KILN_CHECK(std::find(symbols.begin(), symbols.end(), name) != symbols.end(), "--dim ", name,
                ": the model's inputs have no dim named '", name, "'");
-  if (!flags.spec.dims.empty() || !flags.spec.shapes.empty()) ops::specialize_inputs(m, flags.spec);
+  if (!flags.spec.dims.empty() || !flags.spec.shapes.empty()) {
+    DimBindings bound = ops::specialize_inputs(m, flags.spec);
+    for (const auto& [name, size] : bound) {
+      auto r = flags.ranges.find(name);
+      KILN_CHECK(r == flags.ranges.end() || (size >= r->second.min && size <= r->second.max), name, "=", size,
+                 " is out of the range ", r->second.min, "..", r->second.max, " declared by --dim");
+    }
+  }
   return m;
 }
 

@@ -99,7 +99,7 @@ void infer_shapes(Model& m, const DimBindings& bindings) {
   infer_graph(*m.graph, m.opset(""), bindings, known, sv);
 }
 
-std::optional<Cost> node_cost(const Node& n) {
+std::optional<Cost> node_cost(const Node& n, const DimBindings& assume) {
   const OpDef* def = find_op(n.domain, n.op);
   if (!def) return std::nullopt;
   CostContext c{n, {}, {}, {}, {}};
@@ -109,8 +109,9 @@ std::optional<Cost> node_cost(const Node& n) {
       c.in_dtypes.push_back(DType::undefined);
       continue;
     }
-    if (!v->shape.is_static()) return std::nullopt;
-    c.in_dims.push_back(v->shape.static_dims());
+    Shape sh = assume.empty() ? v->shape : bind_dims(v->shape, assume);
+    if (!sh.is_static()) return std::nullopt;
+    c.in_dims.push_back(sh.static_dims());
     c.in_dtypes.push_back(v->dtype);
   }
   for (const Value* v : n.outputs) {
@@ -119,8 +120,9 @@ std::optional<Cost> node_cost(const Node& n) {
       c.out_dtypes.push_back(DType::undefined);
       continue;
     }
-    if (!v->shape.is_static()) return std::nullopt;
-    c.out_dims.push_back(v->shape.static_dims());
+    Shape sh = assume.empty() ? v->shape : bind_dims(v->shape, assume);
+    if (!sh.is_static()) return std::nullopt;
+    c.out_dims.push_back(sh.static_dims());
     c.out_dtypes.push_back(v->dtype);
   }
   return def->cost ? def->cost(c) : cost_elementwise(c);

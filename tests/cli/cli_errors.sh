@@ -55,7 +55,7 @@ expect_error "wrong shape" "input '$INPUT': expected f32" "$KILN" run "$MODEL" -
 head -c 40 "$T/wrong_shape.npy" >"$T/trunc.npy"
 expect_error "truncated npy" "trunc.npy" "$KILN" run "$MODEL" --input "$INPUT=$T/trunc.npy"
 expect_error "unknown format" "unknown --format 'pdf'" "$KILN" graph "$MODEL" --format pdf
-expect_error "dim out of range" "out of range" "$KILN" run "$MODEL" --random --dim N=1..2 --shape "$INPUT=3,1,8,8"
+expect_error "dim out of range" "N=3 is out of the range 1..2" "$KILN" run "$MODEL" --random --dim N=1..2 --shape "$INPUT=3,1,8,8"
 
 echo "cli_errors: $passed passed, $fail failed"
 [ $fail -eq 0 ]

@@ -33,6 +33,7 @@ struct GraphSummary {
   double flops = 0;                 // sums over the nodes with a known cost
   double bytes = 0;                 // bytes read + written
   int64_t unknown_cost = 0;         // nodes left out of flops/bytes
+  DimBindings assumed;              // symbolic input dims taken as 1 for the costs
   std::vector<std::pair<std::string, int64_t>> histogram;  // op -> count, most frequent first
 };
 

@@ -137,7 +137,8 @@ void verify_model(const Model& m);
 // where an op passes them on. Throws kiln::Error naming the node on a mismatch.
 void infer_shapes(Model& m, const DimBindings& bindings = {});
 
-// Cost of one node with all its shapes static (nullopt otherwise).
-std::optional<Cost> node_cost(const Node& n);
+// Cost of one node with all its shapes static (nullopt otherwise). Symbolic dims found in
+// `assume` are taken at that size (e.g. N=1 to report per-sample costs of a dynamic model).
+std::optional<Cost> node_cost(const Node& n, const DimBindings& assume = {});
 
 }  // namespace kiln::ops
