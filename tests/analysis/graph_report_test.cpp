@@ -65,9 +65,11 @@ TEST(GraphReport, SummaryTotalsAndHistogram) {
   EXPECT_EQ(s.params, 4);
   EXPECT_EQ(s.param_bytes, 16);
   EXPECT_EQ(s.flops, 24);
-  EXPECT_EQ(s.bytes, 80 + 64 + 64);
-  EXPECT_EQ(s.unknown_cost, 1);
-  EXPECT_FALSE(s.nodes[3].cost.has_value());
+  // q:f32[N] is costed at N=1 (and says so): 4 bytes in, 4 out.
+  EXPECT_EQ(s.bytes, 80 + 64 + 64 + 8);
+  EXPECT_EQ(s.unknown_cost, 0);
+  ASSERT_TRUE(s.nodes[3].cost.has_value());
+  EXPECT_EQ(s.assumed, (DimBindings{{"N", 1}}));
   using H = std::vector<std::pair<std::string, int64_t>>;
   EXPECT_EQ(s.histogram, (H{{"Relu", 2}, {"Add", 1}, {"Identity", 1}}));
 }
@@ -78,8 +80,9 @@ TEST(GraphReport, TextIsAnAlignedTableWithTotals) {
   EXPECT_NE(t.find("inputs:  x:f32[2,4], q:f32[N]"), std::string::npos) << t;
   // columns: #, op, name, FLOPs, bytes, inputs, outputs
   EXPECT_NE(t.find("0  Add       add        8   80 B  x:f32[2,4], b:f32[4]  y:f32[2,4]\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("3  Identity  id         ?      ?  q:f32[N]              qq:f32[N]\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("totals: 4 nodes, 4 params (16 B), 24 FLOPs, 208 B moved, 1 node with unknown cost"),
+  EXPECT_NE(t.find("3  Identity  id         0    8 B  q:f32[N]              qq:f32[N]\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("totals: 4 nodes, 4 params (16 B), 24 FLOPs, 216 B moved\n"
+                   "(costs take the dynamic dims as N=1; give real sizes with --dim)"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("op histogram:\n  Relu      2\n  Add       1\n  Identity  1\n"), std::string::npos) << t;
@@ -99,12 +102,12 @@ TEST(GraphReport, JsonParsesAndCarriesTheTotals) {
       "print(d['nodes'][3]['flops'], d['nodes'][3]['bytes'])\n",
       j);
   EXPECT_EQ(out,
-            "small 4 4 16 24 208 1\n"
+            "small 4 4 16 24 216 0\n"
             "[('Relu', 2), ('Add', 1), ('Identity', 1)]\n"
             "{'name': 'q', 'dtype': 'f32', 'shape': ['N']}\n"
             "add Add ['x', 'b'] ['y'] {'inputs': [[2, 4], [4]], 'outputs': [[2, 4]]} "
             "{'inputs': ['f32', 'f32'], 'outputs': ['f32']} 8 80\n"
-            "None None\n")
+            "0 8\n")
       << j;
 }
 
