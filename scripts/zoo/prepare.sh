@@ -7,13 +7,15 @@
 #   ort/<output>.npy                 ONNX Runtime's outputs (redone when the export or ort_run.js changes)
 # and checks ORT against PyTorch's own outputs (torch/<output>.npy) when the exporter left them.
 # digits_cnn is not exported: it is the trained model committed under models/.
+# silero_vad_* are third-party models (Silero VAD) taken from an npm package, see stage_silero.sh.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [MODEL...]" >&2; exit 2; }
 ZOO=$(mkdir -p "$1/zoo" && cd "$1/zoo" && pwd)
 shift
-ALL=(digits_cnn resnet18 mobilenet_v2 efficientnet_b0 resnet50 bert_base gpt2 gpt2_decode)
+ALL=(digits_cnn resnet18 mobilenet_v2 efficientnet_b0 resnet50 bert_base gpt2 gpt2_decode
+     silero_vad_legacy silero_vad_v5 silero_vad_v6)
 MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=("${ALL[@]}")
 
@@ -33,6 +35,7 @@ export_script() {
     bert_base) echo "$ZS/export_bert.py" ;;
     gpt2 | gpt2_decode) echo "$ZS/export_gpt2.py" ;;
     digits_cnn) echo "$ZS/train_digits.py" ;;
+    silero_vad_*) echo "$ZS/stage_silero.sh" ;;
     *) echo "prepare: unknown model '$1' (known: ${ALL[*]})" >&2; return 1 ;;
   esac
 }
@@ -69,6 +72,8 @@ for m in "${MODELS[@]}"; do
     t0=$(now)
     if [ "$m" = digits_cnn ]; then
       stage_digits "$dir"
+    elif [[ "$m" == silero_vad_* ]]; then
+      bash "$script" "$ROOT" "${m#silero_vad_}" "$dir"
     else
       (cd "$ZS" && $PY "$script" "$m" "$dir")
     fi

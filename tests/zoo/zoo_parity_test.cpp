@@ -49,6 +49,11 @@ TEST(ZooParity, BertBase) { expect_parity("bert_base"); }
 TEST(ZooParity, Gpt2) { expect_parity("gpt2"); }
 // One decode step: dynamic 'seq' and 'past' dims, 24 cache inputs and 24 cache outputs.
 TEST(ZooParity, Gpt2Decode) { expect_parity("gpt2_decode"); }
+// Third-party models (Silero VAD, from the npm package @ricky0123/vad-web): LSTMs, If
+// subgraphs reading outer values, Conv-based STFT; not exported by us.
+TEST(ZooParity, SileroVadLegacy) { expect_parity("silero_vad_legacy"); }
+TEST(ZooParity, SileroVadV5) { expect_parity("silero_vad_v5"); }
+TEST(ZooParity, SileroVadV6) { expect_parity("silero_vad_v6"); }
 
 // The helpers themselves: a comparison that cannot fail would make every test above pass.
 TEST(ZooParityHelpers, CompareMeasuresDifferenceAndCosine) {
