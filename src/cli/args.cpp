@@ -12,7 +12,7 @@ Args::Args(const std::string& verb, int argc, char** argv, const std::set<std::s
     : verb_(verb) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || a == "--") {
+    if ((a.rfind("--", 0) != 0 || a == "--") && !with_value.count(a) && !switches.count(a)) {
       positional_.push_back(a);
       continue;
     }
