@@ -32,7 +32,9 @@ DimBindings specialize_inputs(Model& m, const InputSpec& spec) {
     KILN_CHECK(value >= 0, "--dim ", name, ": negative size ", value);
     bindings[name] = value;
   }
-  for (const auto& [input, dims] : spec.shapes) {
+  for (const auto& entry : spec.shapes) {
+    const std::string& input = entry.first;  // (not a structured binding: lambdas capture it)
+    const std::vector<int64_t>& dims = entry.second;
     auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const Value* v) { return v->name == input; });
     if (it == g.inputs.end()) {
       std::vector<std::string> names;

@@ -90,14 +90,14 @@ void infer_softmax(InferContext& c) {
   infer_same_as_input0(c);
 }
 
-template <double kFlopsPerElement>
+template <int kFlopsPerElement>
 Cost cost_softmax(const CostContext& c) {
   Cost k = cost_elementwise(c);
   k.flops *= kFlopsPerElement;
   return k;
 }
 
-template <Kind K, double kFlops>
+template <Kind K, int kFlops>
 OpDef softmax_def(std::string_view name, std::string_view doc) {
   return {.name = name, .since = 1, .min_inputs = 1, .max_inputs = 1, .attrs = {{"axis", AttrKind::Int}},
           .infer = infer_softmax, .cost = cost_softmax<kFlops>, .kernel = softmax_kernel<K>, .doc = doc};
@@ -106,10 +106,10 @@ OpDef softmax_def(std::string_view name, std::string_view doc) {
 }  // namespace
 
 // max, subtract, exp (~3), sum, scale: about 5 flops per element.
-OpDef def_Softmax() { return softmax_def<Kind::Softmax, 5.0>("Softmax", "y = e^x / sum(e^x) along axis"); }
+OpDef def_Softmax() { return softmax_def<Kind::Softmax, 5>("Softmax", "y = e^x / sum(e^x) along axis"); }
 OpDef def_LogSoftmax() {
-  return softmax_def<Kind::LogSoftmax, 5.0>("LogSoftmax", "y = x - log(sum(e^x)) along axis");
+  return softmax_def<Kind::LogSoftmax, 5>("LogSoftmax", "y = x - log(sum(e^x)) along axis");
 }
-OpDef def_Hardmax() { return softmax_def<Kind::Hardmax, 1.0>("Hardmax", "y = 1 at the first max along axis, else 0"); }
+OpDef def_Hardmax() { return softmax_def<Kind::Hardmax, 1>("Hardmax", "y = 1 at the first max along axis, else 0"); }
 
 }  // namespace kiln::ops
