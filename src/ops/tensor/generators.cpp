@@ -15,7 +15,7 @@ Tensor one_of(DType dt) { return Tensor::scalar<float>(1.f).cast(dt); }
 // ---- EyeLike: ones on the k-th diagonal of a 2-D tensor.
 DType eye_dtype(const Node& n, DType in) {
   if (!n.has_attr("dtype")) return in;
-  DType dt = dtype_from_onnx(n.attr_i("dtype", 0));
+  DType dt = dtype_from_onnx_code(n.attr_i("dtype", 0));
   KILN_CHECK(dt != DType::undefined, n.describe(), ": unsupported dtype code ", n.attr_i("dtype", 0));
   return dt;
 }

@@ -37,25 +37,6 @@ Dim product_dim(const std::vector<Dim>& dims) {
   return Dim::unknown();
 }
 
-DType dtype_from_onnx(int64_t code) {
-  switch (code) {
-    case 1: return DType::f32;
-    case 2: return DType::u8;
-    case 3: return DType::i8;
-    case 4: return DType::u16;
-    case 5: return DType::i16;
-    case 6: return DType::i32;
-    case 7: return DType::i64;
-    case 9: return DType::boolean;
-    case 10: return DType::f16;
-    case 11: return DType::f64;
-    case 12: return DType::u32;
-    case 13: return DType::u64;
-    case 16: return DType::bf16;
-    default: return DType::undefined;
-  }
-}
-
 void check_dims(const std::vector<int64_t>& dims, const KernelContext& k) {
   constexpr int64_t kMaxElements = int64_t{1} << 40;
   int64_t n = 1;

@@ -19,9 +19,6 @@ std::optional<int64_t> static_length(const InferContext& c, size_t i);
 // product when all static, the single non-1 dim when only one is non-static, else unknown.
 Dim product_dim(const std::vector<Dim>& dims);
 
-// ONNX TensorProto.DataType code -> DType (undefined when kiln has no such dtype).
-DType dtype_from_onnx(int64_t code);
-
 // Index `idx` into a dim of size n, negative counting from the end; throws naming the node.
 inline int64_t checked_index(int64_t idx, int64_t n, const KernelContext& k, const char* what) {
   int64_t j = idx < 0 ? idx + n : idx;
