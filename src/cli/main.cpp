@@ -21,6 +21,7 @@ const char* kUsage =
     "      every node with op, inputs/outputs, shapes, dtypes, FLOPs and bytes; totals; op histogram\n"
     "  run MODEL [--input NAME=FILE.npy ...] [--random [--seed N]] [--out DIR] [--threads N]\n"
     "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,d1,..] [--expect DIR [--rtol R] [--atol A]]\n"
+    "            [--repeat N] [--quiet]\n"
     "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
     "  ops\n"
     "      list the op table\n"

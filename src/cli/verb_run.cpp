@@ -1,11 +1,13 @@
 // kiln run MODEL: runs the reference interpreter on .npy or random inputs.
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <random>
 
 #include "common.h"
 #include "kiln/analysis/compare.h"
 #include "kiln/ir/npy.h"
+#include "kiln/kernels/parallel.h"
 #include "verbs.h"
 
 namespace kiln::cli {
@@ -52,7 +54,7 @@ void print_summary(const std::string& name, const Tensor& t) {
 
 int verb_run(int argc, char** argv) {
   Args a("run", argc, argv,
-         {"--input", "--seed", "--out", "--threads", "--dim", "--shape", "--expect", "--rtol", "--atol"},
+         {"--input", "--seed", "--out", "--threads", "--dim", "--shape", "--expect", "--rtol", "--atol", "--repeat"},
          {"--random", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln run: expected one MODEL argument (kiln run MODEL [--input NAME=FILE.npy ...])");
   ShapeFlags sf = parse_shape_flags(a);
@@ -77,10 +79,24 @@ int verb_run(int argc, char** argv) {
   RunOptions opt;
   opt.threads = static_cast<int>(a.get_int("--threads", 0));
   KILN_CHECK(opt.threads >= 0, "--threads must be >= 0");
-  auto t0 = std::chrono::steady_clock::now();
-  auto outputs = run_model(m, inputs, opt, sf.ranges);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int64_t repeat = a.get_int("--repeat", 1);
+  KILN_CHECK(repeat >= 1, "--repeat must be >= 1");
+  // With --repeat N: one warm-up run, then N timed runs; the median and p90 are reported.
+  std::vector<double> times;
+  std::map<std::string, Tensor> outputs;
+  for (int64_t i = 0; i < (repeat > 1 ? repeat + 1 : 1); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    outputs = run_model(m, inputs, opt, sf.ranges);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (repeat == 1 || i > 0) times.push_back(ms);
+  }
+  std::sort(times.begin(), times.end());
+  double ms = times[times.size() / 2];
+  double p90 = times[std::min(times.size() - 1, times.size() * 9 / 10)];
   bool quiet = a.has("--quiet");
+  if (repeat > 1)
+    std::printf("timing: %lld runs after 1 warm-up, median %.2f ms, p90 %.2f ms (reference interpreter, %d threads)\n",
+                static_cast<long long>(repeat), ms, p90, opt.threads > 0 ? opt.threads : kernels::hardware_threads());
   if (!quiet) {
     std::printf("inputs:\n");
     for (const auto& [name, t] : inputs) print_summary(name, t);
