@@ -69,6 +69,8 @@ void conv_direct(const T* x, const T* w, T* y, int64_t m_per_c, int64_t C, const
   // Each kernel tap adds w * (a strided input row) to an output row over the range of
   // positions whose input lies inside the image, so the inner loop has no branches.
   int64_t M = C * m_per_c, K = g.k_size();
+  // Called once per image: small images (digits, 8x8) must not pay a pool wake-up each.
+  threads = kernels::threads_for_work(static_cast<double>(M) * g.out_size() * K, threads);
   kernels::parallel_for(M, threads, [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
       const T* xc = x + (m / m_per_c) * g.in_size();

@@ -93,7 +93,9 @@ void valid_range(int64_t base, int64_t s, int64_t in, int64_t out, int64_t& lo, 
 template <typename T>
 void im2col(const T* x, int64_t channels, const Geom3& g, T* col_all, int threads) {
   const int64_t OS = g.out_size();
-  // Channels fill disjoint row blocks of col, so they split across threads.
+  // Channels fill disjoint row blocks of col, so they split across threads (when the
+  // copy is big enough to pay for waking them: this runs once per image).
+  threads = kernels::threads_for_work(static_cast<double>(channels) * g.k_size() * OS, threads);
   kernels::parallel_for(channels, threads, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       T* col = col_all + c * g.k_size() * OS;
