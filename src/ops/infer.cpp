@@ -76,7 +76,7 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
       if (o->dtype == DType::undefined) o->dtype = declared[i].first;
       o->shape = merge_shapes(o->shape, declared[i].second);
     }
-    refine_with_symbolic(n, sv);
+    refine_with_symbolic(n, known, sv);
     if (!known.count(n.outputs.empty() ? nullptr : n.outputs[0])) try_evaluate(n, *def, opset, known);
     // A computed constant pins the output's shape exactly.
     for (Value* o : n.outputs) {

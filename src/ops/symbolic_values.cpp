@@ -25,22 +25,21 @@ std::optional<SymbolicValue> value_of(const Value* v, const std::map<const Value
   return out;
 }
 
-bool all_static(const SymbolicValue& v) {
-  for (const Dim& d : v.elems)
-    if (!d.is_static()) return false;
-  return true;
-}
-
-// Only record values that say more than a constant would (a symbolic or unknown elem).
+// Records every small result, static ones too: Gather(Shape(x), 0) is a plain 1 even when
+// x has other symbolic dims, and is no constant the evaluator could have computed.
 void record(const Value* out, SymbolicValue v, SymbolicValues& sv) {
-  if (out && !all_static(v) && static_cast<int64_t>(v.elems.size()) <= kMaxElems) sv[out] = std::move(v);
+  if (out && static_cast<int64_t>(v.elems.size()) <= kMaxElems) sv[out] = std::move(v);
 }
 
 Dim arith(const std::string& op, const Dim& a, const Dim& b) {
   if (!a.is_static() || !b.is_static()) {
-    if (op == "Mul" && a.is_static() && a.value == 1) return b;
-    if (op == "Mul" && b.is_static() && b.value == 1) return a;
-    if ((op == "Add" || op == "Sub") && b.is_static() && b.value == 0) return a;
+    // Linear combinations stay symbolic: past+seq, 2*N, N-1.
+    auto ea = DimExpr::of(a), eb = DimExpr::of(b);
+    if (!ea || !eb) return Dim::unknown();
+    if (op == "Add") return (*ea + *eb).to_dim();
+    if (op == "Sub") return (*ea - *eb).to_dim();
+    if (op == "Mul" && b.is_static()) return ea->scaled(b.value).to_dim();
+    if (op == "Mul" && a.is_static()) return eb->scaled(a.value).to_dim();
     if (op == "Div" && b.is_static() && b.value == 1) return a;
     return Dim::unknown();
   }
@@ -130,7 +129,20 @@ void propagate_symbolic(const Node& n, const std::map<const Value*, Tensor>& kno
   }
 }
 
-void refine_with_symbolic(const Node& n, const SymbolicValues& sv) {
+void refine_with_symbolic(const Node& n, const std::map<const Value*, Tensor>& known, const SymbolicValues& sv) {
+  if (n.op == "Range" && n.outputs.size() == 1 && n.outputs[0] && !n.outputs[0]->shape.is_static()) {
+    // Length ceil((limit - start) / delta); symbolic when limit - start is (delta = 1).
+    auto start = value_of(n.input(0), known, sv), limit = value_of(n.input(1), known, sv);
+    auto delta = value_of(n.input(2), known, sv);
+    if (!start || !limit || !delta || start->elems.size() != 1 || limit->elems.size() != 1 ||
+        delta->elems.size() != 1 || !delta->elems[0].is_static() || delta->elems[0].value != 1)
+      return;
+    auto s = DimExpr::of(start->elems[0]), l = DimExpr::of(limit->elems[0]);
+    if (!s || !l) return;
+    Dim len = (*l - *s).to_dim();
+    if (!len.is_unknown()) n.outputs[0]->shape = Shape({len});
+    return;
+  }
   if (n.outputs.empty() || !n.outputs[0] || (n.inputs.size() < 2 && n.op != "ConstantOfShape")) return;
   Value* out = n.outputs[0];
   if (out->shape.is_static()) return;

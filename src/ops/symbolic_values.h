@@ -27,6 +27,6 @@ void propagate_symbolic(const Node& n, const std::map<const Value*, Tensor>& kno
 
 // Refines the output shape of shape-consuming ops from symbolic inputs; only fills what
 // the op's own inference left unknown.
-void refine_with_symbolic(const Node& n, const SymbolicValues& sv);
+void refine_with_symbolic(const Node& n, const std::map<const Value*, Tensor>& known, const SymbolicValues& sv);
 
 }  // namespace kiln::ops

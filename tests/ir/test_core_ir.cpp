@@ -139,3 +139,30 @@ TEST(Graph, RemoveNodeRefusesLiveOutputs) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(DimExpr, ParseFormatArithmeticAndBind) {
+  auto past = *DimExpr::of(Dim::sym("past"));
+  auto seq = *DimExpr::of(Dim::sym("seq"));
+  EXPECT_EQ((past + seq).to_dim().str(), "past+seq");
+  EXPECT_EQ(((past + seq) - past).to_dim().str(), "seq");  // Range(past, past+seq) has length seq
+  EXPECT_EQ((past.scaled(2) - *DimExpr::of(Dim(1))).to_dim().str(), "2*past-1");
+  EXPECT_EQ((past - past).to_dim(), Dim(0));
+  auto parsed = DimExpr::of(Dim::sym("2*past-1+seq"));
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->terms.at("past"), 2);
+  EXPECT_EQ(parsed->terms.at("seq"), 1);
+  EXPECT_EQ(parsed->constant, -1);
+  EXPECT_FALSE(DimExpr::of(Dim::sym("2*")).has_value());
+  EXPECT_FALSE(DimExpr::of(Dim::unknown()).has_value());
+  // Dotted symbol names stay plain symbols.
+  EXPECT_EQ(DimExpr::of(Dim::sym("p2o.DynamicDimension.0"))->terms.size(), 1u);
+  Shape s({Dim::sym("past+seq"), Dim::sym("2*past-1"), Dim::sym("seq")});
+  EXPECT_EQ(bind_dims(s, {{"past", 127}, {"seq", 1}}).str(), "[128,253,1]");
+  EXPECT_EQ(bind_dims(s, {{"past", 127}}).str(), "[past+seq,253,seq]");
+}
+
+}  // namespace
+}  // namespace kiln

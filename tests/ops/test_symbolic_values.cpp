@@ -49,5 +49,34 @@ TEST(SymbolicValues, BindingMakesEverythingStatic) {
   EXPECT_EQ(m.graph->outputs[0]->shape.str(), "[3,128,12,64]");
 }
 
+// GPT-2 decode: positions = Range(past, past + seq); the KV cache grows to past + seq.
+TEST(SymbolicValues, RangeAndConcatLengthsAsExpressions) {
+  Model m;
+  m.opsets[""] = 13;
+  Graph& g = *m.graph;
+  Value* ids = g.add_input("ids", DType::i64, Shape({Dim(1), Dim::sym("seq")}));
+  Value* past_k = g.add_input("past_k", DType::f32, Shape({Dim(1), Dim(12), Dim::sym("past"), Dim(64)}));
+  Value* new_k = g.add_input("new_k", DType::f32, Shape({Dim(1), Dim(12), Dim::sym("seq"), Dim(64)}));
+  Value* two = g.add_initializer("two", Tensor::scalar<int64_t>(2));
+  Value* one = g.add_initializer("one", Tensor::scalar<int64_t>(1));
+  Node* sk = g.add_node("Shape", {past_k}, {"sk"});
+  Node* past = g.add_node("Gather", {sk->outputs[0], two}, {"past"}, {{"axis", int64_t{0}}});
+  Node* si = g.add_node("Shape", {ids}, {"si"});
+  Node* seq = g.add_node("Gather", {si->outputs[0], one}, {"seq"}, {{"axis", int64_t{0}}});
+  Node* end = g.add_node("Add", {past->outputs[0], seq->outputs[0]}, {"end"});
+  Node* pos = g.add_node("Range", {past->outputs[0], end->outputs[0], one}, {"pos"});
+  Node* cat = g.add_node("Concat", {past_k, new_k}, {"present"}, {{"axis", int64_t{2}}});
+  g.outputs = {pos->outputs[0], cat->outputs[0]};
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  EXPECT_EQ(pos->outputs[0]->shape.str(), "[seq]");
+  EXPECT_EQ(cat->outputs[0]->shape.str(), "[1,12,past+seq,64]");
+  auto out = run_model(m, {{"ids", Tensor(DType::i64, {1, 3})},
+                           {"past_k", Tensor(DType::f32, {1, 12, 5, 64})},
+                           {"new_k", Tensor(DType::f32, {1, 12, 3, 64})}});
+  EXPECT_EQ(out.at("pos").to_int64_vector(), (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(out.at("present").dims(), (std::vector<int64_t>{1, 12, 8, 64}));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -62,10 +62,26 @@ struct Shape {
   std::string str() const;  // "[N,3,224,224]", "[]" (scalar), "[*]" (unknown rank)
 };
 
+// A computed dim may be a linear expression of symbols, written as text in Dim::symbol:
+// "past+seq", "2*N", "N-1". Shape inference makes these (e.g. Range(past, past+seq) has
+// length "seq") and bind_dims evaluates them.
+struct DimExpr {
+  std::map<std::string, int64_t> terms;  // symbol -> coefficient (never 0)
+  int64_t constant = 0;
+
+  // nullopt for an unknown dim or text that is not a linear expression.
+  static std::optional<DimExpr> of(const Dim& d);
+  // Static when there are no terms; the plain symbol for 1*s; else canonical text.
+  Dim to_dim() const;
+  DimExpr operator+(const DimExpr& o) const;
+  DimExpr operator-(const DimExpr& o) const;
+  DimExpr scaled(int64_t k) const;
+};
+
 // Binding of symbol names to sizes, e.g. from `--dim N=8`.
 using DimBindings = std::map<std::string, int64_t>;
 
-// Replaces bound symbols by their values.
+// Replaces bound symbols (and expressions whose symbols are all bound) by their values.
 Shape bind_dims(const Shape& s, const DimBindings& b);
 
 // Numpy-style broadcast of two shapes; symbolic dims are kept when they match or

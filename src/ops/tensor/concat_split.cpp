@@ -18,7 +18,7 @@ void concat_infer(InferContext& c) {
   if (rank < 0) return c.set_output(0, dt, Shape::unknown_rank());
   const int64_t axis = normalize_axis(c.node().attr_i("axis", 0), rank, c.node());
   Shape out = unknown_dims(rank);
-  int64_t sum = 0;
+  DimExpr sum;  // along the axis: static, or symbolic like past+seq
   bool sum_known = true;
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     if (!c.has_input(i)) continue;
@@ -30,7 +30,8 @@ void concat_infer(InferContext& c) {
     if (static_cast<int64_t>(s.rank()) != rank) c.fail(str_cat("input ", i, " has rank ", s.rank(), ", expected ", rank));
     for (int64_t d = 0; d < rank; ++d) {
       if (d == axis) {
-        if (s[d].is_static()) sum += s[d].value;
+        auto e = DimExpr::of(s[d]);
+        if (e) sum = sum + *e;
         else sum_known = false;
         continue;
       }
@@ -39,7 +40,7 @@ void concat_infer(InferContext& c) {
         c.fail(str_cat("dim ", d, " differs between inputs: ", out[d].value, " vs ", s[d].value));
     }
   }
-  if (sum_known) out[axis] = Dim(sum);
+  if (sum_known) out[axis] = sum.to_dim();
   c.set_output(0, dt, out);
 }
 
