@@ -155,26 +155,14 @@ Tensor conv_impl(const KernelContext& c, const Tensor& X, const Tensor& W, const
       nn::matmul<T>(false, false, Mg, OS, K, w + gi * Mg * K, src, yb + gi * Mg * OS, false, c.threads());
     }
   }
-  if (B) {
-    const T* bias = B->data<T>();
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t m = 0; m < M; ++m) {
-        T* ym = y + (b * M + m) * OS;
-        for (int64_t o = 0; o < OS; ++o) ym[o] += bias[m];
-      }
-  }
+  if (B) nn::add_channel_bias(y, B->data<T>(), N, M, OS);
   return Y;
 }
 
 void conv_kernel(KernelContext& c) {
   DType dt = c.input(0).dtype();
-  Tensor X = nn::compute_input(c.input(0)), W = nn::compute_input(c.input(1));
-  std::optional<Tensor> B;
-  if (c.has_input(2)) B = nn::compute_input(c.input(2));
-  KILN_CHECK(W.dtype() == X.dtype() && (!B || B->dtype() == X.dtype()), c.node().describe(),
-             ": X, W and B must share a dtype");
-  KILN_DISPATCH_FLOAT(X.dtype(), c.node().describe(),
-                      nn::set_result(c, 0, conv_impl<T>(c, X, W, B ? &*B : nullptr), dt));
+  nn::ConvOperands o = nn::conv_operands(c);
+  KILN_DISPATCH_FLOAT(o.X.dtype(), c.node().describe(), nn::set_result(c, 0, conv_impl<T>(c, o.X, o.W, o.bias()), dt));
 }
 
 }  // namespace

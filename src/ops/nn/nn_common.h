@@ -2,6 +2,7 @@
 // typed matmul (SGEMM for f32), a vectorisable axpy, and the cost of pool/norm-like ops.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "../op_helpers.h"
 
@@ -29,6 +30,29 @@ inline Tensor compute_input(const Tensor& t) { return compute_dtype(t.dtype()) =
 inline void set_result(KernelContext& c, size_t i, const Tensor& t, DType dtype) {
   c.set_output(i, from_f32(t, dtype));
 }
+// X, W and optional B of Conv/ConvTranspose in their compute dtype; they must share a dtype.
+struct ConvOperands {
+  Tensor X, W;
+  std::optional<Tensor> B;
+  const Tensor* bias() const { return B ? &*B : nullptr; }
+};
+inline ConvOperands conv_operands(const KernelContext& c) {
+  ConvOperands o{compute_input(c.input(0)), compute_input(c.input(1)), std::nullopt};
+  if (c.has_input(2)) o.B = compute_input(c.input(2));
+  KILN_CHECK(o.W.dtype() == o.X.dtype() && (!o.B || o.B->dtype() == o.X.dtype()), c.node().describe(),
+             ": X, W and B must share a dtype");
+  return o;
+}
+// y[N,M,OS] += bias[M], broadcast over images and positions.
+template <typename T>
+void add_channel_bias(T* y, const T* bias, int64_t N, int64_t M, int64_t OS) {
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t m = 0; m < M; ++m) {
+      T* ym = y + (b * M + m) * OS;
+      for (int64_t o = 0; o < OS; ++o) ym[o] += bias[m];
+    }
+}
+
 // Output dim from a known value, or unknown.
 inline Dim dim_or_unknown(int64_t v) { return v >= 0 ? Dim(v) : Dim::unknown(); }
 
