@@ -161,4 +161,13 @@ RecurrentSetup setup_recurrent(const KernelContext& c, int64_t gates) {
   return s;
 }
 
+std::vector<AttrSpec> recurrent_attrs(std::vector<AttrSpec> extra) {
+  std::vector<AttrSpec> a = {{"activation_alpha", AttrKind::Floats}, {"activation_beta", AttrKind::Floats},
+                             {"activations", AttrKind::Strings},     {"clip", AttrKind::Float},
+                             {"direction", AttrKind::String},        {"hidden_size", AttrKind::Int},
+                             {"layout", AttrKind::Int}};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
 }  // namespace kiln::ops::nn

@@ -26,6 +26,8 @@ int64_t num_directions(const Node& n);
 // `gates`: rows of W per direction in units of hidden_size (1 RNN, 3 GRU, 4 LSTM).
 void infer_recurrent(InferContext& c, int64_t gates);
 Cost cost_recurrent(const CostContext& c, int64_t gates);
+// Attributes RNN, GRU and LSTM all take, plus the op's own (`extra`).
+std::vector<AttrSpec> recurrent_attrs(std::vector<AttrSpec> extra = {});
 
 struct RecurrentSetup {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1, gates = 1;
