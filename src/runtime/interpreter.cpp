@@ -45,15 +45,21 @@ class Runner {
                g.inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) env.values[g.inputs[i]] = inputs[i];
 
-    // Last node index reading each value of this graph, so it can be freed after.
+    // Values of this graph to free after each node: after their last reader, or right after
+    // the node that made them when nothing reads them. Graph outputs and outer values stay.
     std::unordered_map<const Value*, size_t> last_use;
     const auto& nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::vector<const Value*> reads;
       collect_reads(*nodes[i], reads);
       for (const Value* v : reads) last_use[v] = i;
+      for (const Value* o : nodes[i]->outputs)
+        if (o) last_use.emplace(o, i);  // unread outputs die where they are made
     }
-    for (const Value* v : g.outputs) last_use[v] = SIZE_MAX;
+    for (const Value* v : g.outputs) last_use.erase(v);
+    std::vector<std::vector<const Value*>> dies_after(nodes.size());
+    for (const auto& [v, i] : last_use)
+      if (v->owner == &g) dies_after[i].push_back(v);
 
     int64_t opset = model_.opset("");
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -84,14 +90,7 @@ class Runner {
                    dtype_name(t.dtype()), " for output '", o->name, "', declared ", dtype_name(o->dtype));
         env.values[o] = std::move(t);
       }
-      // Free values of this graph whose last reader was this node.
-      for (auto it = env.values.begin(); it != env.values.end();) {
-        auto lu = last_use.find(it->first);
-        bool dead = lu == last_use.end() ? it->first->owner == &g && it->first->producer != nullptr
-                                         : lu->second == i;
-        if (dead && it->first->owner == &g) it = env.values.erase(it);
-        else ++it;
-      }
+      for (const Value* v : dies_after[i]) env.values.erase(v);
     }
     std::vector<Tensor> outs;
     for (const Value* v : g.outputs) {
