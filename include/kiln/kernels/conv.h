@@ -1,0 +1,46 @@
+// 2-D convolution on NCHW activations with weights packed ahead of time, and a fused epilogue
+// (bias per output channel, residual with the output's layout, activation).
+//
+// Tactics (the lowering picks one per node; each reports why it does not apply):
+//   gemm       any group size: im2col written straight into the GEMM's packed-B panels
+//              (implicit GEMM: no full im2col matrix), weight packed as A.
+//   pointwise  1x1, stride 1, no padding: the input plane is B as it is (no im2col at all).
+//   depthwise  group == Cin == Cout: per-channel sliding window, vectorised along W.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kiln/kernels/epilogue.h"
+
+namespace kiln::kernels {
+
+struct Conv2dShape {
+  int64_t N = 1, C = 0, H = 0, W = 0;  // input
+  int64_t K = 0;                        // output channels
+  int64_t R = 1, S = 1;                 // kernel height, width
+  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t group = 1;
+  int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
+};
+
+enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise };
+const char* conv_tactic_name(ConvTactic t);  // "gemm", "pointwise", "depthwise"
+
+// Empty when the tactic can run this shape, else why not (for --explain).
+std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s);
+
+// Floats of the packed weight for this tactic (the ONNX weight is [K, C/group, R, S]).
+size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s);
+void conv_pack_weight(ConvTactic t, const Conv2dShape& s, const float* w, float* packed);
+
+// Scratch floats one call needs (im2col panels per thread); the runtime gives it from its arena.
+size_t conv_workspace_floats(ConvTactic t, const Conv2dShape& s, int threads);
+
+// y [N, K, out_h, out_w] = epilogue(conv(x, w)); epi.bias_per_row is taken as per-channel.
+void conv2d(ConvTactic t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+            const Epilogue& epi, float* workspace, int threads);
+
+}  // namespace kiln::kernels

@@ -1,0 +1,23 @@
+// What a GEMM or convolution kernel applies to each output element before storing it:
+//   y = act(acc * alpha + bias + residual)
+// so a Conv/MatMul + bias + residual Add + activation chain is one pass over the output.
+#pragma once
+#include <cstdint>
+
+namespace kiln::kernels {
+
+// Same order and meaning as kiln::ops::Activation (kernels depend on nothing of ours).
+enum class Act : uint8_t { None, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Silu, HardSigmoid, HardSwish, Gelu, GeluTanh };
+
+struct Epilogue {
+  float alpha = 1.f;
+  const float* bias = nullptr;      // nullptr = none
+  bool bias_per_row = false;        // true: bias[i] for row i of C (conv: one per output channel);
+                                    // false: bias[j] for column j (MatMul: one per output feature)
+  const float* residual = nullptr;  // nullptr = none; same layout as C
+  int64_t ldr = 0;                  // row stride of residual
+  Act act = Act::None;
+  float act_alpha = 0.f, act_beta = 0.f;  // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
+};
+
+}  // namespace kiln::kernels

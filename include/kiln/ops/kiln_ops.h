@@ -1,0 +1,50 @@
+// kiln's own ops (domain "kiln", version 1): what fusion passes produce and lowering consumes.
+// Each is declared in the op table like any ONNX op (schema, shape inference, cost, reference
+// kernel), so the reference interpreter runs an optimized graph too and stays the oracle.
+//
+//   kiln.FusedConv(X, W, B?, Z?) -> Y
+//       Y = act(Conv(X, W) + B + Z). X is NCHW (or NCW / NCDHW as Conv allows), W the ONNX
+//       weight [Cout, Cin/group, k...], B [Cout], Z a residual with Y's shape.
+//       Attributes: every Conv attribute, plus `activation`, `act_alpha`, `act_beta`.
+//   kiln.FusedMatMul(A, B, Bias?, Z?) -> Y
+//       Y = act(alpha * A @ op(B) + Bias + Z) with MatMul's broadcasting; op(B) = B, or Bᵀ of
+//       the last two dims when `trans_b` = 1 (what Gemm's transB folds into). Bias broadcasts
+//       to Y (usually [N]); Z has Y's shape.
+//       Attributes: `trans_b` (int, 0), `alpha` (float, 1), `activation`, `act_alpha`, `act_beta`.
+//   kiln.FusedElementwise(inputs...) -> outputs...
+//       Attribute `body` (graph): its inputs correspond to the node's inputs in order, its
+//       outputs to the node's outputs; its nodes are elementwise ops (unary, binary with
+//       broadcasting, Where, Clip, Cast, ...). Codegen emits one loop nest for the body.
+//   kiln.LayerNorm(X, Scale, Bias?) -> Y
+//       Normalises over the trailing dims from `axis` (int, -1) with `epsilon` (float, 1e-5):
+//       Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias (ONNX LayerNormalization, any opset).
+//   kiln.Attention(Q, K, V, Mask?) -> Y
+//       Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv] -> Y [B, H, Sq, Dv];
+//       Y = softmax(scale * Q Kᵀ + Mask) V, row-wise over Sk. Mask is additive f32 broadcastable
+//       to [B, H, Sq, Sk]. Attributes: `scale` (float), `causal` (int, 0): when 1, key j > query
+//       i + (Sk - Sq) is masked out (decode with a KV cache keeps the right alignment).
+//
+// Activations (the `activation` string; "" = none), with their float parameters:
+//   Relu · LeakyRelu(alpha = act_alpha) · Clip(min = act_alpha, max = act_beta) · Sigmoid ·
+//   Tanh · Silu (x·sigmoid x) · HardSigmoid(alpha = act_alpha, beta = act_beta) ·
+//   HardSwish (x·HardSigmoid(1/6, 0.5)) · Gelu (erf) · GeluTanh (tanh approximation)
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace kiln::ops {
+
+constexpr std::string_view kKilnDomain = "kiln";
+constexpr int64_t kKilnOpsetVersion = 1;
+
+enum class Activation : uint8_t {
+  None, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Silu, HardSigmoid, HardSwish, Gelu, GeluTanh
+};
+
+// "" -> None, "Relu" -> Relu, ...; throws kiln::Error listing the known names otherwise.
+Activation parse_activation(std::string_view name);
+std::string_view activation_name(Activation a);
+// The activation applied to one value (the reference every fast path is checked against).
+float apply_activation(Activation a, float x, float alpha, float beta);
+
+}  // namespace kiln::ops

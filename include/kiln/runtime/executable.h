@@ -1,0 +1,43 @@
+// The compiled runtime: loads an artifact (`kiln compile` output) and runs it.
+//
+// Loading needs neither ONNX, protobuf nor a compiler: the artifact carries the optimized graph
+// (textual IR), its weights (packed for the target ISA, mmapped), the generated-kernel library
+// and the memory plan. An artifact for another ISA or an incompatible format version is refused
+// with a one-line kiln::Error. Running allocates nothing after the first run of a shape: every
+// intermediate lives in one arena at an offset fixed by the plan; plans are cached per input shape.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln {
+
+struct ArtifactManifest {
+  std::string kiln_version;
+  int64_t format_version = 0;
+  std::string source_model;         // path given to `kiln compile`
+  std::string source_sha256;        // hash of the source model file
+  std::string target_isa;           // "avx512", "avx2", "scalar"
+  std::vector<std::string> passes;  // passes run, in order
+  std::map<std::string, std::string> dims;  // symbolic dim -> "8" or "1..64"
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Throws kiln::Error (one line) for a missing, corrupt, wrong-ISA or wrong-version artifact.
+  static std::unique_ptr<Executable> load(const std::string& path);
+
+  virtual const ArtifactManifest& manifest() const = 0;
+  virtual const Model& model() const = 0;  // the optimized graph, as run
+  // Checks inputs like run_model (names, dtypes, shapes, --dim ranges) and runs.
+  virtual std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
+                                            const RunOptions& opt = {}) = 0;
+};
+
+}  // namespace kiln
