@@ -105,8 +105,10 @@ void Rewriter::take_over_name(Value* from, Value* to) {
     g.initializers.erase(std::remove(g.initializers.begin(), g.initializers.end(), from), g.initializers.end());
   }
   from->producer = maker;
-  from->dtype = to->dtype;
-  from->shape = to->shape;
+  // Keep what is known about `from` where the new maker's output is not inferred (an op
+  // outside the op table, e.g. one a plugin adds).
+  if (to->dtype != DType::undefined) from->dtype = to->dtype;
+  if (to->shape.rank_known) from->shape = to->shape;
   to->producer = nullptr;
   g.remove_value(to);
 }
