@@ -151,6 +151,21 @@ void Graph::remove_node(Node* n) {
                nodes_.end());
 }
 
+void Graph::remove_value(Value* v) {
+  KILN_CHECK(v && v->owner == this, "graph '", name, "': cannot remove a value it does not own");
+  KILN_CHECK(v->producer == nullptr, "cannot remove value '", v->name, "': ", v->producer->describe(),
+             " still produces it");
+  KILN_CHECK(users(v).empty(), "cannot remove value '", v->name, "': it is still used");
+  KILN_CHECK(std::find(outputs.begin(), outputs.end(), v) == outputs.end(), "cannot remove value '", v->name,
+             "': it is a graph output");
+  KILN_CHECK(std::find(inputs.begin(), inputs.end(), v) == inputs.end(), "cannot remove value '", v->name,
+             "': it is a graph input");
+  initializers.erase(std::remove(initializers.begin(), initializers.end(), v), initializers.end());
+  by_name_.erase(v->name);
+  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& x) { return x.get() == v; }),
+                values_.end());
+}
+
 std::vector<Node*> Graph::users(const Value* v) const {
   std::vector<Node*> out;
   for (const auto& n : nodes_) {

@@ -135,6 +135,9 @@ class Graph {
 
   // Removes the node (its outputs must have no users). Invalidates node iterators.
   void remove_node(Node* n);
+  // Removes a value no node produces and nothing reads (e.g. an unused initializer, or a value
+  // a pass detached from its producer); drops it from `initializers`. Throws if still in use.
+  void remove_value(Value* v);
   // Nodes (in this graph and nested subgraphs) that read v.
   std::vector<Node*> users(const Value* v) const;
   // Replaces every use of `from` (in nodes, nested subgraphs and graph outputs) by `to`.
