@@ -1,4 +1,5 @@
 // Op-level verification against the table: op known, opset in range, arity, attributes.
+#include "kiln/ops/kiln_ops.h"
 #include "op_helpers.h"
 
 namespace kiln::ops {
@@ -15,6 +16,9 @@ void verify_graph_ops(const Graph& g, const Model& m) {
       KILN_CHECK(opset >= kMinOpset && opset <= kMaxOpset, where, ": opset ", opset,
                  " is out of the supported range ", kMinOpset, "..", kMaxOpset);
     KILN_CHECK(def != nullptr, where, ": unknown op '", n.op, "'");
+    if (n.domain == kKilnDomain)
+      KILN_CHECK(m.opset(n.domain) == kKilnOpsetVersion, where, ": the model must import domain kiln version ",
+                 kKilnOpsetVersion, " (the pass that introduces a kiln op sets Model::opsets[\"kiln\"])");
     if (def->domain.empty())
       KILN_CHECK(opset >= def->since, where, ": op '", n.op, "' needs opset >= ", def->since);
     int nin = static_cast<int>(n.inputs.size());

@@ -1,0 +1,47 @@
+// Pieces shared by the kiln-domain ops (ops/kiln/): they are compositions of ONNX ops, so
+// their shape inference, cost and reference kernels call the ONNX ops' entries in the op
+// table rather than keeping second copies of Conv/MatMul/LayerNormalization math.
+#pragma once
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "../op_helpers.h"
+#include "kiln/ops/kiln_ops.h"
+
+namespace kiln::ops::kiln_domain {
+
+// The table entry of ONNX op `name` (throws when missing: a kiln op depends on it).
+const OpDef& onnx_op(std::string_view name);
+
+// Runs ONNX op `name`'s reference kernel on `inputs` for the kiln node of `c` (whose
+// attributes the ONNX kernel reads, e.g. Conv's pads) and returns output 0.
+Tensor run_onnx_kernel(const KernelContext& c, std::string_view name, std::vector<const Tensor*> inputs);
+
+// The activation of a FusedConv/FusedMatMul node with its two float parameters.
+struct ActivationSpec {
+  Activation act = Activation::None;
+  float alpha = 0, beta = 0;
+};
+ActivationSpec activation_of(const Node& n);
+// Flops per element of an activation, read from the cost of the ONNX op(s) it stands for
+// (Silu = Sigmoid + Mul), so fused and unfused graphs report the same work.
+double activation_flops(Activation a);
+// The `activation`, `act_alpha`, `act_beta` attribute specs.
+std::vector<AttrSpec> activation_attrs();
+
+// Fused ops compute in f32: f16/bf16 inputs are converted, f64 and integers are refused.
+Tensor f32_input(const KernelContext& c, size_t i);
+// The compiled runtime replaces a weight by a pre-packed one (attribute `packed`); the
+// reference interpreter cannot run such a node.
+void refuse_packed(const KernelContext& c);
+
+// y += t in place (f32), t broadcasting to y without growing it; `what` names t in errors.
+void add_into(const KernelContext& c, Tensor& y, const Tensor& t, const char* what);
+// y = act(y) in place (f32).
+void activate(Tensor& y, const ActivationSpec& a);
+
+// Fails unless `extra` broadcasts to `out` without changing it (bias and residual inputs).
+void check_broadcasts_into(const InferContext& c, const Shape& out, size_t input, const char* what);
+
+}  // namespace kiln::ops::kiln_domain
