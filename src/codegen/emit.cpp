@@ -1,0 +1,213 @@
+// The loop nests around a kernel body (kernel_body.h). Every kernel has up to three paths, tried
+// in order; each specialised one first checks at run time that the layout it was compiled for
+// holds (rank and strides), so a kernel stays correct for any out_dims and strides:
+//   flat     every input full-size contiguous or a single value: one vectorised loop over i;
+//   rows     the dims from K on are walked contiguously or not at all by every input (conv
+//            bias [C,1,1], excitation [N,C,1,1], row vector [N] against [M,N]): per row, one
+//            offset per input from the outer dims, then a vectorised loop along the row;
+//   general  any layout: per run of the last dim, offsets from in_strides, then a strided loop.
+#include "kiln/codegen/emit.h"
+
+#include "kernel_body.h"
+#include "kiln/codegen/sha256.h"
+#include "op_emit.h"
+
+namespace kiln::codegen {
+namespace {
+
+constexpr const char* kSym = "@SYM@";
+
+// Output dims whose size may differ from 1 (the only ones strides matter for).
+std::vector<bool> dims_that_matter(const KernelBody& kb) {
+  std::vector<bool> m(kb.rank);
+  for (int d = 0; d < kb.rank; ++d) m[d] = !(kb.out_shape[d].is_static() && kb.out_shape[d].value == 1);
+  return m;
+}
+
+// How source `s` walks output dims [from, to): 1 = along every dim that matters, 0 = along none,
+// -1 = mixed.
+int walk(const Source& s, const std::vector<bool>& matter, int from, int to) {
+  bool all = true, none = true;
+  for (int d = from; d < to; ++d) {
+    if (!matter[d]) continue;
+    all = all && s.moves[d];
+    none = none && !s.moves[d];
+  }
+  return all ? 1 : (none ? 0 : -1);
+}
+
+// The smallest K >= 1 with every source walking [K, rank) uniformly and some dim there
+// mattering; 0 when no such K exists (then flat or general covers the kernel).
+int rows_split(const KernelBody& kb, const std::vector<bool>& matter) {
+  for (int k = 1; k < kb.rank; ++k) {
+    bool any_matter = false;
+    for (int d = k; d < kb.rank; ++d) any_matter = any_matter || matter[d];
+    if (!any_matter) return 0;
+    bool uniform = true;
+    for (const Source& s : kb.sources) uniform = uniform && walk(s, matter, k, kb.rank) != -1;
+    if (uniform) return k;
+  }
+  return 0;
+}
+
+std::string strides_of(const Source& s) { return s.node_input >= 0 ? str_cat("a->in_strides[", s.node_input, "]") : str_cat(s.name, "_strides"); }
+
+// Run-time check that source `s` walks dims [from, rank) as compiled (baked arrays always do).
+std::string layout_check(const Source& s, int walk_kind, int from, int rank) {
+  if (s.node_input < 0) return "";
+  return str_cat(" &&\n      kiln_strides_", walk_kind == 1 ? "contiguous" : "zero", "(", strides_of(s), ", a->out_dims, ",
+                 from, ", ", rank, ")");
+}
+
+std::string output_args(const KernelBody& kb, const std::string& index, const std::string& prefix = "out") {
+  std::string a;
+  for (size_t k = 0; k < kb.out_dtypes.size(); ++k) a += str_cat(", ", prefix, k, "[", index, "]");
+  return a;
+}
+
+// "body(" + args + outputs + ");" without a leading comma when there are no sources.
+std::string call_body(const std::string& args, const std::string& outs) {
+  std::string all = args + outs;
+  if (all.rfind(", ", 0) == 0) all = all.substr(2);
+  return str_cat("body(", all, ");");
+}
+
+std::string flat_path(const KernelBody& kb, const std::vector<bool>& matter) {
+  std::string checks = str_cat("a->rank == ", kb.rank), hoisted, args;
+  for (const Source& s : kb.sources) {
+    const int w = walk(s, matter, 0, kb.rank);
+    checks += layout_check(s, w, 0, kb.rank);
+    if (w == 1) {
+      args += str_cat(", ", load(s, s.name, "i"));
+    } else {
+      hoisted += str_cat("    const ", compute_ctype(s.dtype), " s", s.param, " = ", load(s, s.name, "0"), ";\n");
+      args += str_cat(", s", s.param);
+    }
+  }
+  return str_cat("  // Flat: every input is full-size or a single value.\n  if (", checks, ") {\n", hoisted,
+                 "    KILN_VECTOR_LOOP\n    for (int64_t i = begin; i < end; ++i) ", call_body(args, output_args(kb, "i")),
+                 "\n    return;\n  }\n");
+}
+
+std::string rows_path(const KernelBody& kb, const std::vector<bool>& matter, int k) {
+  std::string checks = str_cat("a->rank == ", kb.rank), offsets, decompose, per_row, args;
+  for (const Source& s : kb.sources) {
+    const int w = walk(s, matter, k, kb.rank);
+    checks += layout_check(s, w, k, kb.rank);
+    const bool outer = walk(s, matter, 0, k) != 0;
+    const std::string off = outer ? str_cat("o", s.param) : "0";
+    if (outer) {
+      offsets += str_cat(", o", s.param, " = 0");
+      decompose += str_cat("        o", s.param, " += at * ", strides_of(s), "[q];\n");
+    }
+    if (w == 1) {
+      per_row += str_cat("      const ", element_ctype(s), "* p", s.param, " = ", s.name, " + ", off, ";\n");
+      args += str_cat(", ", load(s, str_cat("p", s.param), "t"));
+    } else {
+      per_row += str_cat("      const ", compute_ctype(s.dtype), " s", s.param, " = ", load(s, s.name, off), ";\n");
+      args += str_cat(", s", s.param);
+    }
+  }
+  for (size_t o = 0; o < kb.out_dtypes.size(); ++o)
+    per_row += str_cat("      ", storage_ctype(kb.out_dtypes[o]), "* w", o, " = out", o, " + (i - j);\n");
+  std::string text = str_cat("  // Rows: from dim ", k, " on, every input walks the row contiguously or not at all.\n  if (",
+                             checks, ") {\n    const int64_t* d = a->out_dims;\n    int64_t inner = 1;\n    for (int q = ", k,
+                             "; q < ", kb.rank, "; ++q) inner *= d[q];\n    int64_t row = begin / inner, j = begin - row * inner;\n",
+                             "    for (int64_t i = begin; i < end; ++row, j = 0) {\n");
+  if (!offsets.empty())
+    text += str_cat("      int64_t ", offsets.substr(2), ";\n      for (int64_t r = row, q = ", k - 1,
+                    "; q >= 0; --q) {\n        const int64_t at = r % d[q];\n        r /= d[q];\n", decompose, "      }\n");
+  text += str_cat("      const int64_t n = inner - j < end - i ? inner - j : end - i;\n", per_row,
+                  "      KILN_VECTOR_LOOP\n      for (int64_t t = j; t < j + n; ++t) ", call_body(args, output_args(kb, "t", "w")),
+                  "\n      i += n;\n    }\n    return;\n  }\n");
+  return text;
+}
+
+std::string general_path(const KernelBody& kb) {
+  std::string offsets, decompose, steps, args;
+  for (const Source& s : kb.sources) {
+    const std::string stride = s.node_input >= 0 ? str_cat(strides_of(s), "[q]")
+                                                 : str_cat("kiln_aligned_stride(", strides_of(s), ", ", kb.rank, ", rank, q)");
+    const std::string last = s.node_input >= 0
+                                 ? str_cat(strides_of(s), "[rank - 1]")
+                                 : str_cat("kiln_aligned_stride(", strides_of(s), ", ", kb.rank, ", rank, rank - 1)");
+    offsets += str_cat(", o", s.param, " = 0");
+    decompose += str_cat("      o", s.param, " += at * ", stride, ";\n");
+    steps += str_cat("    const int64_t t", s.param, " = rank > 0 ? ", last, " : 0;\n");
+    args += str_cat(", ", load(s, s.name, str_cat("o", s.param, " + t * t", s.param)));
+  }
+  std::string text =
+      "  // General: any out_dims and strides, one run of the last dim at a time.\n"
+      "  const int rank = a->rank;\n  const int64_t* d = a->out_dims;\n"
+      "  const int64_t last = rank > 0 ? d[rank - 1] : 1;\n"
+      "  for (int64_t i = begin; i < end;) {\n"
+      "    const int64_t n = last - i % last < end - i ? last - i % last : end - i;\n";
+  if (!offsets.empty())
+    text += str_cat("    int64_t ", offsets.substr(2), ";\n    for (int64_t r = i, q = rank - 1; q >= 0; --q) {\n",
+                    "      const int64_t at = r % d[q];\n      r /= d[q];\n", decompose, "    }\n", steps);
+  text += str_cat("    for (int64_t t = 0; t < n; ++t) ", call_body(args, output_args(kb, "i + t")), "\n    i += n;\n  }\n");
+  return text;
+}
+
+std::string pointers(const KernelBody& kb) {
+  std::string p;
+  for (const Source& s : kb.sources)
+    if (s.node_input >= 0)
+      p += str_cat("  const ", storage_ctype(s.dtype), "* ", s.name, " = (const ", storage_ctype(s.dtype), "*)a->inputs[",
+                   s.node_input, "];\n");
+  for (size_t o = 0; o < kb.out_dtypes.size(); ++o)
+    p += str_cat("  ", storage_ctype(kb.out_dtypes[o]), "* out", o, " = (", storage_ctype(kb.out_dtypes[o]), "*)a->outputs[", o,
+                 "];\n");
+  return p;
+}
+
+std::string baked_stride_tables(const KernelBody& kb) {
+  std::string t;
+  for (const Source& s : kb.sources) {
+    if (s.node_input >= 0) continue;
+    std::string items;
+    for (int64_t v : s.baked_strides) items += str_cat(items.empty() ? "" : ", ", v);
+    t += str_cat("static const int64_t ", s.name, "_strides[", std::max(kb.rank, 1), "] = {", items.empty() ? "0" : items, "};\n");
+  }
+  return t;
+}
+
+std::string comment_lines(const std::string& text) {
+  std::string out = "// ";
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '\n' && i + 1 < text.size()) out += "// ";
+  }
+  if (out.empty() || out.back() != '\n') out += '\n';
+  return out;
+}
+
+}  // namespace
+
+GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
+  KILN_CHECK(fused.op == "FusedElementwise", fused.describe(), ": codegen takes kiln.FusedElementwise nodes");
+  KernelBody kb = build_kernel_body(fused);
+  const std::vector<bool> matter = dims_that_matter(kb);
+  std::string paths, layout = "general";
+  if (opt.specialise) {
+    bool flat = true;
+    for (const Source& s : kb.sources) flat = flat && walk(s, matter, 0, kb.rank) != -1;
+    const int k = flat ? 0 : rows_split(kb, matter);
+    if (flat) paths += flat_path(kb, matter);
+    if (k > 0) paths += rows_path(kb, matter, k);
+    layout = flat ? "flat, general" : (k > 0 ? str_cat("rows from dim ", k, ", general") : "general");
+  }
+  std::string text = str_cat(
+      "// ---- ", kSym, ": compiled for output ", kb.out_shape.str(), "; paths: ", layout, "\n", comment_lines(kb.body_text),
+      "namespace ", kSym, "_impl {\n", kb.definitions, baked_stride_tables(kb), kb.body_fn, "}  // namespace ", kSym,
+      "_impl\n\nextern \"C\" void ", kSym, "(const kiln_fused_args* a, int64_t begin, int64_t end) {\n  using namespace ",
+      kSym, "_impl;\n  if (begin >= end) return;\n", pointers(kb), paths, general_path(kb), "}\n");
+  GeneratedKernel k;
+  k.symbol = opt.symbol.empty() ? "kiln_fe_" + sha256_hex(text).substr(0, 16) : opt.symbol;
+  for (size_t at = text.find(kSym); at != std::string::npos; at = text.find(kSym, at + k.symbol.size()))
+    text.replace(at, std::string_view(kSym).size(), k.symbol);
+  k.source = std::move(text);
+  return k;
+}
+
+}  // namespace kiln::codegen
