@@ -15,7 +15,7 @@
 const fs = require('fs');
 const path = require('path');
 const readline = require('readline');
-const { readNpy, writeNpy, sanitize } = require('./ort_run.js');
+const { writeNpy, sanitize, makeFeeds } = require('./ort_run.js');
 
 function fail(msg, code = 1) {
   process.stderr.write(`ort_bench: ${msg}\n`);
@@ -67,16 +67,7 @@ async function main() {
   const session = await ort.InferenceSession.create(args.model, options);
   const loadMs = performance.now() - t0;
 
-  const feeds = {};
-  for (const { name, file } of args.inputs) {
-    if (!session.inputNames.includes(name)) {
-      throw new Error(`model has no input '${name}' (inputs: ${session.inputNames.join(', ')})`);
-    }
-    const { type, dims, data } = readNpy(file);
-    feeds[name] = new ort.Tensor(type, data, dims);
-  }
-  const missing = session.inputNames.filter((n) => !(n in feeds));
-  if (missing.length) throw new Error(`missing inputs: ${missing.join(', ')}`);
+  const feeds = makeFeeds(ort, session, args.inputs);
   fs.mkdirSync(args.out, { recursive: true });
   const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
   reply({ ready: true, load_ms: loadMs, threads: args.threads, inputs: session.inputNames, outputs: session.outputNames });

@@ -89,6 +89,12 @@ std::string render_text(const BenchResult& r) {
                           r.batch, ", ", r.runs, " runs after ", r.warmup, " warm-up, interleaved in blocks of ",
                           r.block, "\n");
   if (!r.source_model.empty() && r.source_model != r.model) s += "source model: " + r.source_model + "\n";
+  if (r.load_before >= 0) {
+    s += str_cat("machine: ", r.cores, " cores, 1-minute load average ", fmt("%.2f", r.load_before), " before, ",
+                 fmt("%.2f", r.load_after), " after\n");
+    if (r.load_before > r.cores)
+      s += "  note: the machine was busy before the bench started: other work shares the cores, compare with care\n";
+  }
   s += "inputs:\n";
   for (const auto& i : r.inputs) s += "  " + i + "\n";
   if (r.random_integers)
@@ -115,7 +121,8 @@ std::string render_text(const BenchResult& r) {
     s += line;
   }
   if (const BackendResult* k = r.find(r.kiln); k && ort)
-    s += str_cat("kiln (", k->name, ") / ORT, medians: ", fmt("%.2fx", k->stats.median_ms / ort->stats.median_ms), "\n");
+    s += str_cat("kiln (", k->name, ") / ORT, medians: ", fmt("%.2fx", k->stats.median_ms / ort->stats.median_ms),
+                 " (minimums: ", fmt("%.2fx", k->stats.min_ms / ort->stats.min_ms), ")\n");
   if (auto v = eager_vs_compiled(r)) {
     s += str_cat("compiled vs interp: speed-up ", fmt("%.2fx", v->speedup), " (", fmt("%.3f", v->interp_ms), " -> ",
                  fmt("%.3f", v->compiled_ms), " ms)");
@@ -141,6 +148,10 @@ std::string render_json(const BenchResult& r) {
   w.key("runs").value(static_cast<int64_t>(r.runs));
   w.key("warmup").value(static_cast<int64_t>(r.warmup));
   w.key("block").value(static_cast<int64_t>(r.block));
+  w.key("cores").value(static_cast<int64_t>(r.cores));
+  w.key("load_avg").begin_array();
+  for (double l : {r.load_before, r.load_after}) l >= 0 ? w.value(l) : w.null();
+  w.end_array();
   w.key("inputs").begin_array();
   for (const auto& i : r.inputs) w.value(i);
   w.end_array();
@@ -155,7 +166,10 @@ std::string render_json(const BenchResult& r) {
     write_stats(w, *ort, false);
     w.end_object();
   }
-  if (const BackendResult* k = r.find(r.kiln); k && ort) w.key("ratio").value(k->stats.median_ms / ort->stats.median_ms);
+  if (const BackendResult* k = r.find(r.kiln); k && ort) {
+    w.key("ratio").value(k->stats.median_ms / ort->stats.median_ms);
+    w.key("ratio_min").value(k->stats.min_ms / ort->stats.min_ms);
+  }
   w.key("backends").begin_object();
   for (const auto& b : r.backends) {
     w.key(b.name).begin_object();

@@ -38,6 +38,8 @@ struct BenchResult {
   int threads = 1;
   int64_t batch = 1;
   int runs = 0, warmup = 0, block = 0;
+  int cores = 1;                             // hardware threads of the machine
+  double load_before = -1, load_after = -1;  // 1-minute load averages (-1: unknown)
   std::vector<std::string> inputs;  // where each input came from
   bool random_integers = false;
   std::vector<BackendResult> backends;  // kiln backends in --backends order, then "ort"

@@ -96,6 +96,7 @@ std::vector<std::string> output_names(const Graph& g) {
 }  // namespace
 
 int verb_bench(int argc, char** argv) {
+  const double load_before = load_average();  // the minute before the bench: other work on the machine
   Args a("bench", argc, argv,
          {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--dim", "--shape", "--input",
           "--seed", "--ort-script"},
@@ -109,10 +110,10 @@ int verb_bench(int argc, char** argv) {
   MeasurePlan plan;
   plan.runs = static_cast<int>(a.get_int("--runs", 20));
   plan.warmup = static_cast<int>(a.get_int("--warmup", 3));
-  plan.block = static_cast<int>(a.get_int("--block", 5));
+  plan.block = static_cast<int>(a.get_int("--block", 0));
   KILN_CHECK(plan.runs >= 1, "--runs must be >= 1");
   KILN_CHECK(plan.warmup >= 0, "--warmup must be >= 0");
-  KILN_CHECK(plan.block >= 1, "--block must be >= 1");
+  KILN_CHECK(!a.has("--block") || plan.block >= 1, "--block must be >= 1");
   std::optional<int64_t> batch;
   if (a.has("--batch")) batch = a.get_int("--batch", 1);
   KILN_CHECK(!batch || *batch >= 1, "--batch must be >= 1");
@@ -188,7 +189,8 @@ int verb_bench(int argc, char** argv) {
   r.batch = inputs.batch;
   r.runs = plan.runs;
   r.warmup = plan.warmup;
-  r.block = plan.block;
+  r.cores = kernels::hardware_threads();
+  r.load_before = load_before;
   r.inputs = inputs.origins;
   r.random_integers = inputs.random_integers;
   r.kiln = wants("compiled") ? "compiled" : names.front();
@@ -221,9 +223,13 @@ int verb_bench(int argc, char** argv) {
   std::vector<BenchBackend*> raw;
   for (auto& b : backends) raw.push_back(b.get());
   progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
-  std::vector<std::vector<double>> times = measure_interleaved(raw, plan);
-  for (size_t i = 0; i < backends.size(); ++i)
-    r.backends.push_back({backends[i]->name(), times[i], summarize(times[i]), backends[i]->compile_seconds()});
+  Measured measured = measure_interleaved(raw, plan);
+  r.load_after = load_average();
+  r.block = measured.block;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    const auto& t = measured.times[i];
+    r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds()});
+  }
 
   std::fputs(a.has("--json") ? (render_json(r) + "\n").c_str() : render_text(r).c_str(), stdout);
   if (!r.checks_ok()) {

@@ -54,8 +54,9 @@ check "zoo inputs cycled to the batch" grep -qF "input f32[5,1,8,8] from $T/zoo/
 check "interp alone: a table row" grep -qE "^interp +[0-9.]+ +[0-9.]+" "$T/zoo.txt"
 check "interp alone: no peer" bash -c "! grep -q '^ort ' '$T/zoo.txt'"
 
-# A scripted peer: known times (1, 2, ... per command) and all-zero outputs. The statistics
-# must come out exactly, and the output check must fail (a warning; exit 1 with --check).
+# A scripted peer: known times (40 ms each for the first command, the warm-up; then 1, 2, ...
+# per command) and all-zero outputs. The statistics and the block size chosen from the
+# warm-up must come out exactly, and the output check must fail (a warning; exit 1 with --check).
 mkdir -p "$T/fake"
 cat >"$T/fake/ort_bench.js" <<JS
 const { writeNpy } = require('$SRC/scripts/ort_run.js');
@@ -64,6 +65,7 @@ const args = process.argv.slice(2);
 const out = args[args.indexOf('--out') + 1];
 require('fs').mkdirSync(out, { recursive: true });
 console.log(JSON.stringify({ ready: true }));
+let runs = 0;
 rl.on('line', (l) => {
   if (l === 'quit') process.exit(0);
   if (l === 'outputs') {
@@ -71,11 +73,13 @@ rl.on('line', (l) => {
     console.log(JSON.stringify({ outputs: [] }));
   } else {
     const k = Number(l.split(' ')[1]);
-    console.log(JSON.stringify({ times_ms: Array.from({ length: k }, (_, i) => i + 1) }));
+    const times = Array.from({ length: k }, (_, i) => (runs === 0 ? 40 : i + 1));
+    runs++;
+    console.log(JSON.stringify({ times_ms: times }));
   }
 });
 JS
-"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 4 --block 5 --warmup 0 --json \
+"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 4 --block 5 --warmup 1 --json \
   >"$T/f.json" 2>"$T/f.err"
 check "fake peer: exit 0 without --check" test $? -eq 0
 check "fake peer: statistics and failed check" $PY - "$T/f.json" <<'PY'
@@ -86,6 +90,14 @@ assert (o["median_ms"], o["p90_ms"], o["min_ms"], o["mean_ms"]) == (2.5, 4, 1, 2
 assert d["backends"]["ort"]["times_ms"] == [1, 2, 3, 4], d["backends"]["ort"]
 c = d["check"]
 assert not c["ok"] and not c["outputs"][0]["ok"] and c["outputs"][0]["rel_diff"] > 1e-4, c
+PY
+# No --block: the slowest warm-up run (40 ms) sets blocks of floor(100 / 40) = 2 runs.
+"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 5 --warmup 3 --json --quiet >"$T/f2.json" 2>/dev/null
+check "fake peer: blocks sized from the warm-up" $PY - "$T/f2.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], (d["block"], d["backends"]["ort"])
+assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
 PY
 check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
 "$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
