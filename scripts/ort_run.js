@@ -120,6 +120,21 @@ function parseArgs(argv) {
 }
 
 // ---- run ----------------------------------------------------------------------------------
+// The session's feeds from [{name, file}] .npy inputs; every model input must be given once.
+function makeFeeds(ort, session, inputs) {
+  const feeds = {};
+  for (const { name, file } of inputs) {
+    if (!session.inputNames.includes(name)) {
+      throw new Error(`model has no input '${name}' (inputs: ${session.inputNames.join(', ')})`);
+    }
+    const { type, dims, data } = readNpy(file);
+    feeds[name] = new ort.Tensor(type, data, dims);
+  }
+  const missing = session.inputNames.filter((n) => !(n in feeds));
+  if (missing.length) throw new Error(`missing inputs: ${missing.join(', ')}`);
+  return feeds;
+}
+
 function percentile(sorted, p) {  // nearest-rank
   return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)];
 }
@@ -137,16 +152,7 @@ async function main() {
   const session = await ort.InferenceSession.create(args.model, options);
   const loadMs = performance.now() - t0;
 
-  const feeds = {};
-  for (const { name, file } of args.inputs) {
-    if (!session.inputNames.includes(name)) {
-      throw new Error(`model has no input '${name}' (inputs: ${session.inputNames.join(', ')})`);
-    }
-    const { type, dims, data } = readNpy(file);
-    feeds[name] = new ort.Tensor(type, data, dims);
-  }
-  const missing = session.inputNames.filter((n) => !(n in feeds));
-  if (missing.length) throw new Error(`missing inputs: ${missing.join(', ')}`);
+  const feeds = makeFeeds(ort, session, args.inputs);
 
   t0 = performance.now();
   const results = await session.run(feeds);
@@ -198,4 +204,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { readNpy, writeNpy, sanitize };
+module.exports = { readNpy, writeNpy, sanitize, makeFeeds };

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# kiln vs ONNX Runtime on every zoo model, at each thread count, with `kiln bench --vs ort`
+# (same inputs: the zoo's inputs/*.npy; runs interleaved with ORT's in the same process run).
+#
+#   scripts/bench_zoo.sh [--backend interp|compiled] BUILD_DIR [RUNS] [THREADS...]
+#
+# Prints the Markdown table for BENCHMARKS.md: medians in ms, the ratio kiln/ORT, and how far
+# kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
+# (default interp; compiled once the compiler is built). A model that fails gets a row saying
+# why, and the script exits 1 at the end.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BACKEND=interp
+if [ "${1:-}" = "--backend" ]; then
+  BACKEND=${2:?--backend needs interp or compiled}
+  shift 2
+fi
+BUILD=${1:?usage: bench_zoo.sh [--backend interp|compiled] BUILD_DIR [RUNS] [THREADS...]}
+RUNS=${2:-20}
+shift $(( $# >= 2 ? 2 : 1 ))
+THREADS=("$@")
+[ ${#THREADS[@]} -gt 0 ] || THREADS=(1 2)
+KILN="$BUILD/bin/kiln"
+ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').version" 2>/dev/null || echo "?")
+
+echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count"
+echo
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|"
+status=0
+for dir in "$BUILD"/zoo/*/; do
+  m=$(basename "$dir")
+  [ -f "$dir/model.onnx" ] || continue
+  for t in "${THREADS[@]}"; do
+    if json=$("$KILN" bench "$dir/model.onnx" --vs ort --json --quiet --backends "$BACKEND" --runs "$RUNS" \
+                --threads "$t" --ort-script "$ROOT/scripts/ort_bench.js" 2>"$BUILD/bench_zoo.err"); then
+      /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[3])
+worst = max((c["rel_diff"] for c in d["check"]["outputs"]), default=0)
+flag = "" if d["check"]["ok"] else " (over 1e-4)"
+k, o = d["kiln"]["median_ms"], d["ort"]["median_ms"]
+print("| %s | %s | %.2f | %.2f | %.2f | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"], worst, flag))' "$m" "$t" "$json"
+    else
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | |"
+      status=1
+    fi
+  done
+done
+rm -f "$BUILD/bench_zoo.err"
+exit $status

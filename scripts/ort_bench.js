@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+// ONNX Runtime as a timing server for `kiln bench --vs ort`.
+//
+//   node scripts/ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N]
+//
+// Creates one CPU session (all graph optimizations, intraOpNumThreads N, interOpNumThreads 1,
+// sequential execution), loads the inputs, prints one JSON line {"ready":true,...} and then
+// answers commands read from stdin, one JSON line on stdout per command:
+//   outputs   runs once and writes each output to DIR/<name>.npy  -> {"outputs":[{name,file,dtype,dims}]}
+//   run K     runs K times, timing each session.run               -> {"times_ms":[t1,...,tK]}
+//   quit      (or end of stdin) releases the session and exits
+// Between commands the process blocks on stdin, so it takes no CPU while kiln measures.
+// Errors: one line on stderr and exit 1 (3 when onnxruntime-node is not installed).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const readline = require('readline');
+const { writeNpy, sanitize, makeFeeds } = require('./ort_run.js');
+
+function fail(msg, code = 1) {
+  process.stderr.write(`ort_bench: ${msg}\n`);
+  process.exit(code);
+}
+
+function parseArgs(argv) {
+  const a = { model: null, inputs: [], out: null, threads: 0 };
+  for (let i = 0; i < argv.length; ++i) {
+    const x = argv[i];
+    if (x === '--input') {
+      const v = argv[++i] || '';
+      const eq = v.indexOf('=');
+      if (eq <= 0) fail('--input needs NAME=FILE.npy', 2);
+      a.inputs.push({ name: v.slice(0, eq), file: v.slice(eq + 1) });
+    } else if (x === '--out') {
+      a.out = argv[++i];
+      if (!a.out) fail('--out needs a directory', 2);
+    } else if (x === '--threads') {
+      const v = argv[++i];
+      if (!/^\d+$/.test(v || '')) fail('--threads needs a non-negative integer', 2);
+      a.threads = Number(v);
+    } else if (x.startsWith('--')) fail(`unknown flag ${x}`, 2);
+    else if (a.model === null) a.model = x;
+    else fail(`unexpected argument ${x}`, 2);
+  }
+  if (!a.model || !a.out) fail('usage: ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N]', 2);
+  return a;
+}
+
+function loadOrt() {
+  try {
+    return require('onnxruntime-node');
+  } catch (e) {
+    if (e.code === 'MODULE_NOT_FOUND') fail('onnxruntime-node is not installed: run scripts/bootstrap.sh', 3);
+    throw e;
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const ort = loadOrt();
+  const options = {
+    graphOptimizationLevel: 'all', executionProviders: ['cpu'], executionMode: 'sequential',
+    interOpNumThreads: 1,
+  };
+  if (args.threads > 0) options.intraOpNumThreads = args.threads;
+  let t0 = performance.now();
+  const session = await ort.InferenceSession.create(args.model, options);
+  const loadMs = performance.now() - t0;
+
+  const feeds = makeFeeds(ort, session, args.inputs);
+  fs.mkdirSync(args.out, { recursive: true });
+  const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
+  reply({ ready: true, load_ms: loadMs, threads: args.threads, inputs: session.inputNames, outputs: session.outputNames });
+
+  const rl = readline.createInterface({ input: process.stdin, terminal: false });
+  for await (const raw of rl) {
+    const line = raw.trim();
+    if (line === '' ) continue;
+    if (line === 'quit') break;
+    if (line === 'outputs') {
+      const results = await session.run(feeds);
+      const outputs = session.outputNames.map((name) => {
+        const t = results[name];
+        const file = path.join(args.out, `${sanitize(name)}.npy`);
+        writeNpy(file, t.type, t.dims, t.data);
+        return { name, file, dtype: t.type, dims: Array.from(t.dims) };
+      });
+      reply({ outputs });
+    } else if (/^run \d+$/.test(line)) {
+      const k = Number(line.slice(4));
+      const times = [];
+      for (let i = 0; i < k; ++i) {
+        t0 = performance.now();
+        await session.run(feeds);
+        times.push(performance.now() - t0);
+      }
+      reply({ times_ms: times });
+    } else {
+      throw new Error(`unknown command '${line}' (want: outputs, run K, quit)`);
+    }
+  }
+  rl.close();
+  await session.release();
+}
+
+main().catch((e) => fail(String(e.message || e).split('\n')[0]));

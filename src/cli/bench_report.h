@@ -1,0 +1,58 @@
+// What `kiln bench` measured, and how it is printed: a readable table, or one JSON object.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/analysis/compare.h"
+
+namespace kiln::cli {
+
+struct LatencyStats {
+  double median_ms = 0, p90_ms = 0, min_ms = 0, mean_ms = 0;
+  int runs = 0;
+};
+// Median (mean of the middle two for an even count), p90 (nearest rank), min, mean.
+LatencyStats summarize(std::vector<double> ms);
+
+// Inferences after which compiling has paid for itself: compile time over the time each
+// compiled inference saves. nullopt ("never") when compiled is not faster.
+std::optional<double> break_even_runs(double compile_seconds, double eager_ms, double compiled_ms);
+
+struct BackendResult {
+  std::string name;                  // "interp", "compiled", "ort"
+  std::vector<double> times_ms;      // timed runs, in the order they ran
+  LatencyStats stats;
+  std::optional<double> compile_s;  // when the backend compiled in this run
+};
+
+struct OutputCheck {
+  std::string backend, output;
+  Comparison c;
+};
+
+struct BenchResult {
+  std::string model;          // MODEL as given (an ONNX / IR file or a .kiln artifact)
+  std::string source_model;   // the ONNX / IR file interp and ORT ran ("" when none ran)
+  std::string source_sha256;  // its SHA-256
+  int threads = 1;
+  int64_t batch = 1;
+  int runs = 0, warmup = 0, block = 0;
+  int cores = 1;                             // hardware threads of the machine
+  double load_before = -1, load_after = -1;  // 1-minute load averages (-1: unknown)
+  std::vector<std::string> inputs;  // where each input came from
+  bool random_integers = false;
+  std::vector<BackendResult> backends;  // kiln backends in --backends order, then "ort"
+  std::string kiln;                     // the backend reported as "kiln": compiled if measured
+  std::string check_reference;          // "ort", "interp" or "" (no check)
+  double check_tolerance = 1e-4;        // max|Δ| <= tol * max|ref|
+  std::vector<OutputCheck> checks;
+
+  const BackendResult* find(const std::string& name) const;
+  bool checks_ok() const;
+};
+
+std::string render_text(const BenchResult& r);
+std::string render_json(const BenchResult& r);  // one object, one line
+
+}  // namespace kiln::cli

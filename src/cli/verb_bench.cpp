@@ -1,0 +1,243 @@
+// kiln bench MODEL|ARTIFACT: latency of kiln's backends (interpreter, compiled) and, with
+// --vs ort, of ONNX Runtime on the same inputs at the same thread count, measured in the same
+// run, interleaved. Everything that can be wrong with the flags, the model, the inputs or the
+// peer's set-up is checked before the first progress line, so such errors stay one line.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bench_backends.h"
+#include "bench_inputs.h"
+#include "bench_measure.h"
+#include "bench_report.h"
+#include "bench_sha256.h"
+#include "common.h"
+#include "kiln/kernels/parallel.h"
+#include "verbs.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kCheckTolerance = 1e-4;  // max|Δ| <= 1e-4 * max|ref|, the target
+
+std::vector<std::string> parse_backends(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    KILN_CHECK(name == "interp" || name == "compiled", "--backends: unknown backend '", name,
+               "' (want interp, compiled; ONNX Runtime is --vs ort)");
+    KILN_CHECK(std::find(out.begin(), out.end(), name) == out.end(), "--backends: '", name, "' given twice");
+    out.push_back(name);
+  }
+  KILN_CHECK(!out.empty(), "--backends: empty list (want interp, compiled or interp,compiled)");
+  return out;
+}
+
+bool is_artifact(const std::string& path) { return fs::path(path).extension() == ".kiln"; }
+
+// Textual IR starts with the "kiln.model" header (as load_model recognises it).
+bool is_textual_ir(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[10] = {};
+  in.read(head, sizeof head);
+  return std::string(head, static_cast<size_t>(in.gcount())) == "kiln.model";
+}
+
+std::string dir_of(const std::string& path) {
+  std::string d = fs::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
+// A temporary directory for the peer's .npy files and the compiled artifact, removed at exit.
+class WorkDir {
+ public:
+  WorkDir() {
+    std::string templ = (fs::temp_directory_path() / "kiln-bench.XXXXXX").string();
+    KILN_CHECK(mkdtemp(templ.data()) != nullptr, "cannot create a temporary directory under ",
+               fs::temp_directory_path().string());
+    path_ = templ;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The ONNX model an artifact was compiled from, checked to be the same file (by SHA-256).
+std::string artifact_source(const std::string& artifact, const ArtifactManifest& m) {
+  KILN_CHECK(!m.source_model.empty(), artifact, ": the manifest names no source model (needed for interp and --vs ort)");
+  std::string src = m.source_model;
+  if (!fs::exists(src) && fs::path(src).is_relative()) src = (fs::path(artifact).parent_path() / src).string();
+  KILN_CHECK(fs::exists(src), artifact, ": its source model ", m.source_model,
+             " is missing (needed for interp and --vs ort)");
+  std::string sha = sha256_file(src);
+  KILN_CHECK(sha == m.source_sha256, artifact, ": its source model ", src, " has changed since it was compiled (sha256 ",
+             sha.substr(0, 12), "..., manifest says ", m.source_sha256.substr(0, 12), "...)");
+  return src;
+}
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Value* v : g.outputs) names.push_back(v->name);
+  return names;
+}
+
+}  // namespace
+
+int verb_bench(int argc, char** argv) {
+  const double load_before = load_average();  // the minute before the bench: other work on the machine
+  Args a("bench", argc, argv,
+         {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--dim", "--shape", "--input",
+          "--seed", "--ort-script"},
+         {"--json", "--check", "--quiet"});
+  KILN_CHECK(a.positional().size() == 1, "kiln bench: expected one MODEL argument (kiln bench MODEL [--vs ort] ...)");
+  const std::string model_path = a.positional()[0];
+  const bool artifact = is_artifact(model_path);
+
+  int threads = static_cast<int>(a.get_int("--threads", kernels::hardware_threads()));
+  KILN_CHECK(threads >= 1, "--threads must be >= 1");
+  MeasurePlan plan;
+  plan.runs = static_cast<int>(a.get_int("--runs", 20));
+  plan.warmup = static_cast<int>(a.get_int("--warmup", 3));
+  plan.block = static_cast<int>(a.get_int("--block", 0));
+  KILN_CHECK(plan.runs >= 1, "--runs must be >= 1");
+  KILN_CHECK(plan.warmup >= 0, "--warmup must be >= 0");
+  KILN_CHECK(!a.has("--block") || plan.block >= 1, "--block must be >= 1");
+  std::optional<int64_t> batch;
+  if (a.has("--batch")) batch = a.get_int("--batch", 1);
+  KILN_CHECK(!batch || *batch >= 1, "--batch must be >= 1");
+
+  std::string default_backend = artifact || compiled_backend_built() ? "compiled" : "interp";
+  std::vector<std::string> names = parse_backends(a.get_or("--backends", default_backend));
+  auto wants = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  bool vs_ort = a.has("--vs");
+  KILN_CHECK(!vs_ort || a.get_or("--vs", "") == "ort", "--vs: unknown peer '", a.get_or("--vs", ""), "' (want ort)");
+  std::string ort_script;
+  if (vs_ort) {
+    ort_script = a.has("--ort-script") ? *a.get("--ort-script") : find_ort_script();
+    check_ort_runnable(ort_script);
+  }
+  KILN_CHECK(fs::exists(model_path), model_path, ": cannot open");
+
+  WorkDir work;
+  ShapeFlags sf = parse_shape_flags(a);
+  std::unique_ptr<CompiledBenchBackend> compiled;
+  std::shared_ptr<Model> source;  // the ONNX / IR model interp and ORT run
+  std::string source_path;
+  const Graph* graph = nullptr;    // whose inputs and outputs the bench feeds and checks
+  if (artifact) {
+    compiled = make_compiled_backend({model_path, true, {}, threads, work.path()});
+    if (wants("interp") || vs_ort) source_path = artifact_source(model_path, compiled->manifest());
+    graph = compiled->model().graph.get();
+  } else {
+    source_path = model_path;
+  }
+  if (!source_path.empty()) {
+    KILN_CHECK(!vs_ort || !is_textual_ir(source_path), "--vs ort: ", source_path,
+               " is kiln textual IR; ONNX Runtime needs the ONNX model");
+    source = std::make_shared<Model>(load_model(source_path, sf));
+    if (!artifact) graph = source->graph.get();
+  }
+
+  InputRequest req;
+  req.dims = sf.spec.dims;
+  if (batch) {
+    DimBindings b = batch_bindings(*graph, *batch);
+    req.dims.insert(b.begin(), b.end());
+    if (source && !b.empty()) ops::specialize_inputs(*source, {b, {}});
+  }
+  req.batch = batch;
+  for (const auto& s : a.all("--input")) {
+    auto [name, file] = split_assignment("--input", s);
+    req.files[name] = file;
+  }
+  req.zoo_dirs.push_back(dir_of(model_path));
+  if (!source_path.empty()) req.zoo_dirs.push_back(dir_of(source_path));
+  req.seed = static_cast<uint64_t>(a.get_int("--seed", 0));
+  BenchInputs inputs = make_bench_inputs(*graph, req);
+
+  // Backends, in report order: kiln's as listed, then the peer.
+  std::vector<std::unique_ptr<BenchBackend>> backends;
+  for (const auto& n : names) {
+    if (n == "interp") {
+      backends.push_back(make_interp_backend(source, sf.ranges, threads));
+    } else if (compiled) {
+      backends.push_back(std::move(compiled));
+    } else {
+      CompiledBackendSpec spec{model_path, false, {}, threads, work.path()};
+      for (const auto& [name, t] : inputs.tensors) spec.shapes.shapes[name] = t.dims();
+      backends.push_back(make_compiled_backend(spec));
+    }
+  }
+  if (vs_ort) backends.push_back(make_ort_backend({ort_script, source_path, threads, work.path()}, output_names(*graph)));
+
+  BenchResult r;
+  r.model = model_path;
+  r.source_model = source_path;
+  r.threads = threads;
+  r.batch = inputs.batch;
+  r.runs = plan.runs;
+  r.warmup = plan.warmup;
+  r.cores = kernels::hardware_threads();
+  r.load_before = load_before;
+  r.inputs = inputs.origins;
+  r.random_integers = inputs.random_integers;
+  r.kiln = wants("compiled") ? "compiled" : names.front();
+  r.check_tolerance = kCheckTolerance;
+
+  bool quiet = a.has("--quiet");
+  auto progress = [&](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  if (!source_path.empty()) r.source_sha256 = sha256_file(source_path);
+  for (auto& b : backends) {
+    progress("bench: preparing " + b->name());
+    b->prepare(inputs.tensors);
+  }
+
+  // Output check before timing: every kiln backend against ORT, else compiled against interp.
+  r.check_reference = vs_ort ? "ort" : (wants("interp") && wants("compiled") ? "interp" : "");
+  if (!r.check_reference.empty()) {
+    std::map<std::string, TensorMap> first;
+    for (auto& b : backends) first[b->name()] = b->run_once();
+    for (auto& b : backends) {
+      if (b->name() == r.check_reference) continue;
+      auto c = check_outputs(b->name(), first[b->name()], first[r.check_reference], output_names(*graph),
+                             kCheckTolerance);
+      r.checks.insert(r.checks.end(), c.begin(), c.end());
+    }
+  }
+
+  plan.progress = progress;
+  std::vector<BenchBackend*> raw;
+  for (auto& b : backends) raw.push_back(b.get());
+  progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
+  Measured measured = measure_interleaved(raw, plan);
+  r.load_after = load_average();
+  r.block = measured.block;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    const auto& t = measured.times[i];
+    r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds()});
+  }
+
+  std::fputs(a.has("--json") ? (render_json(r) + "\n").c_str() : render_text(r).c_str(), stdout);
+  if (!r.checks_ok()) {
+    std::fprintf(stderr, "kiln bench: warning: outputs differ from %s by more than %g * max|ref|\n",
+                 r.check_reference.c_str(), kCheckTolerance);
+    if (a.has("--check")) return 1;
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli

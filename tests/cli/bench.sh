@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# kiln bench end to end: JSON fields against real ONNX Runtime, the statistics and the output
+# check against a scripted fake peer, default inputs from a zoo-style inputs/ folder, and bad
+# input as one line with a non-zero exit.
+# usage: bench.sh KILN SOURCE_DIR BINARY_DIR
+set -u
+KILN=$1; SRC=$2; BIN=$3
+T=$(mktemp -d "$BIN/cli_bench.XXXXXX")
+OUTSIDE=$(mktemp -d)  # outside the source tree: node finds no node_modules from here
+trap 'rm -rf "$T" "$OUTSIDE"' EXIT
+fail=0; passed=0
+check() {  # check "description" command... (the command's exit status decides)
+  local what=$1; shift
+  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
+}
+expect_error() {  # expect_error "description" "substring of stderr" cmd...
+  local what=$1 want=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -qF -- "$want" "$T/err" || [ "$(wc -l <"$T/err")" -ne 1 ]; then
+    echo "FAIL $what: exit $rc, stderr:"; cat "$T/err"; fail=$((fail+1)); return
+  fi
+  passed=$((passed+1))
+}
+PY=/usr/bin/python3
+MODEL="$SRC/models/digits_cnn.onnx"
+ORT="$SRC/scripts/ort_bench.js"
+
+# Real ONNX Runtime: the fields BENCHMARKS.md is built from, positive medians, outputs agree.
+"$KILN" bench "$MODEL" --vs ort --json --runs 3 --batch 8 --threads 1 --ort-script "$ORT" >"$T/b.json" 2>"$T/b.err"
+check "bench --vs ort --json" $PY - "$T/b.json" "$MODEL" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+for side in ("kiln", "ort"):
+    s = d[side]
+    assert s["median_ms"] > 0 and s["p90_ms"] >= s["median_ms"] >= s["min_ms"] > 0, (side, s)
+    assert len(d["backends"][s["backend"]]["times_ms"]) == 3 and s["runs"] == 3, s
+assert d["kiln"]["backend"] == "interp", d["kiln"]
+assert abs(d["ratio"] - d["kiln"]["median_ms"] / d["ort"]["median_ms"]) < 0.01 * d["ratio"], d
+assert d["threads"] == 1 and d["batch"] == 8 and d["model"] == sys.argv[2], d
+assert d["inputs"][0].startswith("input f32[8,1,8,8] random"), d["inputs"]
+c = d["check"]
+assert c["reference"] == "ort" and c["ok"] and len(c["outputs"]) == 1, c
+assert c["outputs"][0]["rel_diff"] < 1e-4 and c["outputs"][0]["cosine"] > 0.9999, c
+PY
+check "progress on stderr" grep -q "^bench: 3/3 runs: interp" "$T/b.err"
+
+# Defaults from a zoo-style folder: MODEL's inputs/<name>.npy, rows cycled to --batch.
+mkdir -p "$T/zoo/inputs"
+cp "$MODEL" "$T/zoo/model.onnx"
+$PY -c "import numpy as np; np.save('$T/zoo/inputs/input.npy', np.random.RandomState(1).rand(3,1,8,8).astype(np.float32))"
+"$KILN" bench "$T/zoo/model.onnx" --backends interp --runs 2 --warmup 1 --batch 5 --quiet >"$T/zoo.txt"
+check "zoo inputs cycled to the batch" grep -qF "input f32[5,1,8,8] from $T/zoo/inputs/input.npy (3 rows cycled to --batch 5)" "$T/zoo.txt"
+check "interp alone: a table row" grep -qE "^interp +[0-9.]+ +[0-9.]+" "$T/zoo.txt"
+check "interp alone: no peer" bash -c "! grep -q '^ort ' '$T/zoo.txt'"
+
+# A scripted peer: known times (40 ms each for the first command, the warm-up; then 1, 2, ...
+# per command) and all-zero outputs. The statistics and the block size chosen from the
+# warm-up must come out exactly, and the output check must fail (a warning; exit 1 with --check).
+mkdir -p "$T/fake"
+cat >"$T/fake/ort_bench.js" <<JS
+const { writeNpy } = require('$SRC/scripts/ort_run.js');
+const rl = require('readline').createInterface({ input: process.stdin });
+const args = process.argv.slice(2);
+const out = args[args.indexOf('--out') + 1];
+require('fs').mkdirSync(out, { recursive: true });
+console.log(JSON.stringify({ ready: true }));
+let runs = 0;
+rl.on('line', (l) => {
+  if (l === 'quit') process.exit(0);
+  if (l === 'outputs') {
+    writeNpy(out + '/logits.npy', 'float32', [4, 10], new Float32Array(40));
+    console.log(JSON.stringify({ outputs: [] }));
+  } else {
+    const k = Number(l.split(' ')[1]);
+    const times = Array.from({ length: k }, (_, i) => (runs === 0 ? 40 : i + 1));
+    runs++;
+    console.log(JSON.stringify({ times_ms: times }));
+  }
+});
+JS
+"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 4 --block 5 --warmup 1 --json \
+  >"$T/f.json" 2>"$T/f.err"
+check "fake peer: exit 0 without --check" test $? -eq 0
+check "fake peer: statistics and failed check" $PY - "$T/f.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+o = d["ort"]
+assert (o["median_ms"], o["p90_ms"], o["min_ms"], o["mean_ms"]) == (2.5, 4, 1, 2.5), o
+assert d["backends"]["ort"]["times_ms"] == [1, 2, 3, 4], d["backends"]["ort"]
+c = d["check"]
+assert not c["ok"] and not c["outputs"][0]["ok"] and c["outputs"][0]["rel_diff"] > 1e-4, c
+PY
+# No --block: the slowest warm-up run (40 ms) sets blocks of floor(100 / 40) = 2 runs.
+"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 5 --warmup 3 --json --quiet >"$T/f2.json" 2>/dev/null
+check "fake peer: blocks sized from the warm-up" $PY - "$T/f2.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], (d["block"], d["backends"]["ort"])
+assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
+PY
+check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
+"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
+check "fake peer: --check exits 1" test $? -eq 1
+
+# Bad input: one line, non-zero exit.
+cat >"$T/static.kir" <<'IR'
+kiln.model opset=17
+graph g(%x: f32[2,3]) -> (%y) {
+  %y = Relu(%x)
+}
+IR
+expect_error "missing model" "cannot open" "$KILN" bench "$T/nope.onnx"
+expect_error "bad --backends" "unknown backend 'fast'" "$KILN" bench "$MODEL" --backends interp,fast
+expect_error "--batch on a static dim" "static leading dim 2" "$KILN" bench "$T/static.kir" --batch 4
+expect_error "missing ORT script" "run scripts/bootstrap.sh" "$KILN" bench "$MODEL" --vs ort --ort-script "$T/nope.js"
+cp "$SRC/scripts/ort_bench.js" "$SRC/scripts/ort_run.js" "$OUTSIDE/"
+expect_error "missing onnxruntime-node" "onnxruntime-node is not installed: run scripts/bootstrap.sh" \
+  "$KILN" bench "$MODEL" --vs ort --ort-script "$OUTSIDE/ort_bench.js" --batch 2 --quiet
+expect_error "textual IR vs ort" "ONNX Runtime needs the ONNX model" "$KILN" bench "$T/static.kir" --vs ort --ort-script "$ORT"
+
+echo "bench: $passed passed, $fail failed"
+[ $fail -eq 0 ]
