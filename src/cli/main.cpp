@@ -23,6 +23,8 @@ const char* kUsage =
     "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,d1,..] [--expect DIR [--rtol R] [--atol A]]\n"
     "            [--repeat N] [--quiet]\n"
     "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
+    "  machine [--json] [--refresh] [--cache FILE]\n"
+    "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
     "  ops\n"
     "      list the op table\n"
     "  version\n"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   try {
     if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
+    if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
     if (verb == "version" || verb == "--version") {
       std::printf("kiln %s\n", KILN_VERSION);

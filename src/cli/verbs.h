@@ -4,4 +4,5 @@ namespace kiln::cli {
 int verb_graph(int argc, char** argv);
 int verb_run(int argc, char** argv);
 int verb_ops(int argc, char** argv);
+int verb_machine(int argc, char** argv);
 }  // namespace kiln::cli
