@@ -24,6 +24,8 @@ const char* kUsage =
     "            [--repeat N] [--quiet]\n"
     "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
     "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
+    "  machine [--json] [--refresh] [--cache FILE]\n"
+    "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
     "  ops\n"
     "      list the op table\n"
     "  version\n"
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
     if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
+    if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
     if (verb == "version" || verb == "--version") {
       std::printf("kiln %s\n", KILN_VERSION);

@@ -1,0 +1,63 @@
+// `kiln machine`: this machine's measured ceilings — FP32 FMA peak (one core, all cores),
+// INT8 VNNI and BF16 dot-product peaks where the CPU has them, DRAM bandwidth (STREAM-style
+// triad, one core and all cores) and read bandwidth per cache level. Measured once and
+// cached; every CPU roofline in kiln (perf model --chip cpu, profiler) uses these numbers,
+// never a datasheet guess.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::analysis {
+
+struct CacheBandwidth {
+  std::string level;               // "L1", "L2", "L3"
+  int64_t cache_bytes = 0;         // size the OS reports (L3: the whole socket's, shared)
+  int64_t working_set_bytes = 0;   // buffer read to measure it
+  double gbs_one_core = 0;
+};
+
+struct MachinePeaks {
+  std::string cpu;                 // model name
+  int cores = 0;                   // physical cores this process may run on
+  std::vector<std::string> isa;    // "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", ...
+  std::string fma_kernel;          // which loop measured the FP32 peak: "avx512", "avx2", "scalar"
+  double fp32_gflops_per_core = 0;
+  double fp32_gflops_all_cores = 0;
+  std::optional<double> int8_gops_per_core;    // vpdpbusd (u8 x s8 -> s32); 1 MAC = 2 ops
+  std::optional<double> int8_gops_all_cores;
+  std::optional<double> bf16_gflops_per_core;  // vdpbf16ps; 1 MAC = 2 flops
+  std::optional<double> bf16_gflops_all_cores;
+  double dram_gbs_one_core = 0;    // triad a = b + s*c, 24 bytes per element (STREAM's count)
+  double dram_gbs_all_cores = 0;
+  int64_t triad_array_bytes = 0;   // size of each of the three triad arrays
+  std::vector<CacheBandwidth> caches;
+  int64_t memory_bytes = 0;        // physical memory
+  double measure_seconds = 0;      // how long the measurement took
+  std::string key;                 // cache key: cpu model + core count
+};
+
+struct MeasureOptions {
+  int repetitions = 5;             // each number is the best of this many
+  double seconds_per_rep = 0.03;   // target length of one compute repetition
+};
+
+// What this machine is (name, cores, ISA, cache sizes, memory) without measuring.
+MachinePeaks describe_machine();
+// Runs every measurement (a few seconds). Threads are pinned one per physical core.
+MachinePeaks measure_machine(const MeasureOptions& opt = {});
+
+std::string machine_to_json(const MachinePeaks& m);
+// Reads what machine_to_json wrote; throws kiln::Error naming `origin` on a bad file.
+MachinePeaks machine_from_json(const std::string& text, const std::string& origin);
+std::string machine_to_text(const MachinePeaks& m);
+
+// $HOME/.cache/kiln/machine.json (or $XDG_CACHE_HOME/kiln/machine.json).
+std::string default_machine_cache_path();
+// The cached numbers when `path` holds a measurement of this machine (same key) and
+// `refresh` is false; otherwise measures and rewrites `path`. `measured` tells which.
+MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured = nullptr,
+                                     const MeasureOptions& opt = {});
+
+}  // namespace kiln::analysis

@@ -1,0 +1,178 @@
+// `kiln machine`: the measurement as JSON (also the cache file's format), as text, and the
+// cache itself (one measurement per file, re-measured when the key — CPU model and core
+// count — no longer matches this machine).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "json_reader.h"
+#include "json_writer.h"
+#include "kiln/analysis/machine.h"
+#include "kiln/ir/error.h"
+
+namespace kiln::analysis {
+
+std::string machine_to_json(const MachinePeaks& m) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("cpu").value(m.cpu);
+  w.key("cores").value(static_cast<int64_t>(m.cores));
+  w.key("isa").begin_array();
+  for (const auto& i : m.isa) w.value(i);
+  w.end_array();
+  w.key("fma_kernel").value(m.fma_kernel);
+  w.key("fp32_gflops_per_core").value(m.fp32_gflops_per_core);
+  w.key("fp32_gflops_all_cores").value(m.fp32_gflops_all_cores);
+  if (m.int8_gops_per_core) w.key("int8_gops_per_core").value(*m.int8_gops_per_core);
+  if (m.int8_gops_all_cores) w.key("int8_gops_all_cores").value(*m.int8_gops_all_cores);
+  if (m.bf16_gflops_per_core) w.key("bf16_gflops_per_core").value(*m.bf16_gflops_per_core);
+  if (m.bf16_gflops_all_cores) w.key("bf16_gflops_all_cores").value(*m.bf16_gflops_all_cores);
+  w.key("dram_gbs_one_core").value(m.dram_gbs_one_core);
+  w.key("dram_gbs_all_cores").value(m.dram_gbs_all_cores);
+  w.key("triad_array_bytes").value(m.triad_array_bytes);
+  w.key("caches").begin_array();
+  for (const auto& c : m.caches) {
+    w.begin_object();
+    w.key("level").value(c.level);
+    w.key("cache_bytes").value(c.cache_bytes);
+    w.key("working_set_bytes").value(c.working_set_bytes);
+    w.key("gbs_one_core").value(c.gbs_one_core);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("memory_bytes").value(m.memory_bytes);
+  w.key("measure_seconds").value(m.measure_seconds);
+  w.key("key").value(m.key);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+namespace {
+
+const JsonValue& field(const JsonValue& obj, std::string_view key, JsonValue::Kind kind, const std::string& origin) {
+  const JsonValue* v = obj.find(key);
+  KILN_CHECK(v != nullptr, origin, ": missing \"", key, "\"");
+  KILN_CHECK(v->kind() == kind, origin, ": \"", key, "\" must be a ", json_kind_name(kind), ", not a ",
+             json_kind_name(v->kind()));
+  return *v;
+}
+
+double number(const JsonValue& obj, std::string_view key, const std::string& origin) {
+  return field(obj, key, JsonValue::Kind::number, origin).number();
+}
+
+std::optional<double> optional_number(const JsonValue& obj, std::string_view key, const std::string& origin) {
+  if (!obj.find(key)) return std::nullopt;
+  return number(obj, key, origin);
+}
+
+}  // namespace
+
+MachinePeaks machine_from_json(const std::string& text, const std::string& origin) {
+  JsonValue j = parse_json(text, origin);
+  KILN_CHECK(j.is_object(), origin, ": expected a JSON object");
+  MachinePeaks m;
+  m.cpu = field(j, "cpu", JsonValue::Kind::string, origin).string();
+  m.cores = static_cast<int>(number(j, "cores", origin));
+  for (const auto& i : field(j, "isa", JsonValue::Kind::array, origin).items()) {
+    KILN_CHECK(i.is_string(), origin, ": \"isa\" must list strings");
+    m.isa.push_back(i.string());
+  }
+  m.fma_kernel = field(j, "fma_kernel", JsonValue::Kind::string, origin).string();
+  m.fp32_gflops_per_core = number(j, "fp32_gflops_per_core", origin);
+  m.fp32_gflops_all_cores = number(j, "fp32_gflops_all_cores", origin);
+  m.int8_gops_per_core = optional_number(j, "int8_gops_per_core", origin);
+  m.int8_gops_all_cores = optional_number(j, "int8_gops_all_cores", origin);
+  m.bf16_gflops_per_core = optional_number(j, "bf16_gflops_per_core", origin);
+  m.bf16_gflops_all_cores = optional_number(j, "bf16_gflops_all_cores", origin);
+  m.dram_gbs_one_core = number(j, "dram_gbs_one_core", origin);
+  m.dram_gbs_all_cores = number(j, "dram_gbs_all_cores", origin);
+  m.triad_array_bytes = static_cast<int64_t>(number(j, "triad_array_bytes", origin));
+  for (const auto& c : field(j, "caches", JsonValue::Kind::array, origin).items()) {
+    KILN_CHECK(c.is_object(), origin, ": \"caches\" must list objects");
+    m.caches.push_back({field(c, "level", JsonValue::Kind::string, origin).string(),
+                        static_cast<int64_t>(number(c, "cache_bytes", origin)),
+                        static_cast<int64_t>(number(c, "working_set_bytes", origin)), number(c, "gbs_one_core", origin)});
+  }
+  m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
+  m.measure_seconds = number(j, "measure_seconds", origin);
+  m.key = field(j, "key", JsonValue::Kind::string, origin).string();
+  KILN_CHECK(m.cores > 0 && m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, origin,
+             ": cores, fp32_gflops_per_core and dram_gbs_one_core must be positive");
+  return m;
+}
+
+std::string machine_to_text(const MachinePeaks& m) {
+  std::ostringstream o;
+  char buf[256];
+  o << "cpu      " << m.cpu << ", " << m.cores << " core" << (m.cores == 1 ? "" : "s") << "\n";
+  o << "isa     ";
+  for (const auto& i : m.isa) o << " " << i;
+  o << "\n\n";
+  o << "                        one core    all cores\n";
+  auto row = [&](const char* name, double one, double all, const char* unit) {
+    std::snprintf(buf, sizeof buf, "%-24s %11.1f  %11.1f  %s\n", name, one, all, unit);
+    o << buf;
+  };
+  row(("fp32 fma (" + m.fma_kernel + ")").c_str(), m.fp32_gflops_per_core, m.fp32_gflops_all_cores, "GFLOP/s");
+  if (m.int8_gops_per_core) row("int8 vnni", *m.int8_gops_per_core, m.int8_gops_all_cores.value_or(0), "GOP/s");
+  if (m.bf16_gflops_per_core) row("bf16 dot", *m.bf16_gflops_per_core, m.bf16_gflops_all_cores.value_or(0), "GFLOP/s");
+  char label[64];
+  std::snprintf(label, sizeof label, "dram triad (%lld MiB x3)", static_cast<long long>(m.triad_array_bytes >> 20));
+  row(label, m.dram_gbs_one_core, m.dram_gbs_all_cores, "GB/s");
+  for (const auto& c : m.caches) {
+    std::snprintf(buf, sizeof buf, "%-3s read (%lld KiB) %11.1f  %11s  GB/s   (cache %lld KiB)\n", c.level.c_str(),
+                  static_cast<long long>(c.working_set_bytes >> 10), c.gbs_one_core, "",
+                  static_cast<long long>(c.cache_bytes >> 10));
+    o << buf;
+  }
+  std::snprintf(buf, sizeof buf, "\nmemory %.1f GiB; measured in %.1f s\n", static_cast<double>(m.memory_bytes) / (1 << 30),
+                m.measure_seconds);
+  o << buf;
+  return o.str();
+}
+
+std::string default_machine_cache_path() {
+  namespace fs = std::filesystem;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "kiln" / "machine.json").string();
+  const char* home = std::getenv("HOME");
+  KILN_CHECK(home && *home, "kiln machine: HOME is not set (give --cache FILE)");
+  return (fs::path(home) / ".cache" / "kiln" / "machine.json").string();
+}
+
+MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured,
+                                     const MeasureOptions& opt) {
+  namespace fs = std::filesystem;
+  std::string key = describe_machine().key;
+  if (!refresh) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.good()) {
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      try {
+        MachinePeaks cached = machine_from_json(text, path);
+        if (cached.key == key) {
+          if (measured) *measured = false;
+          return cached;
+        }
+      } catch (const Error&) {
+        // A damaged or older-format cache is only a cache: measure again and replace it.
+      }
+    }
+  }
+  MachinePeaks m = measure_machine(opt);
+  if (measured) *measured = true;
+  std::error_code ec;
+  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << machine_to_json(m);
+    KILN_CHECK(out.good(), path, ": cannot write the machine cache");
+  }
+  KILN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write the machine cache");
+  return m;
+}
+
+}  // namespace kiln::analysis

@@ -1,0 +1,207 @@
+// `kiln machine`: timing the loops of machine_kernels on pinned threads, best of N.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "kiln/analysis/machine.h"
+#include "kiln/ir/error.h"
+#include "machine_internal.h"
+#include "machine_kernels.h"
+
+namespace kiln::analysis {
+namespace {
+
+namespace mk = machine_kernels;
+using Clock = std::chrono::steady_clock;
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort: a refusal only adds noise
+}
+
+// Runs work(i) on one thread per cpus[i], all released together; returns the seconds from
+// the first start to the last finish.
+double run_pinned(const std::vector<int>& cpus, const std::function<void(size_t)>& work) {
+  size_t n = cpus.size();
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<Clock::time_point> start(n), end(n);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      pin_to(cpus[i]);
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      start[i] = Clock::now();
+      work(i);
+      end[i] = Clock::now();
+    });
+  }
+  while (ready.load() < n) std::this_thread::yield();
+  go.store(true, std::memory_order_release);
+  for (auto& t : threads) t.join();
+  auto first = *std::min_element(start.begin(), start.end());
+  auto last = *std::max_element(end.begin(), end.end());
+  return std::chrono::duration<double>(last - first).count();
+}
+
+// Count of work units whose single-core run takes about `seconds`: doubles from 1 until a
+// run takes a quarter of that, then scales. All on one pinned thread (a thread start per
+// trial costs milliseconds on a loaded machine).
+int64_t calibrate(int cpu, const std::function<void(int64_t)>& run, double seconds) {
+  int64_t result = 1;
+  run_pinned({cpu}, [&](size_t) {
+    for (int64_t count = 1;; count *= 2) {
+      auto t0 = Clock::now();
+      run(count);
+      double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (t >= seconds / 4 || count > (int64_t{1} << 40)) {
+        result = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(count) * (t > 0 ? seconds / t : 2.0)));
+        return;
+      }
+    }
+  });
+  return result;
+}
+
+// Best rate (work units per second) over `reps` runs of work(i) on all `cpus` together;
+// work returns the units it did.
+double best_rate(const std::vector<int>& cpus, int reps, const std::function<double(size_t)>& work) {
+  double best = 0;
+  std::vector<double> units(cpus.size());
+  for (int r = 0; r < reps; ++r) {
+    double t = run_pinned(cpus, [&](size_t i) { units[i] = work(i); });
+    double total = 0;
+    for (double u : units) total += u;
+    if (t > 0) best = std::max(best, total / t);
+  }
+  return best;
+}
+
+struct PeakPair {
+  double one = 0, all = 0;  // giga-ops per second: one core, all cores together
+};
+
+PeakPair compute_peak(double (*loop)(int64_t), const std::vector<int>& cpus, const MeasureOptions& opt) {
+  int64_t iters = calibrate(cpus[0], [&](int64_t n) { loop(n); }, opt.seconds_per_rep);
+  PeakPair p;
+  p.one = best_rate({cpus[0]}, opt.repetitions, [&](size_t) { return loop(iters); }) / 1e9;
+  p.all = cpus.size() == 1 ? p.one : best_rate(cpus, opt.repetitions, [&](size_t) { return loop(iters); }) / 1e9;
+  return p;
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+// 2 MiB-aligned and, where the kernel allows, backed by huge pages: touching 768 MiB in
+// 4 KiB pages takes seconds of page faults on a VM; huge pages also keep TLB misses out of
+// the bandwidth numbers.
+template <typename T>
+std::unique_ptr<T[], FreeDeleter> aligned_array(int64_t n) {
+  constexpr size_t kAlign = size_t{2} << 20;
+  size_t bytes = (static_cast<size_t>(n) * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, bytes);
+  KILN_CHECK(p != nullptr, "kiln machine: cannot allocate ", bytes, " bytes");
+  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without it the numbers stand, measured slower
+  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(p));
+}
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// STREAM asks for arrays of at least 4x the last-level cache. VMs often report the whole
+// socket's L3 (hundreds of MiB) where one core reaches only its own slice; the cap keeps the
+// footprint sane and is still far beyond any one core's share.
+int64_t triad_array_bytes(int64_t l3_bytes) { return std::clamp<int64_t>(4 * l3_bytes, 64 * kMiB, 256 * kMiB); }
+
+void measure_dram(MachinePeaks& m, mk::VectorIsa isa, const std::vector<int>& cpus, const MeasureOptions& opt) {
+  int64_t l3 = 0;
+  for (const auto& c : m.caches)
+    if (c.level == "L3") l3 = c.cache_bytes;
+  m.triad_array_bytes = triad_array_bytes(l3);
+  int64_t n = m.triad_array_bytes / 8;
+  auto a = aligned_array<double>(n), b = aligned_array<double>(n), c = aligned_array<double>(n);
+  size_t parts = cpus.size();
+  auto chunk = [&](size_t i, size_t of) {
+    return std::pair<int64_t, int64_t>{n * static_cast<int64_t>(i) / static_cast<int64_t>(of),
+                                       n * static_cast<int64_t>(i + 1) / static_cast<int64_t>(of)};
+  };
+  // First touch by the thread that will use the pages (NUMA placement).
+  run_pinned(cpus, [&](size_t i) {
+    auto [lo, hi] = chunk(i, parts);
+    for (int64_t k = lo; k < hi; ++k) {
+      a[k] = 0;
+      b[k] = 1.0 + static_cast<double>(k % 7);
+      c[k] = 0.5;
+    }
+  });
+  m.dram_gbs_one_core = best_rate({cpus[0]}, opt.repetitions, [&](size_t) {
+                          return mk::triad(isa, a.get(), b.get(), c.get(), 3.0, 0, n);
+                        }) / 1e9;
+  m.dram_gbs_all_cores = best_rate(cpus, opt.repetitions, [&](size_t i) {
+                           auto [lo, hi] = chunk(i, parts);
+                           return mk::triad(isa, a.get(), b.get(), c.get(), 3.0, lo, hi);
+                         }) / 1e9;
+}
+
+// Working set per level: half of L1 and of L2 (room for the stack and the other level's
+// lines); for L3, half of it but at most 8x L2, a share one core can really hold (see above).
+int64_t working_set(const MachinePeaks& m, size_t level) {
+  const CacheBandwidth& c = m.caches[level];
+  int64_t ws = c.cache_bytes / 2;
+  if (c.level == "L3" && level > 0) ws = std::min(ws, 8 * m.caches[level - 1].cache_bytes);
+  return std::max<int64_t>(ws / 512 * 512, 4096);
+}
+
+void measure_caches(MachinePeaks& m, mk::VectorIsa isa, int cpu, const MeasureOptions& opt) {
+  for (size_t level = 0; level < m.caches.size(); ++level) {
+    CacheBandwidth& c = m.caches[level];
+    c.working_set_bytes = working_set(m, level);
+    int64_t n = c.working_set_bytes / 4;
+    auto buf = aligned_array<float>(n);
+    for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<float>(k % 13);
+    int64_t passes = calibrate(cpu, [&](int64_t p) { mk::read_sum(isa, buf.get(), n, p); }, opt.seconds_per_rep / 2);
+    c.gbs_one_core = best_rate({cpu}, opt.repetitions, [&](size_t) { return mk::read_sum(isa, buf.get(), n, passes); }) / 1e9;
+  }
+}
+
+}  // namespace
+
+MachinePeaks measure_machine(const MeasureOptions& opt) {
+  KILN_CHECK(opt.repetitions >= 1 && opt.seconds_per_rep > 0, "kiln machine: bad measurement options");
+  auto t0 = Clock::now();
+  MachinePeaks m = describe_machine();
+  std::vector<int> cpus = one_cpu_per_core();
+  CpuFeatures f = cpu_features();
+  mk::VectorIsa isa = f.avx512f ? mk::VectorIsa::avx512 : (f.avx2 && f.fma) ? mk::VectorIsa::avx2 : mk::VectorIsa::scalar;
+
+  auto fma = isa == mk::VectorIsa::avx512 ? mk::fma_f32_avx512 : isa == mk::VectorIsa::avx2 ? mk::fma_f32_avx2 : mk::fma_f32_scalar;
+  PeakPair fp32 = compute_peak(fma, cpus, opt);
+  m.fp32_gflops_per_core = fp32.one;
+  m.fp32_gflops_all_cores = fp32.all;
+  if (f.avx512_vnni || f.avx_vnni) {
+    PeakPair i8 = compute_peak(f.avx512_vnni ? mk::dot_u8s8_avx512vnni : mk::dot_u8s8_avxvnni, cpus, opt);
+    m.int8_gops_per_core = i8.one;
+    m.int8_gops_all_cores = i8.all;
+  }
+  if (f.avx512_bf16) {
+    PeakPair bf = compute_peak(mk::dot_bf16_avx512, cpus, opt);
+    m.bf16_gflops_per_core = bf.one;
+    m.bf16_gflops_all_cores = bf.all;
+  }
+  measure_dram(m, isa, cpus, opt);
+  measure_caches(m, isa, cpus[0], opt);
+  m.measure_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return m;
+}
+
+}  // namespace kiln::analysis

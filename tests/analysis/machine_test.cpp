@@ -1,0 +1,124 @@
+// `kiln machine`: the measured peaks are in sane bounds, JSON round-trips, the cache is
+// used when its key matches this machine and re-measured otherwise, and the CLI's --json
+// carries the documented keys.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/json_reader.h"
+#include "kiln/analysis/machine.h"
+#include "kiln/ir/error.h"
+
+namespace kiln::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path test_dir() {
+  fs::path dir = fs::path(KILN_BINARY_DIR) / "test_tmp" / "machine" /
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  fs::create_directories(dir);
+  return dir;
+}
+
+MeasureOptions quick() {
+  MeasureOptions o;
+  o.repetitions = 2;
+  o.seconds_per_rep = 0.01;
+  return o;
+}
+
+// Bounds wide enough for any x86-64 core from the last decade, loaded or not, and narrow
+// enough that a unit mistake (flops vs FMAs x1000, bytes vs bits) falls outside.
+void expect_sane(const MachinePeaks& m) {
+  EXPECT_GT(m.cores, 0);
+  EXPECT_GT(m.fp32_gflops_per_core, 10);
+  EXPECT_LT(m.fp32_gflops_per_core, 10000);
+  EXPECT_GT(m.fp32_gflops_all_cores, 10);  // other processes may hold the other cores
+  EXPECT_LT(m.fp32_gflops_all_cores, 10000.0 * m.cores);
+  EXPECT_GT(m.dram_gbs_one_core, 1);
+  EXPECT_LT(m.dram_gbs_one_core, 1000);
+  EXPECT_GT(m.dram_gbs_all_cores, 1);
+  if (m.int8_gops_per_core) {
+    EXPECT_GT(*m.int8_gops_per_core, m.fp32_gflops_per_core);  // 4 MACs per lane per instruction
+  }
+  if (m.bf16_gflops_per_core) {
+    EXPECT_GT(*m.bf16_gflops_per_core, 10);
+  }
+  for (const auto& c : m.caches) {
+    EXPECT_GT(c.gbs_one_core, 1) << c.level;
+    EXPECT_LE(c.working_set_bytes, c.cache_bytes) << c.level;
+  }
+}
+
+TEST(Machine, MeasuresSaneNumbersAndRoundTrips) {
+  MachinePeaks m = measure_machine(quick());
+  expect_sane(m);
+  EXPECT_FALSE(m.cpu.empty());
+  EXPECT_EQ(m.key, describe_machine().key);
+  MachinePeaks back = machine_from_json(machine_to_json(m), "mem");
+  EXPECT_EQ(back.cpu, m.cpu);
+  EXPECT_EQ(back.isa, m.isa);
+  EXPECT_DOUBLE_EQ(back.fp32_gflops_per_core, m.fp32_gflops_per_core);
+  EXPECT_DOUBLE_EQ(back.dram_gbs_all_cores, m.dram_gbs_all_cores);
+  EXPECT_EQ(back.int8_gops_per_core.has_value(), m.int8_gops_per_core.has_value());
+  ASSERT_EQ(back.caches.size(), m.caches.size());
+}
+
+TEST(Machine, CacheIsUsedOnlyForThisMachine) {
+  fs::path path = test_dir() / "machine.json";
+  MachinePeaks fake = describe_machine();
+  fake.fp32_gflops_per_core = 1234.5;  // no real measurement gives this: proves the cache was read
+  fake.fp32_gflops_all_cores = 2469;
+  fake.dram_gbs_one_core = 7;
+  fake.dram_gbs_all_cores = 9;
+  std::ofstream(path) << machine_to_json(fake);
+  bool measured = true;
+  MachinePeaks got = load_or_measure_machine(path.string(), false, &measured, quick());
+  EXPECT_FALSE(measured);
+  EXPECT_DOUBLE_EQ(got.fp32_gflops_per_core, 1234.5);
+
+  fake.key = "some other CPU x64";
+  std::ofstream(path) << machine_to_json(fake);
+  got = load_or_measure_machine(path.string(), false, &measured, quick());
+  EXPECT_TRUE(measured);
+  EXPECT_NE(got.fp32_gflops_per_core, 1234.5);
+  // ... and the new measurement replaced the stale one.
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(machine_from_json(text, path.string()).key, describe_machine().key);
+}
+
+TEST(Machine, BadCacheFileIsNamed) {
+  EXPECT_THROW(machine_from_json("{\"cpu\": \"x\"}", "m.json"), Error);
+  try {
+    machine_from_json("{\"cpu\": 3}", "m.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.json: \"cpu\" must be a string, not a number");
+  }
+}
+
+TEST(Machine, CliJsonHasTheDocumentedKeys) {
+  fs::path kiln = fs::path(KILN_BINARY_DIR) / "bin" / "kiln";
+  if (!fs::exists(kiln)) GTEST_SKIP() << "kiln CLI not built";
+  fs::path dir = test_dir();
+  std::string cmd = kiln.string() + " machine --json --refresh --cache " + (dir / "m.json").string();
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(pclose(p), 0) << out;
+  JsonValue j = parse_json(out, "kiln machine --json");
+  for (const char* k : {"fp32_gflops_per_core", "fp32_gflops_all_cores", "dram_gbs_one_core", "dram_gbs_all_cores", "cores"})
+    ASSERT_TRUE(j.find(k) && j.find(k)->is_number()) << k;
+  ASSERT_TRUE(j.find("cpu") && j.find("cpu")->is_string());
+  ASSERT_TRUE(j.find("isa") && j.find("isa")->is_array());
+  expect_sane(machine_from_json(out, "kiln machine --json"));
+}
+
+}  // namespace
+}  // namespace kiln::analysis
