@@ -4,4 +4,6 @@ namespace kiln::cli {
 int verb_graph(int argc, char** argv);
 int verb_run(int argc, char** argv);
 int verb_ops(int argc, char** argv);
+int verb_opt(int argc, char** argv);
+int verb_passes(int argc, char** argv);
 }  // namespace kiln::cli
