@@ -28,6 +28,11 @@ const char* kUsage =
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
     "  ops\n"
     "      list the op table\n"
+    "  opt MODEL [-O0..3] [--passes a,b*,c] [--disable-pass NAME] [--print-after-all] [--dump-dir DIR]\n"
+    "            [--explain] [--pass-plugin LIB.so] [--dim NAME=N] [--shape INPUT=d0,..] [-o OUT.kir|OUT.onnx]\n"
+    "      run a pass pipeline (default -O2) and print what each pass did (name* = repeat to a fixed point)\n"
+    "  passes [--pass-plugin LIB.so]\n"
+    "      list the passes with a one-line summary, and the pipelines of -O0..-O3\n"
     "  version\n"
     "\n"
     "MODEL is an ONNX file or a kiln textual-IR file. Bad input exits 1 with one line on stderr.\n";
@@ -52,6 +57,8 @@ int main(int argc, char** argv) {
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
+    if (verb == "opt") return kiln::cli::verb_opt(argc - 2, argv + 2);
+    if (verb == "passes") return kiln::cli::verb_passes(argc - 2, argv + 2);
     if (verb == "version" || verb == "--version") {
       std::printf("kiln %s\n", KILN_VERSION);
       return 0;

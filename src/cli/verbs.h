@@ -6,4 +6,6 @@ int verb_run(int argc, char** argv);
 int verb_ops(int argc, char** argv);
 int verb_bench(int argc, char** argv);
 int verb_machine(int argc, char** argv);
+int verb_opt(int argc, char** argv);
+int verb_passes(int argc, char** argv);
 }  // namespace kiln::cli
