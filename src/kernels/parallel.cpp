@@ -1,19 +1,61 @@
-// A persistent pool of worker threads. parallel_for hands each worker one contiguous
-// chunk and runs the first chunk on the calling thread, then waits for all of them.
+// A persistent pool of worker threads. parallel_for hands each worker one contiguous chunk and
+// runs the first chunk on the calling thread, then waits for all of them.
+//
+// Waking is cheap: a new region is published by bumping an atomic generation counter, which
+// idle workers spin on for a short while (kSpin) before they sleep on a condition variable;
+// the caller likewise spins on the pending-chunk counter before sleeping. A model's kernels
+// run back to back, so workers are usually still spinning when the next region starts and a
+// fork-join costs a cache-line round trip instead of a futex wake-up (bench/parallel_bench).
 #include "kiln/kernels/parallel.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace kiln::kernels {
 namespace {
 
 std::atomic<int> g_default_threads{0};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// How long an idle worker (or the waiting caller) spins before sleeping. Long enough to cover
+// the gap between two kernels of one inference, short enough not to burn a core when idle.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Spins until pred() or kSpin has passed; returns pred(). After the first few microseconds it
+// yields between polls: when the machine is oversubscribed the thread we wait for may need
+// this core to run at all.
+template <class Pred>
+bool spin_until(Pred pred) {
+  auto start = std::chrono::steady_clock::now();
+  bool yielding = false;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    if (yielding)
+      std::this_thread::yield();
+    else
+      cpu_relax();
+    if ((i & 63) == 63) {
+      auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > kSpin) return pred();
+      yielding = waited > std::chrono::microseconds(5);
+    }
+  }
+}
 
 class Pool {
  public:
@@ -25,26 +67,31 @@ class Pool {
   void run(int64_t n, int chunks, const std::function<void(int64_t, int64_t)>& fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
     ensure_workers(chunks - 1);
-    int64_t per = (n + chunks - 1) / chunks;
-    {
+    fn_ = &fn;
+    n_ = n;
+    per_ = (n + chunks - 1) / chunks;
+    active_ = chunks - 1;
+    error_ = nullptr;
+    pending_.store(chunks - 1);
+    generation_.fetch_add(1);  // publishes the fields above to the workers
+    if (sleepers_.load() > 0) {
+      // A worker that saw the old generation is, or is about to be, in cv_.wait holding
+      // mu_ until it sleeps: taking mu_ orders this notify after its wait.
       std::lock_guard<std::mutex> lk(mu_);
-      fn_ = &fn;
-      n_ = n;
-      per_ = per;
-      pending_ = chunks - 1;
-      active_ = chunks - 1;
-      error_ = nullptr;
-      ++generation_;
+      cv_.notify_all();
     }
-    cv_.notify_all();
     std::exception_ptr mine;
     try {
-      fn(0, std::min(per, n));
+      fn(0, std::min(per_, n));
     } catch (...) {
       mine = std::current_exception();
     }
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    if (!spin_until([&] { return pending_.load() == 0; })) {
+      std::unique_lock<std::mutex> lk(mu_);
+      caller_sleeping_.store(true);
+      done_cv_.wait(lk, [&] { return pending_.load() == 0; });
+      caller_sleeping_.store(false);
+    }
     fn_ = nullptr;
     if (mine) std::rethrow_exception(mine);
     if (error_) std::rethrow_exception(error_);
@@ -53,7 +100,7 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
+      stop_.store(true);
     }
     cv_.notify_all();
     for (auto& t : workers_) t.join();
@@ -63,44 +110,52 @@ class Pool {
   void ensure_workers(int want) {
     while (static_cast<int>(workers_.size()) < want) {
       int id = static_cast<int>(workers_.size()) + 1;  // chunk index this worker runs
-      workers_.emplace_back([this, id] { loop(id); });
+      // The generation before this region's bump: the new worker must not skip the region.
+      uint64_t seen = generation_.load();
+      workers_.emplace_back([this, id, seen] { loop(id, seen); });
     }
   }
 
-  void loop(int id) {
-    uint64_t seen = 0;
+  void loop(int id, uint64_t seen) {
     for (;;) {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      if (!spin_until([&] { return generation_.load() != seen || stop_.load(); })) {
+        std::unique_lock<std::mutex> lk(mu_);
+        sleepers_.fetch_add(1);
+        cv_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+      }
+      if (stop_.load()) return;
+      seen = generation_.load();
       if (id > active_) continue;
-      const auto* fn = fn_;
       int64_t b = std::min<int64_t>(id * per_, n_), e = std::min<int64_t>(b + per_, n_);
-      lk.unlock();
-      std::exception_ptr err;
       if (b < e) {
         try {
-          (*fn)(b, e);
+          (*fn_)(b, e);
         } catch (...) {
-          err = std::current_exception();
+          std::lock_guard<std::mutex> lk(mu_);
+          if (!error_) error_ = std::current_exception();
         }
       }
-      lk.lock();
-      if (err && !error_) error_ = err;
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+        std::lock_guard<std::mutex> lk(mu_);
+        done_cv_.notify_one();
+      }
     }
   }
 
   std::mutex run_mu_, mu_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
+  // The current region; written by the caller before generation_ is bumped.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, per_ = 0;
-  int pending_ = 0, active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  int active_ = 0;
   std::exception_ptr error_;
+  // Separate cache lines: workers poll generation_ while they decrement pending_.
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  alignas(64) std::atomic<int> pending_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeping_{false}, stop_{false};
 };
 
 thread_local bool t_in_parallel = false;

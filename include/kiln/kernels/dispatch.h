@@ -1,0 +1,108 @@
+// The kernel table: every ISA-specific routine the kernels use, plus the GEMM blocking, filled
+// once at start-up from CPU features (scalar baseline, upgraded to AVX2+FMA, then AVX-512 as
+// CPUID allows; after MLAS's platform.cpp). The public entry points (gemm_packed.h, conv.h,
+// rows.h) run on kernel_table(); the *_on variants below take a table explicitly so tests run
+// every ISA this CPU has, and a tuner can pass a copy with other blocking knobs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/epilogue.h"
+
+namespace kiln::kernels {
+
+enum class Isa : uint8_t { Scalar, Avx2, Avx512 };
+const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
+
+// GEMM schedule knobs. mr x nr is the micro-kernel's register tile (fixed per ISA: the packed
+// layouts depend on it); kc, mc, nc are the cache blocks (any positive values are correct:
+// packed weights do not depend on them, so a tuner may change them freely).
+//   kc: depth of one K block (a kc x nr B micro-panel should stay in L1)
+//   mc: rows of A packed per block (mc x kc floats in L2), rounded to a multiple of mr
+//   nc: columns of B packed per block when B is packed on the fly (kc x nc in L2/L3)
+struct GemmBlocking {
+  int mr = 0, nr = 0;
+  int64_t kc = 0, mc = 0, nc = 0;
+};
+
+// Where the tile epilogue reads its operands, already offset to the tile's first element.
+struct TileEpilogue {
+  enum class Bias : uint8_t { None, PerRow, PerCol, Scalar };
+  float alpha = 1.f;
+  const float* bias = nullptr;
+  Bias bias_mode = Bias::None;
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+  Act act = Act::None;
+  float act_alpha = 0.f, act_beta = 0.f;
+};
+
+// One query tile of attention for one (batch, head): rows [i0, i0+rows) of Q against keys
+// [0, Sk), with online softmax (see rows.h for the semantics).
+struct AttentionTile {
+  const float* q = nullptr;  // first row of the tile; rows q_rs apart, D contiguous
+  const float* k = nullptr;  // key 0; keys k_rs apart
+  const float* v = nullptr;  // value 0; values v_rs apart
+  float* y = nullptr;        // output row of the tile's first query; y_rs apart
+  int64_t q_rs = 0, k_rs = 0, v_rs = 0, y_rs = 0;
+  const float* mask = nullptr;  // additive, element (i, j) at mask[i*mask_rs + j*mask_cs]
+  int64_t mask_rs = 0, mask_cs = 0;
+  int64_t rows = 0, Sk = 0, D = 0, Dv = 0;
+  int64_t i0 = 0;            // index of the first query row (for the causal limit)
+  bool causal = false;
+  int64_t causal_offset = 0;  // when causal: key j is visible to query i iff j <= i + causal_offset
+  float scale = 1.f;
+  float* scratch = nullptr;  // attention_scratch_floats(rows, D, Dv) floats
+};
+// Keys per block of the online softmax (the Kᵀ block kept in scratch).
+constexpr int64_t kAttentionKeyBlock = 64;
+size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv);
+
+// Micro-kernel: C[0:rows, 0:nr] = (load_c ? C : 0) + A panel · B panel, where the A panel is
+// kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
+// fixed by the table slot, nr <= the slot's column count.
+using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c);
+
+struct KernelTable {
+  Isa isa = Isa::Scalar;
+  int simd_width = 1;  // floats per vector register
+  GemmBlocking gemm;
+  // tile[rows - 1][0]: rows x (nr / 2) columns; tile[rows - 1][1]: rows x nr. rows <= mr.
+  TileKernel tile[16][2] = {};
+  // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
+  void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
+  // y = softmax(x) over n elements (x == y allowed).
+  void (*softmax_row)(const float* x, float* y, int64_t n) = nullptr;
+  // y = (x - mean) / sqrt(var + eps) * scale + bias (bias may be null; x == y allowed).
+  void (*layer_norm_row)(const float* x, const float* scale, const float* bias, float eps, float* y,
+                         int64_t n) = nullptr;
+  // One depthwise output plane from a zero-padded input plane (row stride pw, at least
+  // vector-width floats of slack past every row's last read), no epilogue.
+  void (*depthwise_plane)(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) = nullptr;
+  void (*attention_tile)(const AttentionTile& t) = nullptr;
+};
+
+// The table chosen once from this CPU's features.
+const KernelTable& kernel_table();
+// The table for one ISA, or nullptr when this CPU (or this build) cannot run it.
+const KernelTable* kernel_table_for(Isa isa);
+
+// ---- The public kernels on an explicit table (see gemm_packed.h, conv.h) ------------------
+size_t packed_b_floats_on(const KernelTable& t, int64_t K, int64_t N);
+void pack_b_on(const KernelTable& t, const float* B, int64_t ldb, bool trans_b, int64_t K, int64_t N, float* packed);
+void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                      const float* packed_b, float* C, int64_t ldc, const Epilogue& epi, int threads);
+size_t packed_a_floats_on(const KernelTable& t, int64_t M, int64_t K);
+void pack_a_on(const KernelTable& t, const float* A, int64_t lda, int64_t M, int64_t K, float* packed);
+void gemm_packed_a_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* packed_a, const float* B,
+                      int64_t ldb, float* C, int64_t ldc, const Epilogue& epi, int threads);
+
+size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s);
+void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* w, float* packed);
+size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads);
+void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
+               float* y, const Epilogue& epi, float* workspace, int threads);
+
+}  // namespace kiln::kernels

@@ -1,0 +1,196 @@
+// Convolution tactics (conv.h) on the GEMM driver and the depthwise plane kernel.
+//   gemm       per image and group: C[K/g, OH·OW] = packed W_g · im2col(x_g), the im2col
+//              written block by block into the B panels (conv_im2col.cpp).
+//   pointwise  per image: C[K, H·W] = packed W · x (x is B as it is, packed per block).
+//   depthwise  per (image, channel) plane: zero-padded copy into the workspace, then the
+//              table's vectorised window kernel, then the epilogue on the plane.
+#include "kiln/kernels/conv.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "conv_im2col.h"
+#include "gemm_driver.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels {
+namespace {
+
+using detail::round_up;
+
+std::string shape_problem(const Conv2dShape& s) {
+  if (s.N < 1 || s.C < 1 || s.H < 1 || s.W < 1 || s.K < 1 || s.R < 1 || s.S < 1) return "empty or negative dimension";
+  if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1) return "stride and dilation must be >= 1";
+  if (s.pad_top < 0 || s.pad_left < 0 || s.pad_bottom < 0 || s.pad_right < 0) return "negative padding";
+  if (s.group < 1 || s.C % s.group != 0 || s.K % s.group != 0) return "channels not divisible by group";
+  if (s.out_h() < 1 || s.out_w() < 1) return "window larger than the padded input";
+  return "";
+}
+
+// Geometry of the zero-padded plane the depthwise kernel reads: every vector load of a
+// (rounded-up) output row stays inside a row.
+struct PaddedPlane {
+  int64_t ph, pw;
+};
+PaddedPlane padded_plane(const Conv2dShape& s, int vw) {
+  const int64_t need = s.stride_w * round_up(s.out_w(), vw) + (s.S - 1) * s.dil_w + vw;
+  return {s.H + s.pad_top + s.pad_bottom, std::max(s.W + s.pad_left + s.pad_right, need)};
+}
+
+void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
+               float* y, const Epilogue& epi, float* workspace, int threads) {
+  const int64_t Cg = s.C / s.group, Kg = s.K / s.group, OHW = s.out_h() * s.out_w(), KK = Cg * s.R * s.S;
+  const size_t wfloats = packed_a_floats_on(t, Kg, KK);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t g = 0; g < s.group; ++g) {
+      const float* xg = x + (n * s.C + g * Cg) * s.H * s.W;
+      const int64_t out_off = (n * s.K + g * Kg) * OHW;
+      Epilogue e = epi;
+      e.bias_per_row = true;
+      if (e.bias) e.bias += g * Kg;
+      if (e.residual) e.residual += out_off, e.ldr = OHW;
+      detail::GemmProblem p;
+      p.M = Kg, p.N = OHW, p.K = KK;
+      p.a_packed = packed_w + g * wfloats;
+      auto im2col = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+        detail::im2col_pack_block(s, xg, p0, kc, j0, nc, t.gemm.nr, out);
+      };
+      auto direct = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+        detail::pack_b_panels(xg, OHW, false, OHW, p0, kc, j0, nc, t.gemm.nr, out);
+      };
+      if (tactic == ConvTactic::Pointwise)
+        p.pack_b = direct;
+      else
+        p.pack_b = im2col;
+      p.C = y + out_off, p.ldc = OHW;
+      p.epi = &e;
+      p.workspace = workspace;
+      detail::gemm_run(t, p, threads);
+    }
+}
+
+void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
+                    const Epilogue& epi, float* workspace, int threads) {
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C;
+  const PaddedPlane pp = padded_plane(s, t.simd_width);
+  const size_t plane_floats = static_cast<size_t>(pp.ph * pp.pw);
+  threads = threads_for_work(static_cast<double>(planes) * OH * OW * s.R * s.S, threads <= 0 ? default_threads() : threads);
+  const bool epi_needed = !detail::epilogue_is_identity(epi);
+  auto run_planes = [&](int64_t b, int64_t e, int64_t slot) {
+    thread_local std::vector<float> own;
+    float* pad;
+    if (workspace) {
+      pad = workspace + slot * plane_floats;
+    } else {
+      if (own.size() < plane_floats) own.resize(plane_floats);
+      pad = own.data();
+    }
+    std::fill(pad, pad + plane_floats, 0.f);
+    for (int64_t pl = b; pl < e; ++pl) {
+      const int64_t c = pl % s.C;
+      const float* src = x + pl * s.H * s.W;
+      for (int64_t h = 0; h < s.H; ++h)
+        std::copy(src + h * s.W, src + (h + 1) * s.W, pad + (h + s.pad_top) * pp.pw + s.pad_left);
+      float* out = y + pl * OH * OW;
+      t.depthwise_plane(pad, pp.pw, w + c * s.R * s.S, s, out);
+      if (epi_needed) {
+        TileEpilogue te;
+        te.alpha = epi.alpha;
+        if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
+        if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
+        te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+        t.epilogue_tile(out, OW, OH, OW, te);
+      }
+    }
+  };
+  // One contiguous range of planes per part; part i uses workspace slot i.
+  const int64_t parts = std::min<int64_t>(threads, planes);
+  parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+    for (int64_t part = pb; part < pe; ++part) run_planes(planes * part / parts, planes * (part + 1) / parts, part);
+  });
+}
+
+}  // namespace
+
+const char* conv_tactic_name(ConvTactic t) {
+  switch (t) {
+    case ConvTactic::Gemm: return "gemm";
+    case ConvTactic::Pointwise: return "pointwise";
+    case ConvTactic::Depthwise: return "depthwise";
+  }
+  return "?";
+}
+
+std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
+  std::string bad = shape_problem(s);
+  if (!bad.empty()) return bad;
+  switch (t) {
+    case ConvTactic::Gemm: return "";
+    case ConvTactic::Pointwise:
+      if (s.R != 1 || s.S != 1) return "kernel is not 1x1";
+      if (s.stride_h != 1 || s.stride_w != 1) return "stride is not 1";
+      if (s.pad_top || s.pad_left || s.pad_bottom || s.pad_right) return "padded";
+      if (s.group != 1) return "grouped";
+      return "";
+    case ConvTactic::Depthwise:
+      if (s.group != s.C || s.K != s.C) return "not depthwise (needs group == C == K)";
+      return "";
+  }
+  return "unknown tactic";
+}
+
+size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
+  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(s.C * s.R * s.S);
+  return s.group * packed_a_floats_on(t, s.K / s.group, s.C / s.group * s.R * s.S);
+}
+
+void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* w,
+                         float* packed) {
+  std::string bad = conv_tactic_unsupported(tactic, s);
+  KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
+  if (tactic == ConvTactic::Depthwise) {
+    std::copy(w, w + s.C * s.R * s.S, packed);
+    return;
+  }
+  const int64_t Kg = s.K / s.group, KK = s.C / s.group * s.R * s.S;
+  const size_t per = packed_a_floats_on(t, Kg, KK);
+  for (int64_t g = 0; g < s.group; ++g) pack_a_on(t, w + g * Kg * KK, KK, Kg, KK, packed + g * per);
+}
+
+size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
+  if (threads <= 0) threads = default_threads();
+  if (tactic == ConvTactic::Depthwise) {
+    PaddedPlane pp = padded_plane(s, t.simd_width);
+    return static_cast<size_t>(threads) * pp.ph * pp.pw;
+  }
+  return static_cast<size_t>(threads) * detail::gemm_b_block_floats(t.gemm);
+}
+
+void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
+               float* y, const Epilogue& epi, float* workspace, int threads) {
+  std::string bad = conv_tactic_unsupported(tactic, s);
+  KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
+  if (threads <= 0) threads = default_threads();
+  if (tactic == ConvTactic::Depthwise)
+    conv_depthwise(t, s, x, packed_w, y, epi, workspace, threads);
+  else
+    conv_gemm(t, tactic, s, x, packed_w, y, epi, workspace, threads);
+}
+
+size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s) {
+  return conv_packed_weight_floats_on(kernel_table(), t, s);
+}
+void conv_pack_weight(ConvTactic t, const Conv2dShape& s, const float* w, float* packed) {
+  conv_pack_weight_on(kernel_table(), t, s, w, packed);
+}
+size_t conv_workspace_floats(ConvTactic t, const Conv2dShape& s, int threads) {
+  return conv_workspace_floats_on(kernel_table(), t, s, threads);
+}
+void conv2d(ConvTactic t, const Conv2dShape& s, const float* x, const float* packed_w, float* y, const Epilogue& epi,
+            float* workspace, int threads) {
+  conv2d_on(kernel_table(), t, s, x, packed_w, y, epi, workspace, threads);
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,216 @@
+#include "gemm_driver.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+namespace {
+
+// Below this many multiply-adds a product runs on one thread: a fork-join of the pool costs a
+// few microseconds (bench/parallel_bench), ~2^20 MACs take ~15 µs at 70 GMAC/s.
+constexpr double kMinParallelMacs = 1 << 20;
+
+struct Part {
+  int64_t i0, i1, j0, j1;
+};
+
+// Splits C into pm x pn parts on tile boundaries, choosing the split whose largest part (in
+// padded tiles) is smallest; ties go to fewer parts.
+std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
+  const int64_t mt = ceil_div(M, mr), nt = ceil_div(N, nr);
+  int64_t best_pm = 1, best_pn = 1, best_cost = mt * nt;
+  for (int64_t pm = 1; pm <= std::min<int64_t>(threads, mt); ++pm)
+    for (int64_t pn = 1; pm * pn <= threads && pn <= nt; ++pn) {
+      int64_t cost = ceil_div(mt, pm) * mr * ceil_div(nt, pn) * nr;
+      int64_t best = ceil_div(mt, best_pm) * mr * ceil_div(nt, best_pn) * nr;
+      if (cost < best || (cost == best && pm * pn < best_pm * best_pn)) best_pm = pm, best_pn = pn, best_cost = cost;
+    }
+  (void)best_cost;
+  std::vector<Part> parts;
+  for (int64_t a = 0; a < best_pm; ++a)
+    for (int64_t b = 0; b < best_pn; ++b) {
+      Part p{mt * a / best_pm * mr, std::min(M, mt * (a + 1) / best_pm * mr), nt * b / best_pn * nr,
+             std::min(N, nt * (b + 1) / best_pn * nr)};
+      if (p.i0 < p.i1 && p.j0 < p.j1) parts.push_back(p);
+    }
+  return parts;
+}
+
+void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, float* bbuf) {
+  const GemmBlocking& g = t.gemm;
+  const int MR = g.mr, NR = g.nr;
+  // Few rows: B is streamed once whatever kc is, so do not split K (C is then written once).
+  const int64_t kc_max = (p.b_packed && p.M <= MR) ? p.K : std::max<int64_t>(1, g.kc);
+  const int64_t mc_max = round_up(std::max<int64_t>(g.mc, MR), MR);
+  const int64_t nc_max = p.b_packed ? part.j1 - part.j0 : round_up(std::max<int64_t>(g.nc, NR), NR);
+  thread_local std::vector<float> abuf_tl;
+  float* abuf = nullptr;
+  if (!p.a_packed) {
+    size_t need = static_cast<size_t>(mc_max * std::min(kc_max, p.K));
+    if (abuf_tl.size() < need) abuf_tl.resize(need);
+    abuf = abuf_tl.data();
+  }
+  const bool epi = p.epi && !epilogue_is_identity(*p.epi);
+  for (int64_t jc = part.j0; jc < part.j1; jc += nc_max) {
+    const int64_t nc = std::min(nc_max, part.j1 - jc);
+    for (int64_t pc = 0; pc < p.K; pc += kc_max) {
+      const int64_t kc = std::min(kc_max, p.K - pc);
+      const float* bblk;
+      int64_t bstride;
+      if (p.b_packed) {
+        bblk = p.b_packed + (jc / NR) * p.K * NR + pc * NR;
+        bstride = p.K * NR;
+      } else {
+        p.pack_b(pc, kc, jc, nc, bbuf);
+        bblk = bbuf;
+        bstride = kc * NR;
+      }
+      const bool load_c = p.accumulate || pc > 0, last = pc + kc == p.K;
+      for (int64_t ic = part.i0; ic < part.i1; ic += mc_max) {
+        const int64_t mc = std::min(mc_max, part.i1 - ic);
+        const float* ablk;
+        int64_t astride;
+        if (p.a_packed) {
+          ablk = p.a_packed + (ic / MR) * p.K * MR + pc * MR;
+          astride = p.K * MR;
+        } else {
+          p.pack_a(ic, mc, pc, kc, abuf);
+          ablk = abuf;
+          astride = kc * MR;
+        }
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          const int wide = nr > NR / 2 ? 1 : 0;
+          const float* bp = bblk + (jr / NR) * bstride;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+            float* c = p.C + (ic + ir) * p.ldc + jc + jr;
+            t.tile[rows - 1][wide](kc, ablk + (ir / MR) * astride, bp, c, p.ldc, nr, load_c);
+            if (last && epi) t.epilogue_tile(c, p.ldc, rows, nr, tile_epilogue(*p.epi, ic + ir, jc + jr));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t gemm_b_block_floats(const GemmBlocking& g) {
+  return static_cast<size_t>(std::max<int64_t>(1, g.kc) * round_up(std::max<int64_t>(g.nc, g.nr), g.nr));
+}
+
+int gemm_threads(int64_t M, int64_t N, int64_t K, bool b_prepacked, int threads) {
+  if (threads <= 0) threads = default_threads();
+  double macs = static_cast<double>(M) * N * K;
+  // A few-row product with packed weights streams B from memory: ~1 MAC per 4 bytes, so
+  // count it as the bandwidth-bound work it is (a 4-byte load costs about 8 MACs of time).
+  if (b_prepacked && M < 8) macs = static_cast<double>(N) * K * 8;
+  return macs < kMinParallelMacs ? 1 : threads;
+}
+
+TileEpilogue tile_epilogue(const Epilogue& e, int64_t row, int64_t col) {
+  TileEpilogue t;
+  t.alpha = e.alpha;
+  if (e.bias) {
+    t.bias_mode = e.bias_per_row ? TileEpilogue::Bias::PerRow : TileEpilogue::Bias::PerCol;
+    t.bias = e.bias + (e.bias_per_row ? row : col);
+  }
+  if (e.residual) {
+    t.residual = e.residual + row * e.ldr + col;
+    t.ldr = e.ldr;
+  }
+  t.act = e.act;
+  t.act_alpha = e.act_alpha;
+  t.act_beta = e.act_beta;
+  return t;
+}
+
+bool epilogue_is_identity(const Epilogue& e) {
+  return e.alpha == 1.f && !e.bias && !e.residual && e.act == Act::None;
+}
+
+void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
+  if (p.M <= 0 || p.N <= 0) return;
+  const bool epi = p.epi && !epilogue_is_identity(*p.epi);
+  if (p.K <= 0) {  // empty product: C = epilogue(C or 0)
+    for (int64_t i = 0; i < p.M; ++i)
+      if (!p.accumulate) std::fill(p.C + i * p.ldc, p.C + i * p.ldc + p.N, 0.f);
+    if (epi) t.epilogue_tile(p.C, p.ldc, p.M, p.N, tile_epilogue(*p.epi, 0, 0));
+    return;
+  }
+  threads = gemm_threads(p.M, p.N, p.K, p.b_packed != nullptr, threads);
+  std::vector<Part> parts = partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads);
+  const size_t bfloats = gemm_b_block_floats(t.gemm);
+  auto buffer_for = [&](int64_t part) -> float* {
+    if (p.b_packed) return nullptr;
+    if (p.workspace) return p.workspace + part * bfloats;
+    thread_local std::vector<float> bbuf_tl;
+    if (bbuf_tl.size() < bfloats) bbuf_tl.resize(bfloats);
+    return bbuf_tl.data();
+  };
+  if (parts.size() == 1) {
+    run_part(t, p, parts[0], buffer_for(0));
+    return;
+  }
+  parallel_for(static_cast<int64_t>(parts.size()), static_cast<int>(parts.size()), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) run_part(t, p, parts[i], buffer_for(i));
+  });
+}
+
+void pack_a_panels(const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0, int64_t mc,
+                   int64_t p0, int64_t kc, int mr, float* out) {
+  for (int64_t ip = 0; ip < mc; ip += mr, out += kc * mr) {
+    const int64_t rows = std::min<int64_t>(mr, std::min(mc, M - i0) - ip);
+    if (!trans) {
+      for (int64_t r = 0; r < mr; ++r) {
+        if (r < rows) {
+          const float* src = A + (i0 + ip + r) * lda + p0;
+          if (alpha == 1.f)
+            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = src[q];
+          else
+            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = alpha * src[q];
+        } else {
+          for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = 0.f;
+        }
+      }
+    } else {
+      for (int64_t q = 0; q < kc; ++q) {
+        const float* src = A + (p0 + q) * lda + i0 + ip;
+        for (int64_t r = 0; r < mr; ++r) out[q * mr + r] = r < rows ? alpha * src[r] : 0.f;
+      }
+    }
+  }
+}
+
+void pack_b_panels(const float* B, int64_t ldb, bool trans, int64_t N, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                   int nr, float* out) {
+  for (int64_t jp = 0; jp < nc; jp += nr, out += kc * nr) {
+    const int64_t cols = std::min<int64_t>(nr, std::min(nc, N - j0) - jp);
+    if (!trans) {
+      for (int64_t q = 0; q < kc; ++q) {
+        const float* src = B + (p0 + q) * ldb + j0 + jp;
+        float* dst = out + q * nr;
+        if (cols == nr) {
+          std::copy(src, src + nr, dst);
+        } else {
+          std::copy(src, src + cols, dst);
+          std::fill(dst + cols, dst + nr, 0.f);
+        }
+      }
+    } else {
+      for (int64_t c = 0; c < nr; ++c) {
+        if (c < cols) {
+          const float* src = B + (j0 + jp + c) * ldb + p0;
+          for (int64_t q = 0; q < kc; ++q) out[q * nr + c] = src[q];
+        } else {
+          for (int64_t q = 0; q < kc; ++q) out[q * nr + c] = 0.f;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,78 @@
+// The blocked GEMM driver every GEMM-shaped kernel runs on (packed-B MatMul, packed-A
+// convolution, implicit-GEMM convolution, sgemm): BLIS-style loops over K blocks (kc), row
+// blocks of A (mc) and column blocks of B (nc) around the table's register-tile micro-kernel,
+// with the epilogue applied to each C tile right after its last K block (while it is in L1).
+// Each operand is either packed ahead of time over the full K (weights) or packed per block
+// by a callback (activations, im2col), so the same loops serve every caller.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels::detail {
+
+// A non-owning reference to a callable (no allocation, unlike std::function).
+template <class Sig>
+class FunctionRef;
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  FunctionRef() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit on purpose, like std::function
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
+        }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+  explicit operator bool() const { return call_ != nullptr; }
+
+ private:
+  void* obj_ = nullptr;
+  R (*call_)(void*, Args...) = nullptr;
+};
+
+// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of A into mr-row panels, panel stride kc*mr.
+using PackABlock = FunctionRef<void(int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out)>;
+// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into nr-column panels, panel stride kc*nr.
+using PackBBlock = FunctionRef<void(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out)>;
+
+struct GemmProblem {
+  int64_t M = 0, N = 0, K = 0;
+  const float* a_packed = nullptr;  // mr-row panels over the full K (panel q at q*K*mr), or
+  PackABlock pack_a;                //   packed per block by this when a_packed is null
+  const float* b_packed = nullptr;  // nr-column panels over the full K (panel q at q*K*nr), or
+  PackBBlock pack_b;                //   packed per block by this when b_packed is null
+  float* C = nullptr;
+  int64_t ldc = 0;
+  bool accumulate = false;          // C += product (before the epilogue) instead of C = product
+  const Epilogue* epi = nullptr;    // null: none
+  // For pack_b: gemm_b_block_floats() floats per thread (thread t at t * that), or null to use
+  // a thread-local buffer.
+  float* workspace = nullptr;
+};
+
+// Floats of one thread's B block buffer (packed on the fly).
+size_t gemm_b_block_floats(const GemmBlocking& g);
+// Threads worth using for an M x N x K product (1 when waking the pool would not pay).
+int gemm_threads(int64_t M, int64_t N, int64_t K, bool b_prepacked, int threads);
+void gemm_run(const KernelTable& t, const GemmProblem& p, int threads);
+
+// Packers (scalar code: they move data, the micro-kernel computes). Zero-pad to whole panels.
+// op(A) element (i, p) is A[i*lda + p], or A[p*lda + i] when trans; scaled by alpha.
+void pack_a_panels(const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0, int64_t mc,
+                   int64_t p0, int64_t kc, int mr, float* out);
+// op(B) element (p, j) is B[p*ldb + j], or B[j*ldb + p] when trans.
+void pack_b_panels(const float* B, int64_t ldb, bool trans, int64_t N, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                   int nr, float* out);
+
+// The epilogue for the C tile whose first element is (row, col).
+TileEpilogue tile_epilogue(const Epilogue& e, int64_t row, int64_t col);
+bool epilogue_is_identity(const Epilogue& e);
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,88 @@
+// The kernel table, chosen once from CPU features: the scalar baseline, upgraded to AVX2+FMA,
+// then to AVX-512 when CPUID (and the OS's saved register state) allow.
+
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/gemm_packed.h"
+
+namespace kiln::kernels {
+
+KernelTable make_scalar_table();
+#if defined(__x86_64__)
+KernelTable make_avx2_table();
+KernelTable make_avx512_table();
+#endif
+
+namespace {
+
+bool cpu_has(Isa isa) {
+#if defined(__x86_64__)
+  // __builtin_cpu_supports also checks XCR0, i.e. that the OS saves ymm/zmm state.
+  switch (isa) {
+    case Isa::Scalar: return true;
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return isa == Isa::Scalar;
+#endif
+}
+
+struct Tables {
+  KernelTable scalar, avx2, avx512;
+  bool has_avx2 = false, has_avx512 = false;
+  const KernelTable* best = nullptr;
+  Tables() {
+    scalar = make_scalar_table();
+    best = &scalar;
+#if defined(__x86_64__)
+    if ((has_avx2 = cpu_has(Isa::Avx2))) {
+      avx2 = make_avx2_table();
+      best = &avx2;
+    }
+    if ((has_avx512 = cpu_has(Isa::Avx512))) {
+      avx512 = make_avx512_table();
+      best = &avx512;
+    }
+#endif
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;  // function-local static: built once, thread-safe, usable in static init
+  return t;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+const KernelTable& kernel_table() { return *tables().best; }
+
+const KernelTable* kernel_table_for(Isa isa) {
+  const Tables& t = tables();
+  switch (isa) {
+    case Isa::Scalar: return &t.scalar;
+    case Isa::Avx2: return t.has_avx2 ? &t.avx2 : nullptr;
+    case Isa::Avx512: return t.has_avx512 ? &t.avx512 : nullptr;
+  }
+  return nullptr;
+}
+
+std::string_view gemm_isa() { return isa_name(kernel_table().isa); }
+
+size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv) {
+  return static_cast<size_t>(D * kAttentionKeyBlock + kAttentionKeyBlock + rows * Dv + 2 * rows);
+}
+
+}  // namespace kiln::kernels

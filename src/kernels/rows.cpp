@@ -1,0 +1,81 @@
+// Row kernels (rows.h): threading and argument plumbing around the table's per-row routines.
+#include "kiln/kernels/rows.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "gemm_driver.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels {
+
+void softmax_rows(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n, int threads,
+                  const KernelTable& t) {
+  if (rows <= 0 || n <= 0) return;
+  threads = threads_for_work(static_cast<double>(rows) * n * 8, threads <= 0 ? default_threads() : threads);
+  parallel_for(rows, threads, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) t.softmax_row(x + r * ldx, y + r * ldy, n);
+  });
+}
+
+void layer_norm_rows(const float* x, int64_t ldx, const float* scale, const float* bias, float eps, float* y,
+                     int64_t ldy, int64_t rows, int64_t n, int threads, const KernelTable& t) {
+  if (rows <= 0 || n <= 0) return;
+  threads = threads_for_work(static_cast<double>(rows) * n * 4, threads <= 0 ? default_threads() : threads);
+  parallel_for(rows, threads, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) t.layer_norm_row(x + r * ldx, scale, bias, eps, y + r * ldy, n);
+  });
+}
+
+void apply_epilogue(float* y, int64_t ldy, int64_t rows, int64_t cols, const Epilogue& epi, int threads,
+                    const KernelTable& t) {
+  if (rows <= 0 || cols <= 0 || detail::epilogue_is_identity(epi)) return;
+  threads = threads_for_work(static_cast<double>(rows) * cols * 4, threads <= 0 ? default_threads() : threads);
+  parallel_for(rows, threads, [&](int64_t b, int64_t e) {
+    t.epilogue_tile(y + b * ldy, ldy, e - b, cols, detail::tile_epilogue(epi, b, 0));
+  });
+}
+
+void attention(const AttentionArgs& a, int threads, const KernelTable& t) {
+  KILN_CHECK(a.B >= 0 && a.H >= 0 && a.Sq >= 0 && a.Sk >= 0 && a.D > 0 && a.Dv > 0,
+             "attention: bad shape B=", a.B, " H=", a.H, " Sq=", a.Sq, " Sk=", a.Sk, " D=", a.D, " Dv=", a.Dv);
+  if (a.B == 0 || a.H == 0 || a.Sq == 0) return;
+  // Query tiles of up to 32 rows share each transposed key block; fewer rows when that is
+  // what it takes to give every thread work.
+  if (threads <= 0) threads = default_threads();
+  const double work = static_cast<double>(a.B) * a.H * a.Sq * a.Sk * (a.D + a.Dv);
+  threads = work < (1 << 20) ? 1 : threads;
+  int64_t tile = 32;
+  while (tile > 4 && a.B * a.H * detail::ceil_div(a.Sq, tile) < 2 * threads) tile /= 2;
+  const int64_t qtiles = detail::ceil_div(a.Sq, tile), tasks = a.B * a.H * qtiles;
+  const size_t scratch_floats = attention_scratch_floats(tile, a.D, a.Dv);
+  parallel_for(tasks, threads, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t bh = task / qtiles, qt = task % qtiles, bi = bh / a.H, hi = bh % a.H;
+      const int64_t i0 = qt * tile;
+      AttentionTile at;
+      at.rows = std::min(tile, a.Sq - i0);
+      at.i0 = i0;
+      at.q = a.q + (bh * a.Sq + i0) * a.D;
+      at.k = a.k + bh * a.Sk * a.D;
+      at.v = a.v + bh * a.Sk * a.Dv;
+      at.y = a.y + (bh * a.Sq + i0) * a.Dv;
+      at.q_rs = a.D, at.k_rs = a.D, at.v_rs = a.Dv, at.y_rs = a.Dv;
+      if (a.mask) {
+        at.mask = a.mask + bi * a.mask_strides[0] + hi * a.mask_strides[1] + i0 * a.mask_strides[2];
+        at.mask_rs = a.mask_strides[2], at.mask_cs = a.mask_strides[3];
+      }
+      at.Sk = a.Sk, at.D = a.D, at.Dv = a.Dv;
+      at.causal = a.causal;
+      at.causal_offset = a.Sk - a.Sq;
+      at.scale = a.scale;
+      at.scratch = scratch.data();
+      t.attention_tile(at);
+    }
+  });
+}
+
+}  // namespace kiln::kernels

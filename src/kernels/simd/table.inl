@@ -1,0 +1,15 @@
+// Fills one ISA's kernel table. Included last inside the ISA namespace, after the
+// algorithm .inl files, with constexpr MR, NR, KC, MC, NC and the ISA tag defined.
+KernelTable make_table() {
+  KernelTable t;
+  t.isa = kIsa;
+  t.simd_width = V::W;
+  t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
+  fill_tiles<MR>(t);
+  t.epilogue_tile = epilogue_tile;
+  t.softmax_row = softmax_row;
+  t.layer_norm_row = layer_norm_row;
+  t.depthwise_plane = depthwise_plane;
+  t.attention_tile = attention_tile;
+  return t;
+}

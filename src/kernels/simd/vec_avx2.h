@@ -1,0 +1,66 @@
+// 8 floats in one ymm register: the vector type the AVX2+FMA kernels are written with.
+// Only included by src/kernels/avx2/*.cpp, which are compiled with -mavx2 -mfma.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace kiln::kernels::simd {
+
+struct Vec256 {
+  static constexpr int W = 8;
+  __m256 v;
+
+  // Lanes [0, n) set: the mask maskload/maskstore take.
+  static __m256i first(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static Vec256 zero() { return {_mm256_setzero_ps()}; }
+  static Vec256 set1(float x) { return {_mm256_set1_ps(x)}; }
+  static Vec256 load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static Vec256 load_first(const float* p, int n) { return {_mm256_maskload_ps(p, first(n))}; }
+  void store(float* p) const { _mm256_storeu_ps(p, v); }
+  void store_first(float* p, int n) const { _mm256_maskstore_ps(p, first(n), v); }
+  static Vec256 load_even(const float* p) {
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    // Even elements of each 128-bit half, then the two middle 64-bit pieces swapped into order.
+    __m256 ev = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)))};
+  }
+  float sum() const {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  float max() const {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+inline Vec256 operator+(Vec256 a, Vec256 b) { return {_mm256_add_ps(a.v, b.v)}; }
+inline Vec256 operator-(Vec256 a, Vec256 b) { return {_mm256_sub_ps(a.v, b.v)}; }
+inline Vec256 operator*(Vec256 a, Vec256 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+inline Vec256 operator/(Vec256 a, Vec256 b) { return {_mm256_div_ps(a.v, b.v)}; }
+inline Vec256 fma(Vec256 a, Vec256 b, Vec256 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline Vec256 max(Vec256 a, Vec256 b) { return {_mm256_max_ps(a.v, b.v)}; }
+inline Vec256 min(Vec256 a, Vec256 b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline Vec256 abs(Vec256 a) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.f), a.v)}; }
+inline Vec256 copysign(Vec256 mag, Vec256 sgn) {
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  return {_mm256_or_ps(_mm256_andnot_ps(sign, mag.v), _mm256_and_ps(sign, sgn.v))};
+}
+inline Vec256 select_lt(Vec256 a, Vec256 b, Vec256 x, Vec256 y) {
+  return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ))};
+}
+inline Vec256 round_nearest(Vec256 a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline Vec256 pow2i(Vec256 n) {
+  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(e, 23))};
+}
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+}  // namespace kiln::kernels::simd

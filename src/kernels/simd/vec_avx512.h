@@ -1,0 +1,57 @@
+// 16 floats in one zmm register: the vector type the AVX-512 kernels are written with.
+// Only included by src/kernels/avx512/*.cpp, which are compiled with -mavx512f/bw/dq/vl -mfma.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace kiln::kernels::simd {
+
+struct Vec512 {
+  static constexpr int W = 16;
+  __m512 v;
+
+  static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static Vec512 zero() { return {_mm512_setzero_ps()}; }
+  static Vec512 set1(float x) { return {_mm512_set1_ps(x)}; }
+  static Vec512 load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  static Vec512 load_first(const float* p, int n) { return {_mm512_maskz_loadu_ps(first(n), p)}; }
+  void store(float* p) const { _mm512_storeu_ps(p, v); }
+  void store_first(float* p, int n) const { _mm512_mask_storeu_ps(p, first(n), v); }
+  // p[0], p[2], ..., p[2W-2]: the even elements, for stride-2 windows (reads 2W floats).
+  static Vec512 load_even(const float* p) {
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return {_mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16))};
+  }
+  float sum() const { return _mm512_reduce_add_ps(v); }
+  float max() const { return _mm512_reduce_max_ps(v); }
+};
+
+inline Vec512 operator+(Vec512 a, Vec512 b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline Vec512 operator-(Vec512 a, Vec512 b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline Vec512 operator*(Vec512 a, Vec512 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline Vec512 operator/(Vec512 a, Vec512 b) { return {_mm512_div_ps(a.v, b.v)}; }
+inline Vec512 fma(Vec512 a, Vec512 b, Vec512 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline Vec512 max(Vec512 a, Vec512 b) { return {_mm512_max_ps(a.v, b.v)}; }
+inline Vec512 min(Vec512 a, Vec512 b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline Vec512 abs(Vec512 a) { return {_mm512_abs_ps(a.v)}; }
+// |mag| with the sign of sgn.
+inline Vec512 copysign(Vec512 mag, Vec512 sgn) {
+  const __m512 sign = _mm512_set1_ps(-0.f);
+  return {_mm512_or_ps(_mm512_andnot_ps(sign, mag.v), _mm512_and_ps(sign, sgn.v))};
+}
+// a < b ? x : y, lane by lane.
+inline Vec512 select_lt(Vec512 a, Vec512 b, Vec512 x, Vec512 y) {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};
+}
+inline Vec512 round_nearest(Vec512 a) {
+  return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+// 2^n for integer-valued n in [-126, 127].
+inline Vec512 pow2i(Vec512 n) {
+  __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n.v), _mm512_set1_epi32(127));
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(e, 23))};
+}
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+}  // namespace kiln::kernels::simd

@@ -1,0 +1,78 @@
+// 4 floats as a GCC/Clang vector-extension type: the baseline the scalar/ kernels are written
+// with. No ISA-specific code: the compiler lowers it to what the base target has (SSE2 on
+// x86-64, NEON on AArch64, plain scalar code elsewhere).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace kiln::kernels::simd {
+
+struct Vec4 {
+  static constexpr int W = 4;
+  typedef float F __attribute__((vector_size(16)));
+  typedef int32_t I __attribute__((vector_size(16)));
+  F v;
+
+  static Vec4 zero() { return {F{0, 0, 0, 0}}; }
+  static Vec4 set1(float x) { return {F{x, x, x, x}}; }
+  static Vec4 load(const float* p) {
+    Vec4 r;
+    std::memcpy(&r.v, p, sizeof(F));
+    return r;
+  }
+  static Vec4 load_first(const float* p, int n) {
+    Vec4 r = zero();
+    for (int i = 0; i < n; ++i) r.v[i] = p[i];
+    return r;
+  }
+  void store(float* p) const { std::memcpy(p, &v, sizeof(F)); }
+  void store_first(float* p, int n) const {
+    for (int i = 0; i < n; ++i) p[i] = v[i];
+  }
+  static Vec4 load_even(const float* p) { return {F{p[0], p[2], p[4], p[6]}}; }
+  float sum() const { return (v[0] + v[1]) + (v[2] + v[3]); }
+  float max() const {
+    float a = v[0] > v[1] ? v[0] : v[1], b = v[2] > v[3] ? v[2] : v[3];
+    return a > b ? a : b;
+  }
+  I bits() const {
+    I i;
+    std::memcpy(&i, &v, sizeof(I));
+    return i;
+  }
+  static Vec4 from_bits(I i) {
+    Vec4 r;
+    std::memcpy(&r.v, &i, sizeof(I));
+    return r;
+  }
+};
+
+inline Vec4 operator+(Vec4 a, Vec4 b) { return {a.v + b.v}; }
+inline Vec4 operator-(Vec4 a, Vec4 b) { return {a.v - b.v}; }
+inline Vec4 operator*(Vec4 a, Vec4 b) { return {a.v * b.v}; }
+inline Vec4 operator/(Vec4 a, Vec4 b) { return {a.v / b.v}; }
+inline Vec4 fma(Vec4 a, Vec4 b, Vec4 c) { return {a.v * b.v + c.v}; }
+inline Vec4 select_lt(Vec4 a, Vec4 b, Vec4 x, Vec4 y) {
+  Vec4::I m = a.v < b.v;  // all ones where true
+  return Vec4::from_bits((x.bits() & m) | (y.bits() & ~m));
+}
+inline Vec4 max(Vec4 a, Vec4 b) { return select_lt(a, b, b, a); }
+inline Vec4 min(Vec4 a, Vec4 b) { return select_lt(a, b, a, b); }
+inline Vec4 abs(Vec4 a) { return Vec4::from_bits(a.bits() & Vec4::I{0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}); }
+inline Vec4 copysign(Vec4 mag, Vec4 sgn) {
+  const Vec4::I lo = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+  return Vec4::from_bits((mag.bits() & lo) | (sgn.bits() & ~lo));
+}
+// Adding and subtracting 1.5·2^23 rounds to nearest (ties to even) for |a| < 2^22.
+inline Vec4 round_nearest(Vec4 a) {
+  const Vec4 magic = Vec4::set1(12582912.f);
+  Vec4 r = (a + magic);
+  return r - magic;
+}
+inline Vec4 pow2i(Vec4 n) {
+  Vec4::I e = __builtin_convertvector(n.v, Vec4::I) + 127;
+  return Vec4::from_bits(e << 23);
+}
+inline void prefetch(const void* p) { __builtin_prefetch(p); }
+
+}  // namespace kiln::kernels::simd

@@ -1,0 +1,135 @@
+// Vectorised exp / tanh / erf and the activations, written once over the ISA's vector type V.
+// Included inside an ISA namespace (kiln::kernels::avx512, ...) by that ISA's .cpp, which is
+// compiled with that ISA's flags, so each ISA gets its own copy and no symbol is shared.
+//
+// Accuracy (float inputs, measured in tests/kernels/test_vecmath.cpp against std::):
+//   exp_v    relative error <= 2e-7·(1 + few ulp) on [-87.3, 88.3]; 0 below -87.3 (no
+//            denormals); inputs above 88.37 give exp(88.37).
+//   tanh_v   |x| < 0.55: odd Taylor polynomial to x^17 (truncation < 1e-8 relative);
+//            else 1 - 2/(exp(2|x|) + 1). Max relative error <= 1e-6.
+//   erf_v    Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 (absolute) plus float rounding.
+
+inline V exp_v(V x) {
+  const V hi = V::set1(88.3762626647949f), lo = V::set1(-87.3365447504f);
+  V xc = min(x, hi);
+  V n = round_nearest(xc * V::set1(1.44269504088896341f));
+  // r = x - n·ln2 in two pieces so r keeps full precision.
+  V r = fma(n, V::set1(-0.693359375f), xc);
+  r = fma(n, V::set1(2.12194440e-4f), r);
+  // e^r on |r| <= ln2/2: Taylor to r^6 (truncation <= 1.2e-7 relative).
+  V p = V::set1(1.f / 720);
+  p = fma(p, r, V::set1(1.f / 120));
+  p = fma(p, r, V::set1(1.f / 24));
+  p = fma(p, r, V::set1(1.f / 6));
+  p = fma(p, r, V::set1(0.5f));
+  p = fma(p, r, V::set1(1.f));
+  p = fma(p, r, V::set1(1.f));
+  V e = p * pow2i(max(n, V::set1(-126.f)));
+  return select_lt(x, lo, V::zero(), e);
+}
+
+inline V sigmoid_v(V x) { return V::set1(1.f) / (V::set1(1.f) + exp_v(V::zero() - x)); }
+
+inline V tanh_v(V x) {
+  V ax = abs(x);
+  // Small |x|: x + x^3·P(x^2), the Taylor series of tanh (no cancellation near 0).
+  V x2 = x * x;
+  V p = V::set1(6404582.f / 10854718875.f);
+  p = fma(p, x2, V::set1(-929569.f / 638512875.f));
+  p = fma(p, x2, V::set1(21844.f / 6081075.f));
+  p = fma(p, x2, V::set1(-1382.f / 155925.f));
+  p = fma(p, x2, V::set1(62.f / 2835.f));
+  p = fma(p, x2, V::set1(-17.f / 315.f));
+  p = fma(p, x2, V::set1(2.f / 15.f));
+  p = fma(p, x2, V::set1(-1.f / 3.f));
+  V small = fma(p * x2, x, x);
+  // Larger |x|: 1 - 2/(e^{2|x|} + 1), sign restored.
+  V big = V::set1(1.f) - V::set1(2.f) / (exp_v(ax + ax) + V::set1(1.f));
+  return select_lt(ax, V::set1(0.55f), small, copysign(big, x));
+}
+
+inline V erf_v(V x) {
+  V ax = abs(x);
+  V t = V::set1(1.f) / fma(V::set1(0.3275911f), ax, V::set1(1.f));
+  V p = V::set1(1.061405429f);
+  p = fma(p, t, V::set1(-1.453152027f));
+  p = fma(p, t, V::set1(1.421413741f));
+  p = fma(p, t, V::set1(-0.284496736f));
+  p = fma(p, t, V::set1(0.254829592f));
+  p = p * t;
+  V y = V::set1(1.f) - p * exp_v(V::zero() - ax * ax);
+  return copysign(y, x);
+}
+
+// act(x) for one activation, chosen at compile time so the epilogue loop has no switch.
+template <Act A>
+inline V activate(V x, V a, V b) {
+  if constexpr (A == Act::None) {
+    return x;
+  } else if constexpr (A == Act::Relu) {
+    return max(x, V::zero());
+  } else if constexpr (A == Act::LeakyRelu) {
+    return fma(a, min(x, V::zero()), max(x, V::zero()));
+  } else if constexpr (A == Act::Clip) {
+    return min(max(x, a), b);
+  } else if constexpr (A == Act::Sigmoid) {
+    return sigmoid_v(x);
+  } else if constexpr (A == Act::Tanh) {
+    return tanh_v(x);
+  } else if constexpr (A == Act::Silu) {
+    return x * sigmoid_v(x);
+  } else if constexpr (A == Act::HardSigmoid) {
+    return min(max(fma(a, x, b), V::zero()), V::set1(1.f));
+  } else if constexpr (A == Act::HardSwish) {
+    return x * min(max(fma(V::set1(1.f / 6), x, V::set1(0.5f)), V::zero()), V::set1(1.f));
+  } else if constexpr (A == Act::Gelu) {
+    return V::set1(0.5f) * x * (V::set1(1.f) + erf_v(x * V::set1(0.70710678118654752f)));
+  } else {  // GeluTanh
+    V inner = V::set1(0.7978845608028654f) * fma(V::set1(0.044715f) * x, x * x, x);
+    return V::set1(0.5f) * x * (V::set1(1.f) + tanh_v(inner));
+  }
+}
+
+template <Act A>
+void epilogue_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
+  const V alpha = V::set1(e.alpha), a = V::set1(e.act_alpha), b = V::set1(e.act_beta);
+  const bool scale = e.alpha != 1.f;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + r * ldc;
+    const float* res = e.residual ? e.residual + r * e.ldr : nullptr;
+    V row_bias = V::zero();
+    if (e.bias_mode == TileEpilogue::Bias::PerRow) row_bias = V::set1(e.bias[r]);
+    if (e.bias_mode == TileEpilogue::Bias::Scalar) row_bias = V::set1(e.bias[0]);
+    const bool col_bias = e.bias_mode == TileEpilogue::Bias::PerCol;
+    for (int64_t j = 0; j < cols; j += V::W) {
+      const int n = cols - j < V::W ? static_cast<int>(cols - j) : V::W;
+      const bool full = n == V::W;
+      V x = full ? V::load(cr + j) : V::load_first(cr + j, n);
+      if (scale) x = x * alpha;
+      x = x + row_bias;
+      if (col_bias) x = x + (full ? V::load(e.bias + j) : V::load_first(e.bias + j, n));
+      if (res) x = x + (full ? V::load(res + j) : V::load_first(res + j, n));
+      x = activate<A>(x, a, b);
+      if (full)
+        x.store(cr + j);
+      else
+        x.store_first(cr + j, n);
+    }
+  }
+}
+
+void epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
+  switch (e.act) {
+    case Act::None: return epilogue_rows<Act::None>(c, ldc, rows, cols, e);
+    case Act::Relu: return epilogue_rows<Act::Relu>(c, ldc, rows, cols, e);
+    case Act::LeakyRelu: return epilogue_rows<Act::LeakyRelu>(c, ldc, rows, cols, e);
+    case Act::Clip: return epilogue_rows<Act::Clip>(c, ldc, rows, cols, e);
+    case Act::Sigmoid: return epilogue_rows<Act::Sigmoid>(c, ldc, rows, cols, e);
+    case Act::Tanh: return epilogue_rows<Act::Tanh>(c, ldc, rows, cols, e);
+    case Act::Silu: return epilogue_rows<Act::Silu>(c, ldc, rows, cols, e);
+    case Act::HardSigmoid: return epilogue_rows<Act::HardSigmoid>(c, ldc, rows, cols, e);
+    case Act::HardSwish: return epilogue_rows<Act::HardSwish>(c, ldc, rows, cols, e);
+    case Act::Gelu: return epilogue_rows<Act::Gelu>(c, ldc, rows, cols, e);
+    case Act::GeluTanh: return epilogue_rows<Act::GeluTanh>(c, ldc, rows, cols, e);
+  }
+}

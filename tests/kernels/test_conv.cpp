@@ -1,0 +1,143 @@
+// conv2d, every tactic on every ISA table, against a naive direct convolution in double:
+// strides, pads (asymmetric), dilations, groups, depthwise, batch > 1, epilogues, 1 and 2
+// threads, with and without a caller workspace. Tolerance: 1e-5·(sum of |x·w| over the window)
+// + the activation's 2e-6 relative error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernel_test_util.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/conv.h"
+
+namespace kiln::kernels {
+namespace {
+
+using test::random_vec;
+
+struct ConvCase {
+  Conv2dShape s;
+  Act act = Act::None;
+  bool bias = true, residual = false;
+};
+
+Conv2dShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t stride,
+                  int64_t pad, int64_t dil = 1, int64_t group = 1) {
+  Conv2dShape s;
+  s.N = N, s.C = C, s.H = H, s.W = W, s.K = K, s.R = R, s.S = S;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = pad;
+  s.pad_bottom = s.pad_right = pad;
+  s.dil_h = s.dil_w = dil;
+  s.group = group;
+  return s;
+}
+
+void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int threads, bool own_workspace) {
+  const Conv2dShape& s = cc.s;
+  ASSERT_EQ(conv_tactic_unsupported(tactic, s), "");
+  const int64_t OH = s.out_h(), OW = s.out_w(), Cg = s.C / s.group, Kg = s.K / s.group;
+  auto x = random_vec(s.N * s.C * s.H * s.W, 11 + s.C);
+  auto w = random_vec(s.K * Cg * s.R * s.S, 12 + s.K);
+  auto bias = random_vec(s.K, 13);
+  auto res = random_vec(s.N * s.K * OH * OW, 14);
+  Epilogue e;
+  e.act = cc.act;
+  test::act_params(cc.act, e.act_alpha, e.act_beta);
+  if (cc.bias) e.bias = bias.data(), e.bias_per_row = true;
+  if (cc.residual) e.residual = res.data(), e.ldr = OH * OW;
+  std::vector<float> packed(conv_packed_weight_floats_on(t, tactic, s));
+  conv_pack_weight_on(t, tactic, s, w.data(), packed.data());
+  std::vector<float> ws(own_workspace ? conv_workspace_floats_on(t, tactic, s, threads) : 0);
+  std::vector<float> y(s.N * s.K * OH * OW, 777.f);
+  conv2d_on(t, tactic, s, x.data(), packed.data(), y.data(), e, own_workspace ? ws.data() : nullptr, threads);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k) {
+      const int64_t g = k / Kg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = 0, mag = 0;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t r = 0; r < s.R; ++r)
+              for (int64_t q = 0; q < s.S; ++q) {
+                int64_t ih = oh * s.stride_h - s.pad_top + r * s.dil_h, iw = ow * s.stride_w - s.pad_left + q * s.dil_w;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                double p = double(x[((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw]) * w[((k * Cg + c) * s.R + r) * s.S + q];
+                acc += p, mag += std::fabs(p);
+              }
+          const int64_t plane = n * s.K + k;
+          Epilogue el = e;
+          if (el.residual) el.residual = res.data() + plane * OH * OW, el.ldr = OW;
+          // bias per output channel: index the reference by k through a row of length 1.
+          double v = acc * e.alpha + (e.bias ? bias[k] : 0.0) + (el.residual ? el.residual[oh * OW + ow] : 0.0);
+          double want = test::ref_act(e.act, v, e.act_alpha, e.act_beta);
+          double got = y[(plane * OH + oh) * OW + ow];
+          ASSERT_NEAR(got, want, 1e-5 * (mag + 1) + 2e-6 * std::fabs(want))
+              << isa_name(t.isa) << " " << conv_tactic_name(tactic) << " N=" << s.N << " C=" << s.C << " H=" << s.H
+              << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S << " stride=" << s.stride_h
+              << "/" << s.stride_w << " pad=" << s.pad_top << " dil=" << s.dil_h << " group=" << s.group
+              << " threads=" << threads << " at n=" << n << " k=" << k << " oh=" << oh << " ow=" << ow;
+        }
+    }
+}
+
+TEST(Conv, GemmTacticStridesPadsDilationsGroups) {
+  std::vector<ConvCase> cases = {
+      {shape(1, 3, 17, 19, 8, 3, 3, 1, 1)},
+      {shape(2, 5, 12, 13, 7, 3, 3, 2, 1), Act::Relu, true, true},
+      {shape(1, 4, 15, 11, 6, 5, 5, 1, 2), Act::Silu},
+      {shape(1, 3, 23, 23, 16, 7, 7, 2, 3), Act::None, false},  // resnet stem-like
+      {shape(1, 6, 10, 9, 9, 3, 3, 1, 2, 2), Act::Clip},        // dilation 2
+      {shape(1, 8, 9, 9, 12, 3, 3, 1, 1, 1, 4), Act::Gelu},     // grouped (not depthwise)
+      {shape(1, 6, 7, 8, 6, 3, 3, 3, 0, 1, 3)},                 // stride 3, groups 3
+      {shape(1, 16, 14, 14, 40, 1, 1, 2, 0), Act::None, true, true},
+  };
+  Conv2dShape asym = shape(1, 3, 9, 10, 5, 3, 2, 1, 0);
+  asym.pad_top = 2, asym.pad_left = 0, asym.pad_bottom = 0, asym.pad_right = 1, asym.stride_w = 2;
+  cases.push_back({asym, Act::LeakyRelu});
+  for (const KernelTable* t : test::all_tables())
+    for (const ConvCase& c : cases)
+      for (int threads : {1, 2}) check(*t, ConvTactic::Gemm, c, threads, threads == 2);
+}
+
+TEST(Conv, PointwiseTactic) {
+  std::vector<ConvCase> cases = {
+      {shape(1, 16, 7, 7, 33, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(2, 3, 5, 11, 4, 1, 1, 1, 0), Act::HardSwish},
+      {shape(1, 64, 28, 28, 30, 1, 1, 1, 0), Act::None, false, false},
+  };
+  for (const KernelTable* t : test::all_tables())
+    for (const ConvCase& c : cases)
+      for (int threads : {1, 2}) check(*t, ConvTactic::Pointwise, c, threads, threads == 1);
+}
+
+TEST(Conv, DepthwiseTactic) {
+  std::vector<ConvCase> cases = {
+      {shape(1, 8, 14, 14, 8, 3, 3, 1, 1, 1, 8), Act::Relu},
+      {shape(1, 5, 15, 37, 5, 3, 3, 2, 1, 1, 5), Act::Clip, true, true},
+      {shape(2, 4, 19, 21, 4, 5, 5, 1, 2, 1, 4), Act::Silu},
+      {shape(1, 3, 20, 40, 3, 5, 5, 2, 2, 1, 3), Act::HardSwish},
+      {shape(1, 3, 9, 9, 3, 3, 3, 1, 2, 2, 3)},                         // dilated
+      {shape(1, 2, 13, 70, 2, 3, 3, 3, 1, 1, 2), Act::None, false, true},  // stride 3: scalar path
+      {shape(1, 6, 1, 1, 6, 3, 3, 1, 1, 1, 6)},                         // 1x1 input
+  };
+  for (const KernelTable* t : test::all_tables())
+    for (const ConvCase& c : cases)
+      for (int threads : {1, 2}) check(*t, ConvTactic::Depthwise, c, threads, threads == 2);
+}
+
+TEST(Conv, TacticsSayWhyTheyDoNotApply) {
+  Conv2dShape s = shape(1, 8, 8, 8, 8, 3, 3, 1, 1);
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, s), "");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Pointwise, s), "kernel is not 1x1");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s), "not depthwise (needs group == C == K)");
+  Conv2dShape bad = s;
+  bad.group = 3;
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, bad), "channels not divisible by group");
+  std::vector<float> w(1000), y(1000), x(1000);
+  EXPECT_THROW(conv2d(ConvTactic::Pointwise, s, x.data(), w.data(), y.data(), Epilogue{}, nullptr, 1), kiln::Error);
+  EXPECT_STREQ(conv_tactic_name(ConvTactic::Depthwise), "depthwise");
+}
+
+}  // namespace
+}  // namespace kiln::kernels
