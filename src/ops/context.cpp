@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "op_helpers.h"
 
 namespace kiln::ops {
@@ -56,8 +58,22 @@ const Tensor& KernelContext::input(size_t i) const {
 
 Tensor& KernelContext::alloc_output(size_t i, DType dtype, std::vector<int64_t> dims) {
   KILN_CHECK(i < outputs_.size(), node_.describe(), ": output ", i, " out of range");
+  if (i < preallocated_.size() && preallocated_[i].tensor != nullptr) {
+    const Tensor& p = *preallocated_[i].tensor;
+    if (p.dtype() == dtype && p.dims() == dims) {
+      outputs_[i] = p;
+      if (!preallocated_[i].keep_contents && p.nbytes() != 0) std::memset(outputs_[i].raw(), 0, p.nbytes());
+      return outputs_[i];
+    }
+  }
   outputs_[i] = Tensor(dtype, std::move(dims));
   return outputs_[i];
+}
+
+void KernelContext::use_preallocated(size_t i, const Tensor* t, bool keep_contents) {
+  KILN_CHECK(i < outputs_.size(), node_.describe(), ": output ", i, " out of range");
+  if (preallocated_.size() < outputs_.size()) preallocated_.resize(outputs_.size());
+  preallocated_[i] = Preallocated{t, keep_contents};
 }
 
 void KernelContext::set_output(size_t i, Tensor t) {

@@ -12,13 +12,17 @@ namespace {
 
 struct Env {
   const Env* parent = nullptr;
+  const ValueLookup* outer = nullptr;  // values kept outside the interpreter (outermost Env only)
   std::unordered_map<const Value*, Tensor> values;
 
   const Tensor* lookup(const Value* v) const {
-    for (const Env* e = this; e != nullptr; e = e->parent) {
+    const Env* root = this;
+    for (const Env* e = this; e != nullptr; root = e, e = e->parent) {
       auto it = e->values.find(v);
       if (it != e->values.end()) return &it->second;
     }
+    if (root->outer != nullptr)
+      if (const Tensor* t = (*root->outer)(v)) return t;
     if (v->initializer) return &*v->initializer;
     return nullptr;
   }
@@ -38,9 +42,11 @@ class Runner {
  public:
   Runner(const Model& m, int threads) : model_(m), threads_(threads) {}
 
-  std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs, const Env* parent) {
+  std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs, const Env* parent,
+                          const ValueLookup* outer = nullptr) {
     Env env;
     env.parent = parent;
+    env.outer = outer;
     KILN_CHECK(inputs.size() <= g.inputs.size(), "graph '", g.name, "': got ", inputs.size(), " inputs, takes ",
                g.inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) env.values[g.inputs[i]] = inputs[i];
@@ -106,32 +112,6 @@ class Runner {
   int threads_;
 };
 
-void check_input(const Value& decl, const Tensor& t, std::map<std::string, int64_t>& bound, const DimRanges& ranges) {
-  auto expected = [&] { return str_cat(dtype_name(decl.dtype), decl.shape.str()); };
-  auto actual = [&] { return str_cat(dtype_name(t.dtype()), dims_str(t.dims())); };
-  KILN_CHECK(decl.dtype == DType::undefined || decl.dtype == t.dtype(), "input '", decl.name, "': expected ",
-             expected(), ", got ", actual(), " (wrong dtype)");
-  if (!decl.shape.rank_known) return;
-  KILN_CHECK(decl.shape.rank() == t.rank(), "input '", decl.name, "': expected ", expected(), ", got ", actual(),
-             " (rank ", t.rank(), " instead of ", decl.shape.rank(), ")");
-  for (size_t i = 0; i < t.rank(); ++i) {
-    const Dim& d = decl.shape.dims[i];
-    if (d.is_static()) {
-      KILN_CHECK(d.value == t.dim(i), "input '", decl.name, "': expected ", expected(), ", got ", actual(),
-                 " (dim ", i, " is ", t.dim(i), ", must be ", d.value, ")");
-    } else if (d.is_symbolic()) {
-      auto r = ranges.find(d.symbol);
-      if (r != ranges.end())
-        KILN_CHECK(t.dim(i) >= r->second.min && t.dim(i) <= r->second.max, "input '", decl.name, "': expected ",
-                   expected(), " with ", d.symbol, " in ", r->second.min, "..", r->second.max, ", got ", actual(),
-                   " (", d.symbol, "=", t.dim(i), " is out of range)");
-      auto [it, fresh] = bound.emplace(d.symbol, t.dim(i));
-      KILN_CHECK(fresh || it->second == t.dim(i), "input '", decl.name, "': expected ", expected(), ", got ",
-                 actual(), " (", d.symbol, " is ", it->second, " in another input)");
-    }
-  }
-}
-
 }  // namespace
 
 std::map<std::string, Tensor> run_model(const Model& m, const std::map<std::string, Tensor>& inputs,
@@ -163,6 +143,12 @@ std::map<std::string, Tensor> run_model(const Model& m, const std::map<std::stri
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < g.outputs.size(); ++i) result[g.outputs[i]->name] = outs[i];
   return result;
+}
+
+std::vector<Tensor> run_subgraph(const Model& m, const Graph& g, const std::vector<Tensor>& inputs,
+                                 const ValueLookup& outer, int threads) {
+  Runner r(m, threads > 0 ? threads : kernels::default_threads());
+  return r.run(g, inputs, nullptr, &outer);
 }
 
 std::vector<Tensor> run_graph(const Model& m, const std::vector<Tensor>& inputs, const RunOptions& opt) {

@@ -94,6 +94,11 @@ class KernelContext {
   bool has_output(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] != nullptr; }
   Tensor& alloc_output(size_t i, DType dtype, std::vector<int64_t> dims);
   void set_output(size_t i, Tensor t);
+  // Storage the caller has already placed for output i (the compiled runtime's arena):
+  // alloc_output(i, ...) then returns a tensor over *t when dtype and dims match, zero-filled
+  // like a fresh allocation unless keep_contents (the output overwrites a dying input in place,
+  // which only elementwise kernels are asked to do). Otherwise it allocates as usual.
+  void use_preallocated(size_t i, const Tensor* t, bool keep_contents = false);
   std::vector<Tensor>& outputs() { return outputs_; }
   // Runs a subgraph (If/Loop/Scan) with its formal inputs bound to `inputs`; outer values
   // are visible to it. Returns its outputs.
@@ -105,6 +110,11 @@ class KernelContext {
   int64_t opset_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  struct Preallocated {
+    const Tensor* tensor = nullptr;
+    bool keep_contents = false;
+  };
+  std::vector<Preallocated> preallocated_;  // empty unless use_preallocated was called
   SubgraphRunner run_subgraph_;
   int threads_;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/ir/graph.h"
+#include "kiln/plan/plan.h"
 #include "kiln/runtime/interpreter.h"
 
 namespace kiln {
@@ -25,6 +26,7 @@ struct ArtifactManifest {
   std::string target_isa;           // "avx512", "avx2", "scalar"
   std::vector<std::string> passes;  // passes run, in order
   std::map<std::string, std::string> dims;  // symbolic dim -> "8" or "1..64"
+  int64_t threads = 0;              // default thread count when RunOptions::threads is 0 (0 = all cores)
 };
 
 class Executable {
@@ -38,6 +40,16 @@ class Executable {
   // Checks inputs like run_model (names, dtypes, shapes, --dim ranges) and runs.
   virtual std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                             const RunOptions& opt = {}) = 0;
+  // Same with inputs and outputs in graph order (an input with an initializer may be given as an
+  // undefined Tensor to take its default). Output buffers are reused across runs of a shape when
+  // the caller hands back the tensors of the previous run (or dropped them): a steady loop of
+  // run(inputs, outputs) allocates nothing for tensors.
+  virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const RunOptions& opt = {}) = 0;
+
+  // Plans made so far, one per distinct set of input shapes (least recently used dropped past
+  // a small limit), and the plan of the last run (nullptr before the first).
+  virtual size_t cached_plans() const = 0;
+  virtual const plan::Plan* last_plan() const = 0;
 };
 
 }  // namespace kiln

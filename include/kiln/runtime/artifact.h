@@ -1,0 +1,75 @@
+// The artifact: one file, `model.kiln`, holding everything the runtime needs (docs/artifact.md).
+//
+//   header (magic, format version, section table)  then sections, each 4096-aligned:
+//     manifest.json  ArtifactManifest (kiln version, source model and hash, ISA, passes, dims)
+//     graph.kir      the optimized graph in textual IR, weights elided
+//     weights.json   index: for each stored tensor its key, dtype, dims, offset and size
+//     weights.bin    the tensors' bytes, each 64-aligned, mmapped at load (never copied)
+//     kernels.so     the generated-kernel library (absent when the graph needs none)
+//     plan.json      the memory plan for the compiled shape (for inspection)
+//
+// Writing goes to a temporary file in the same directory, is fsynced, then renamed over `path`:
+// a killed writer never leaves half an artifact, and a failed write (full disk) leaves the old
+// one. Reading checks magic, version, section bounds, a checksum per section, and the ISA; every
+// failure is a one-line kiln::Error naming the file.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln {
+
+constexpr int64_t kArtifactFormatVersion = 1;
+// First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
+constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
+
+// This build's version ("0.1.0").
+std::string_view kiln_version();
+
+// Writes the artifact. Empty manifest.kiln_version / format_version are filled in with this
+// build's; empty `kernel_library` leaves the section out. Throws kiln::Error naming the path
+// (the old file at `path`, if any, is then left as it was).
+void write_artifact(const std::string& path, const ArtifactManifest& manifest, const Model& model,
+                    std::string_view kernel_library = {}, const std::string& plan_json = {});
+
+struct ArtifactSection {
+  std::string name;
+  uint64_t offset = 0, size = 0, checksum = 0;
+};
+
+// An artifact read into memory: the model's weights point into `file` (the mmapped artifact).
+struct LoadedArtifact {
+  std::shared_ptr<Buffer> file;
+  std::vector<ArtifactSection> sections;
+  ArtifactManifest manifest;
+  Model model;                     // parsed graph.kir with the weights of weights.bin
+  std::string_view kernel_library; // bytes inside `file`; empty when absent
+  std::string plan_json;
+};
+
+// Reads and checks an artifact; with check_isa, also that this CPU runs manifest.target_isa.
+LoadedArtifact read_artifact(const std::string& path, bool check_isa = true);
+
+// True when the file starts with kArtifactMagic (false for a missing or short file).
+bool is_artifact_file(const std::string& path);
+
+// ---- helpers the compiler driver shares --------------------------------------------------------
+// Best ISA this CPU runs: "avx512" (AVX-512 F/BW/VL/DQ), "avx2" (AVX2 + FMA) or "scalar".
+std::string_view host_isa();
+// Whether code built for `built_for` runs on a CPU whose best ISA is `cpu` (unknown names throw).
+bool isa_runs_on(std::string_view built_for, std::string_view cpu);
+// Whether this CPU runs code built for `isa`.
+bool host_supports_isa(std::string_view isa);
+// The one-line refusal "<path>: built for avx512, but this CPU supports only avx2; ..." (read_artifact
+// calls it with host_isa()).
+void check_artifact_isa(const std::string& path, std::string_view built_for, std::string_view cpu);
+// Lower-case hex SHA-256 of a file's bytes (source model hash for the manifest).
+std::string sha256_file(const std::string& path);
+std::string sha256_hex(const void* data, size_t size);
+
+}  // namespace kiln

@@ -1,0 +1,49 @@
+// The compiled runtime's unit of work: one node bound to its tensors for one input shape, and
+// the table of fast kernels that run a step instead of the op table's reference kernel.
+//
+// Adding a fast kernel is one file in src/runtime/ defining `FastKernel fast_<Name>()` and one
+// line KILN_FAST_KERNEL(domain, Op, Name) in src/runtime/fast_kernels.inc. A kernel may decline a
+// node (prepare returns false): the reference kernel then runs it, writing into the arena.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln::runtime {
+
+class KernelLibrary;
+
+struct StepContext {
+  const Node* node = nullptr;
+  int64_t opset = 0;                      // the model's ai.onnx opset
+  std::vector<const Tensor*> inputs;      // bound before run; nullptr = omitted optional input
+  std::vector<Tensor*> outputs;           // bound before run: final dtype and dims, in the arena or
+                                          // an output buffer; nullptr = omitted optional output
+  void* workspace = nullptr;              // workspace_bytes of arena scratch during run (64-aligned)
+  int64_t workspace_bytes = 0;            // set by prepare when the kernel needs scratch
+  int threads = 1;                        // set before every run
+  int max_threads = 1;                    // the most `threads` will ever be (size scratch by it)
+  const KernelLibrary* library = nullptr; // the artifact's generated kernels, if any
+  std::shared_ptr<void> state;            // whatever prepare leaves for run
+
+  const Tensor& in(size_t i) const { return *inputs[i]; }
+  Tensor& out(size_t i) const { return *outputs[i]; }
+};
+
+struct FastKernel {
+  // Called once per input shape before memory is planned. The node's values carry concrete
+  // dtypes and shapes at that moment (read them from ctx.node); tensors are not bound yet.
+  // Returns false to decline (the reference kernel runs the node). May set state and
+  // workspace_bytes. nullptr accepts every node.
+  bool (*prepare)(StepContext& ctx) = nullptr;
+  // Computes ctx.outputs from ctx.inputs. Runs on every inference: must not allocate.
+  void (*run)(StepContext& ctx) = nullptr;
+};
+
+// nullptr when (domain, op) has no fast kernel.
+const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,250 @@
+// Building and running one input shape of a compiled model (shape_instance.h).
+#include "shape_instance.h"
+
+#include <cstring>
+#include <tuple>
+
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln::runtime {
+namespace {
+
+// Saves the dtype and shape of every value (subgraphs included) and puts them back on scope
+// exit: shape inference for one input shape works on the loaded model in place, which must
+// keep its declared (symbolic) shapes for the next shape.
+class ShapeSnapshot {
+ public:
+  explicit ShapeSnapshot(Graph& g) { save(g); }
+  ~ShapeSnapshot() {
+    for (auto& [v, dt, sh] : saved_) {
+      v->dtype = dt;
+      v->shape = std::move(sh);
+    }
+  }
+
+ private:
+  void save(Graph& g) {
+    for (const auto& v : g.values()) saved_.emplace_back(v.get(), v->dtype, v->shape);
+    for (const auto& n : g.nodes())
+      for (Graph* sg : n->subgraphs()) save(*sg);
+  }
+  std::vector<std::tuple<Value*, DType, Shape>> saved_;
+};
+
+size_t byte_offset(const Tensor& t) {
+  return static_cast<size_t>(static_cast<const char*>(t.raw()) - static_cast<const char*>(t.storage()->data()));
+}
+
+}  // namespace
+
+ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const std::vector<const Tensor*>& inputs,
+                             const DimBindings& bindings, int max_threads)
+    : model_(model) {
+  Graph& g = *model.graph;
+  for (const Tensor* t : inputs) {
+    in_dtypes_.push_back(t->dtype());
+    in_dims_.push_back(t->dims());
+  }
+  std::unordered_map<const Node*, Prepared> prepared;
+  {
+    ShapeSnapshot snapshot(g);
+    for (size_t i = 0; i < g.inputs.size(); ++i) g.inputs[i]->shape = Shape::of(inputs[i]->dims());
+    ops::infer_shapes(model, bindings);
+    for (const auto& np : g.nodes()) {
+      const FastKernel* fk = find_fast_kernel(np->domain, np->op);
+      if (!fk) continue;
+      bool outputs_static = true;
+      for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
+      if (!outputs_static) continue;
+      Prepared p;
+      p.kernel = fk;
+      p.ctx.node = np.get();
+      p.ctx.opset = model.opset("");
+      p.ctx.library = library;
+      p.ctx.threads = p.ctx.max_threads = max_threads;
+      if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
+    }
+    plan::PlanOptions po;
+    po.scratch_bytes = [&prepared](const Node& n) -> int64_t {
+      auto it = prepared.find(&n);
+      return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
+    };
+    plan_ = plan::plan_memory(g, po);
+  }
+  bind_tensors(inputs);
+  make_steps(prepared, library, max_threads);
+}
+
+void ShapeInstance::bind_tensors(const std::vector<const Tensor*>& inputs) {
+  const Graph& g = *model_.graph;
+  arena_ = make_owned_buffer(static_cast<size_t>(plan_.arena_bytes));
+  slots_.resize(plan_.values.size());
+  std::unordered_map<const Value*, size_t> input_pos;
+  for (size_t k = 0; k < g.inputs.size(); ++k) input_pos[g.inputs[k]] = k;
+  borrowed_.resize(g.inputs.size());
+  for (size_t i = 0; i < plan_.values.size(); ++i) {
+    const plan::ValuePlan& vp = plan_.values[i];
+    switch (vp.kind) {
+      case plan::ValueKind::Input: {
+        size_t k = input_pos.at(vp.value);
+        const Tensor& t = *inputs[k];
+        borrowed_[k] = std::make_shared<BorrowedBuffer>(const_cast<void*>(t.raw()), t.nbytes());
+        slots_[i] = Tensor(t.dtype(), t.dims(), borrowed_[k], 0);
+        break;
+      }
+      case plan::ValueKind::Weight: slots_[i] = *vp.value->initializer; break;
+      case plan::ValueKind::Arena: slots_[i] = Tensor(vp.dtype, vp.dims, arena_, static_cast<size_t>(vp.offset)); break;
+      case plan::ValueKind::View: {
+        const Tensor& base = slots_[plan_.index_of(vp.value->producer->inputs[0])];
+        slots_[i] = Tensor(vp.dtype, vp.dims, base.storage(), byte_offset(base));
+        break;
+      }
+      case plan::ValueKind::Dynamic: dynamic_values_.push_back(static_cast<int>(i)); break;
+      case plan::ValueKind::Output: slots_[i] = Tensor(vp.dtype, vp.dims); break;
+    }
+  }
+  for (const Value* v : g.inputs) input_values_.push_back(plan_.index_of(v));
+  for (const Value* v : g.outputs) {
+    int i = plan_.index_of(v);
+    KILN_CHECK(i >= 0, "graph output '", v->name, "' is not computed by the graph");
+    output_values_.push_back(i);
+  }
+}
+
+void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepared, const KernelLibrary* library,
+                               int max_threads) {
+  for (const plan::StepPlan& sp : plan_.steps) {
+    const Node& n = *sp.node;
+    bool all_views = !n.outputs.empty();
+    for (const Value* o : n.outputs)
+      all_views &= o != nullptr && plan_.values[plan_.index_of(o)].kind == plan::ValueKind::View;
+    if (all_views) continue;  // the plan made its output a view: nothing to compute
+    Step st;
+    auto it = prepared.find(&n);
+    if (it != prepared.end()) {
+      st.fast = it->second.kernel;
+      st.ctx = std::move(it->second.ctx);
+    } else {
+      st.def = ops::find_op(n.domain, n.op);
+      KILN_CHECK(st.def && st.def->kernel, n.describe(), ": op '", n.op, "' has no kernel");
+      st.ctx.node = &n;
+      st.ctx.opset = model_.opset("");
+      st.ctx.library = library;
+      st.ctx.max_threads = max_threads;
+    }
+    for (const Value* v : n.inputs) {
+      int i = v ? plan_.index_of(v) : -1;
+      KILN_CHECK(!v || i >= 0, n.describe(), ": input '", v->name, "' is not in the plan");
+      st.ctx.inputs.push_back(v ? &slots_[i] : nullptr);
+    }
+    for (const Value* o : n.outputs) {
+      int i = o ? plan_.index_of(o) : -1;
+      st.out_values.push_back(i);
+      st.ctx.outputs.push_back(o ? &slots_[i] : nullptr);
+      st.keep_contents.push_back(o && plan_.values[i].in_place);
+    }
+    if (sp.scratch_bytes > 0) {
+      st.ctx.workspace = static_cast<char*>(arena_->data()) + sp.scratch_offset;
+      st.ctx.workspace_bytes = sp.scratch_bytes;
+    }
+    st.has_subgraphs = !n.subgraphs().empty();
+    steps_.push_back(std::move(st));
+  }
+}
+
+bool ShapeInstance::matches(const std::vector<const Tensor*>& inputs) const {
+  if (inputs.size() != in_dims_.size()) return false;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (inputs[k]->dtype() != in_dtypes_[k] || inputs[k]->dims() != in_dims_[k]) return false;
+  return true;
+}
+
+bool ShapeInstance::is_scratch_storage(const Tensor& t) const {
+  if (t.storage() == arena_) return true;
+  for (const auto& b : borrowed_)
+    if (b && t.storage() == b) return true;
+  return false;
+}
+
+void ShapeInstance::run_reference(Step& st, int threads) {
+  const Node& n = *st.ctx.node;
+  ops::KernelContext::SubgraphRunner runner;
+  if (st.has_subgraphs) {
+    runner = [this, threads](const Graph& sg, const std::vector<Tensor>& sin) {
+      ValueLookup outer = [this](const Value* v) -> const Tensor* {
+        int i = plan_.index_of(v);
+        return i >= 0 && slots_[i].defined() ? &slots_[i] : nullptr;
+      };
+      return run_subgraph(model_, sg, sin, outer, threads);
+    };
+  }
+  ops::KernelContext kc(n, st.ctx.opset, st.ctx.inputs, std::move(runner), threads);
+  for (size_t k = 0; k < st.out_values.size(); ++k) {
+    int vi = st.out_values[k];
+    if (vi >= 0 && plan_.values[vi].kind != plan::ValueKind::Dynamic)
+      kc.use_preallocated(k, st.ctx.outputs[k], st.keep_contents[k]);
+  }
+  st.def->kernel(kc);
+  for (size_t k = 0; k < st.out_values.size(); ++k) {
+    int vi = st.out_values[k];
+    if (vi < 0) continue;
+    const plan::ValuePlan& vp = plan_.values[vi];
+    Tensor& t = kc.outputs()[k];
+    KILN_CHECK(t.defined(), n.describe(), ": kernel produced no value for output '", vp.name, "'");
+    Tensor& slot = *st.ctx.outputs[k];
+    if (vp.kind == plan::ValueKind::Dynamic) {
+      KILN_CHECK(vp.dtype == DType::undefined || vp.dtype == t.dtype(), n.describe(), ": kernel produced ",
+                 dtype_name(t.dtype()), " for output '", vp.name, "', declared ", dtype_name(vp.dtype));
+      // Bytes in the arena (or the caller's input) may be reused while this value still lives.
+      slot = is_scratch_storage(t) ? t.clone() : std::move(t);
+      continue;
+    }
+    if (t.raw() == slot.raw() && t.dims() == slot.dims()) continue;  // written in place
+    KILN_CHECK(t.dtype() == slot.dtype() && t.dims() == slot.dims(), n.describe(), ": kernel produced ",
+               dtype_name(t.dtype()), dims_str(t.dims()), " for output '", vp.name, "', the plan has ",
+               dtype_name(slot.dtype()), dims_str(slot.dims()));
+    if (slot.nbytes() != 0) std::memmove(slot.raw(), t.raw(), slot.nbytes());
+  }
+}
+
+void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads) {
+  for (size_t k = 0; k < borrowed_.size(); ++k)
+    if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
+  // An output buffer still held by the caller (other than through `outputs` itself, which is
+  // being overwritten) is left to them; this run gets a fresh one.
+  for (size_t j = 0; j < output_values_.size(); ++j) {
+    const plan::ValuePlan& vp = plan_.values[output_values_[j]];
+    if (vp.kind != plan::ValueKind::Output) continue;
+    Tensor& slot = slots_[output_values_[j]];
+    long refs = slot.storage().use_count();
+    if (j < outputs.size() && outputs[j].defined() && outputs[j].storage() == slot.storage()) --refs;
+    if (refs > 1) slot = Tensor(vp.dtype, vp.dims);
+  }
+  for (Step& st : steps_) {
+    if (st.fast) {
+      st.ctx.threads = std::min(threads, st.ctx.max_threads);
+      st.fast->run(st.ctx);
+    } else {
+      st.ctx.threads = threads;
+      run_reference(st, threads);
+    }
+  }
+  outputs.resize(output_values_.size());
+  const Graph& g = *model_.graph;
+  for (size_t j = 0; j < output_values_.size(); ++j) {
+    const int vi = output_values_[j];
+    const plan::ValuePlan& vp = plan_.values[vi];
+    if (vp.kind == plan::ValueKind::Input) {
+      for (size_t k = 0; k < g.inputs.size(); ++k)
+        if (g.inputs[k] == vp.value) outputs[j] = *inputs[k];
+    } else if (vp.kind == plan::ValueKind::Dynamic && is_scratch_storage(slots_[vi])) {
+      outputs[j] = slots_[vi].clone();
+    } else {
+      outputs[j] = slots_[vi];
+    }
+  }
+  // Values of run-time shape are made anew by every run; do not hold them in between.
+  for (int vi : dynamic_values_) slots_[vi] = Tensor();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,204 @@
+// The compiled runtime on small graphs: same results as the reference interpreter, views and
+// in-place writes, plans cached per input shape, input checks, control flow and run-time
+// shapes through the reference fallback, and a steady run loop that allocates nothing.
+#include "alloc_counter.h"
+#include "kiln/runtime/executable.h"
+#include "runtime_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::bit_equal;
+using testing::error_of;
+using testing::ScratchDir;
+
+// Views of an input, of a weight and of arena values, an in-place chain, the fast Softmax
+// (contiguous rows) and the reference one (axis 0), and a weight-heavy MatMul.
+const char* kModel = R"(
+kiln.model ir=8 opset=17
+graph main(%x: f32[N,8], %m: f32[N,8]) -> (%y, %s, %t) {
+  %w = init f32[8,8] dense<0.1, -0.2, 0.3, 0.05, -0.5, 0.25, 0.7, -0.1, 0.2, 0.4, -0.3, 0.15, 0.35, -0.45, 0.05, 0.6,
+                           -0.6, 0.1, 0.2, -0.25, 0.3, 0.45, -0.15, 0.5, 0.25, -0.35, 0.4, 0.55, -0.05, 0.1, 0.3, -0.2,
+                           0.15, 0.2, -0.4, 0.35, 0.05, -0.1, 0.65, 0.3, -0.3, 0.5, 0.1, -0.2, 0.4, 0.25, -0.55, 0.1,
+                           0.45, -0.25, 0.3, 0.1, -0.15, 0.2, 0.35, -0.4, 0.05, 0.3, -0.2, 0.6, 0.1, -0.35, 0.25, 0.15>
+  %k = init i64[2] dense<-1, 4>
+  %b = init f32[8] dense<0.5, -0.5, 0.25, -0.25, 1.0, -1.0, 0.0, 0.125>
+  %xm = Mul(%x, %m)
+  %mm = MatMul(%xm, %w)
+  %a = Add(%mm, %b)
+  %r = Relu(%a)
+  %e = Exp(%r)
+  %v = Reshape(%e, %k)
+  %s = Softmax(%v) {axis=-1}
+  %vx = Reshape(%x, %k)
+  %vw = Reshape(%w, %k)
+  %t = Softmax(%vw) {axis=0}
+  %y = Add(%vx, %v)
+}
+)";
+
+std::map<std::string, Tensor> inputs_for(int64_t n, float scale = 1.0f) {
+  Tensor x(DType::f32, {n, 8}), m(DType::f32, {n, 8});
+  for (int64_t i = 0; i < n * 8; ++i) {
+    x.data<float>()[i] = scale * static_cast<float>((i * 7) % 13) / 13.0f - 0.4f;
+    m.data<float>()[i] = static_cast<float>((i * 5) % 11) / 11.0f;
+  }
+  return {{"x", x}, {"m", m}};
+}
+
+std::unique_ptr<Executable> load(const ScratchDir& dir, const std::string& text,
+                                 std::map<std::string, std::string> dims = {}) {
+  Model m = testing::model_from_text(text);
+  write_artifact(dir.file("m.kiln"), testing::test_manifest(std::move(dims)), m);
+  return Executable::load(dir.file("m.kiln"));
+}
+
+void expect_same_as_interpreter(Executable& exe, const std::string& text, const std::map<std::string, Tensor>& in,
+                                int threads = 1) {
+  Model ref = testing::model_from_text(text);
+  RunOptions opt;
+  opt.threads = threads;
+  auto want = run_model(ref, in, opt);
+  auto got = exe.run(in, opt);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) EXPECT_TRUE(bit_equal(got.at(name), t)) << name;
+}
+
+TEST(Executable, MatchesTheInterpreterAndPlansPerShape) {
+  ScratchDir dir("exe_basic");
+  auto exe = load(dir, kModel, {{"N", "1..16"}});
+  for (int64_t n : {2, 5, 2}) expect_same_as_interpreter(*exe, kModel, inputs_for(n));
+  EXPECT_EQ(exe->cached_plans(), 2u);
+  expect_same_as_interpreter(*exe, kModel, inputs_for(5, 3.0f), 2);
+  EXPECT_EQ(exe->cached_plans(), 2u);
+  const plan::Plan* p = exe->last_plan();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->find("v")->kind, plan::ValueKind::View);
+  EXPECT_EQ(p->find("vx")->kind, plan::ValueKind::View);
+  EXPECT_EQ(p->find("vw")->kind, plan::ValueKind::View);
+  EXPECT_TRUE(p->find("r")->in_place);
+  EXPECT_EQ(p->find("xm")->dims, (std::vector<int64_t>{5, 8}));
+  // The loaded model keeps its declared symbolic shapes between plans.
+  EXPECT_EQ(exe->model().graph->find("xm")->shape.str(), "[N,8]");
+}
+
+TEST(Executable, ChecksInputsLikeTheInterpreter) {
+  ScratchDir dir("exe_inputs");
+  auto exe = load(dir, kModel, {{"N", "1..16"}});
+  auto in = inputs_for(2);
+  auto run_with = [&](const std::map<std::string, Tensor>& i) { return error_of([&] { exe->run(i); }); };
+  EXPECT_NE(run_with({{"x", in["x"]}}).find("missing input 'm'"), std::string::npos);
+  auto extra = in;
+  extra["z"] = Tensor(DType::f32, {1});
+  EXPECT_NE(run_with(extra).find("no input named 'z'"), std::string::npos);
+  auto wrong = in;
+  wrong["m"] = Tensor(DType::f32, {3, 8});
+  EXPECT_NE(run_with(wrong).find("N is 2 in another input"), std::string::npos);
+  wrong["m"] = Tensor(DType::i64, {2, 8});
+  EXPECT_NE(run_with(wrong).find("(wrong dtype)"), std::string::npos);
+  EXPECT_NE(run_with(inputs_for(17)).find("N=17 is out of range"), std::string::npos);
+  EXPECT_EQ(exe->cached_plans(), 0u);  // nothing planned for refused inputs
+}
+
+TEST(Executable, KeepsAtMostEightPlans) {
+  ScratchDir dir("exe_lru");
+  auto exe = load(dir, kModel);
+  for (int64_t n = 1; n <= 10; ++n) exe->run(inputs_for(n));
+  EXPECT_EQ(exe->cached_plans(), 8u);
+  expect_same_as_interpreter(*exe, kModel, inputs_for(1));  // dropped earlier, planned again
+}
+
+TEST(Executable, ReusesOutputBuffersTheCallerGaveBack) {
+  ScratchDir dir("exe_outputs");
+  auto exe = load(dir, kModel);
+  auto named = inputs_for(3);
+  std::vector<Tensor> in = {named["x"], named["m"]}, out;
+  exe->run(in, out);
+  const void* y0 = out[0].raw();
+  const Tensor first_y = out[0].clone();
+  exe->run(in, out);
+  EXPECT_EQ(out[0].raw(), y0);  // handed back: reused
+  Tensor kept = out[0];
+  exe->run(in, out);
+  EXPECT_NE(out[0].raw(), y0);  // still held elsewhere: a fresh buffer
+  EXPECT_EQ(kept.raw(), y0);
+  EXPECT_TRUE(bit_equal(kept, first_y));
+  EXPECT_TRUE(bit_equal(out[0], first_y));
+}
+
+TEST(Executable, SteadyRunsDoNotAllocate) {
+  // Every step here runs without the reference kernels: views and the fast Softmax.
+  const char* text = R"(
+kiln.model ir=8 opset=17
+graph main(%x: f32[N,64]) -> (%y) {
+  %k = init i64[2] dense<-1, 16>
+  %v = Reshape(%x, %k)
+  %s = Softmax(%v) {axis=-1}
+  %k2 = init i64[2] dense<-1, 32>
+  %v2 = Reshape(%s, %k2)
+  %y = Softmax(%v2) {axis=-1}
+}
+)";
+  ScratchDir dir("exe_alloc");
+  auto exe = load(dir, text);
+  Tensor x(DType::f32, {256, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) * 0.25f;
+  std::vector<Tensor> in = {x}, out;
+  RunOptions opt;
+  opt.threads = 2;
+  exe->run(in, out, opt);  // first run of this shape: plans and allocates
+  exe->run(in, out, opt);
+  const long before = testing::allocation_count();
+  for (int i = 0; i < 20; ++i) exe->run(in, out, opt);
+  EXPECT_EQ(testing::allocation_count() - before, 0);
+  Model ref = testing::model_from_text(text);
+  EXPECT_TRUE(bit_equal(out[0], run_model(ref, {{"x", x}}).at("y")));
+  // The reference-kernel fallback allocates its kernels' own bookkeeping, but no tensor moves:
+  // every arena-backed value keeps its address from run to run.
+  ScratchDir dir2("exe_alloc_fallback");
+  auto exe2 = load(dir2, kModel);
+  auto named = inputs_for(4);
+  std::vector<Tensor> in2 = {named["x"], named["m"]}, out2;
+  exe2->run(in2, out2);
+  std::vector<const void*> addresses;
+  for (const Tensor& t : out2) addresses.push_back(t.raw());
+  const plan::Plan* p = exe2->last_plan();
+  for (int i = 0; i < 3; ++i) {
+    exe2->run(in2, out2);
+    EXPECT_EQ(exe2->last_plan(), p);
+    for (size_t j = 0; j < out2.size(); ++j) EXPECT_EQ(out2[j].raw(), addresses[j]) << j;
+  }
+}
+
+TEST(Executable, ControlFlowAndRunTimeShapesUseTheReferenceKernels) {
+  const char* text = R"(
+kiln.model ir=8 opset=17
+graph main(%c: bool[], %x: f32[6]) -> (%y, %z, %n) {
+  %a = Relu(%x) : f32[6]
+  %y = If(%c) {
+    then_branch=graph t() -> (%tt) {
+      %tt = Neg(%a) : f32[6]
+    },
+    else_branch=graph e() -> (%a) {
+    }
+  } : f32[6]
+  %nz = NonZero(%a)
+  %n = Cast(%nz) {to=1}
+  %z = Add(%a, %x) : f32[6]
+}
+)";
+  ScratchDir dir("exe_control");
+  auto exe = load(dir, text);
+  Tensor x = Tensor::from_vector<float>({6}, {1.f, -2.f, 0.f, 3.f, -1.f, 0.5f});
+  for (bool c : {true, false}) expect_same_as_interpreter(*exe, text, {{"c", Tensor::scalar<bool>(c)}, {"x", x}});
+  EXPECT_EQ(exe->last_plan()->find("nz")->kind, plan::ValueKind::Dynamic);
+  auto out = exe->run({{"c", Tensor::scalar<bool>(false)}, {"x", x}});
+  EXPECT_EQ(out.at("n").dims(), (std::vector<int64_t>{1, 3}));
+  // The else branch returns the arena value %a itself: the output must not alias the arena.
+  Tensor y = out.at("y");
+  exe->run({{"c", Tensor::scalar<bool>(true)}, {"x", x}});
+  EXPECT_EQ(y.data<float>()[0], 1.f);
+}
+
+}  // namespace
+}  // namespace kiln
