@@ -143,7 +143,7 @@ KILN_INLINE float kiln_tanh(float x) {
   p = p * x2 - 0.05373971536755562f;
   p = p * x2 + 0.13331441581249237f;
   p = p * x2 - 0.3333328068256378f;
-  float small = x + x * x2 * p;
+  float small = kiln_copysign(x + x * x2 * p, x);  // copysign keeps tanh(-0) = -0
   // Otherwise 1 - 2 / (e^2|x| + 1); e^2|x| = inf gives 1.
   float big = kiln_copysign(1.0f - 2.0f / (kiln_exp(2.0f * a) + 1.0f), x);
   return a < 0.625f ? small : big;
