@@ -40,7 +40,11 @@ std::vector<std::string> parse_backends(const std::string& list) {
   return out;
 }
 
-bool is_artifact(const std::string& path) { return fs::path(path).extension() == ".kiln"; }
+// An artifact is named *.kiln (a file or a bundle directory, perhaps written with a final '/').
+bool is_artifact(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return fs::path(path).extension() == ".kiln";
+}
 
 // Textual IR starts with the "kiln.model" header (as load_model recognises it).
 bool is_textual_ir(const std::string& path) {
@@ -204,6 +208,7 @@ int verb_bench(int argc, char** argv) {
   for (auto& b : backends) {
     progress("bench: preparing " + b->name());
     b->prepare(inputs.tensors);
+    if (auto s = b->compile_seconds()) progress(str_cat("bench: compiled in ", *s, " s"));
   }
 
   // Output check before timing: every kiln backend against ORT, else compiled against interp.
