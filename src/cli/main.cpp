@@ -25,6 +25,11 @@ const char* kUsage =
     "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
+    "  perf MODEL --chip h100|a100|l4|orin|cpu|FILE.json [--batch 1,2,4,..] [--precision fp32|bf16|fp16|int8|fp8]\n"
+    "       [--max-latency MS] [--measured MS[@BATCH]] [--dim BATCHDIM] [--json] [--svg FILE]\n"
+    "  perf --llm layers=L,hidden=H,heads=A,kv_heads=K,ffn=F,vocab=V | --llm MODEL --context N --chip ..\n"
+    "       [--tp 1,2,4,8] [--batch ..] [--precision ..] [--link nvlink|pcie|GBPS] [--json]\n"
+    "      analytic latency, memory and throughput per batch; LLM prefill/decode, KV cache, tensor parallelism\n"
     "  ops\n"
     "      list the op table\n"
     "  version\n"
@@ -49,6 +54,7 @@ int main(int argc, char** argv) {
     if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
+    if (verb == "perf") return kiln::cli::verb_perf(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
     if (verb == "version" || verb == "--version") {
       std::printf("kiln %s\n", KILN_VERSION);

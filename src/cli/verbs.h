@@ -5,4 +5,5 @@ int verb_graph(int argc, char** argv);
 int verb_run(int argc, char** argv);
 int verb_ops(int argc, char** argv);
 int verb_machine(int argc, char** argv);
+int verb_perf(int argc, char** argv);
 }  // namespace kiln::cli
