@@ -51,6 +51,11 @@ std::string_view json_kind_name(JsonValue::Kind k) {
   return "?";
 }
 
+std::string json_kind_with_article(JsonValue::Kind k) {
+  bool vowel = k == JsonValue::Kind::array || k == JsonValue::Kind::object;
+  return std::string(vowel ? "an " : "a ") + std::string(json_kind_name(k));
+}
+
 namespace {
 
 constexpr int kMaxDepth = 64;  // kiln's files nest 3 deep; this only stops runaway input

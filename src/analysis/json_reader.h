@@ -49,7 +49,8 @@ class JsonValue {
 // Parses one JSON document; throws kiln::Error "ORIGIN: line L, column C: what".
 JsonValue parse_json(std::string_view text, const std::string& origin);
 
-// Kind names for messages ("number", "object", ...).
+// Kind names for messages: "number", "object", ...; with_article: "a number", "an object".
 std::string_view json_kind_name(JsonValue::Kind k);
+std::string json_kind_with_article(JsonValue::Kind k);
 
 }  // namespace kiln::analysis

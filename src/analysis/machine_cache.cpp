@@ -54,8 +54,8 @@ namespace {
 const JsonValue& field(const JsonValue& obj, std::string_view key, JsonValue::Kind kind, const std::string& origin) {
   const JsonValue* v = obj.find(key);
   KILN_CHECK(v != nullptr, origin, ": missing \"", key, "\"");
-  KILN_CHECK(v->kind() == kind, origin, ": \"", key, "\" must be a ", json_kind_name(kind), ", not a ",
-             json_kind_name(v->kind()));
+  KILN_CHECK(v->kind() == kind, origin, ": \"", key, "\" must be ", json_kind_with_article(kind), ", not ",
+             json_kind_with_article(v->kind()));
   return *v;
 }
 

@@ -26,6 +26,11 @@ const char* kUsage =
     "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
+    "  perf MODEL --chip h100|a100|l4|orin|cpu|FILE.json [--batch 1,2,4,..] [--precision fp32|bf16|fp16|int8|fp8]\n"
+    "       [--max-latency MS] [--measured MS[@BATCH]] [--dim BATCHDIM] [--json] [--svg FILE]\n"
+    "  perf --llm layers=L,hidden=H,heads=A,kv_heads=K,ffn=F,vocab=V | --llm MODEL --context N --chip ..\n"
+    "       [--tp 1,2,4,8] [--batch ..] [--precision ..] [--link nvlink|pcie|GBPS] [--json]\n"
+    "      analytic latency, memory and throughput per batch; LLM prefill/decode, KV cache, tensor parallelism\n"
     "  ops\n"
     "      list the op table\n"
     "  opt MODEL [-O0..3] [--passes a,b*,c] [--disable-pass NAME] [--print-after-all] [--dump-dir DIR]\n"
@@ -56,6 +61,7 @@ int main(int argc, char** argv) {
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
+    if (verb == "perf") return kiln::cli::verb_perf(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
     if (verb == "opt") return kiln::cli::verb_opt(argc - 2, argv + 2);
     if (verb == "passes") return kiln::cli::verb_passes(argc - 2, argv + 2);

@@ -1,0 +1,107 @@
+// kiln perf: what a model (or an LLM shape) would do on a chip at each batch size.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "common.h"
+#include "kiln/analysis/chip.h"
+#include "kiln/analysis/perf_diagnose.h"
+#include "kiln/analysis/perf_model.h"
+#include "kiln/ir/error.h"
+#include "verbs.h"
+
+namespace kiln::cli {
+
+namespace {
+
+std::vector<int64_t> parse_list(const std::string& flag, const std::string& s) {
+  std::vector<int64_t> out = parse_dims(flag, s);
+  for (int64_t v : out) KILN_CHECK(v >= 1, flag, ": values must be at least 1, got ", v);
+  return out;
+}
+
+double parse_positive(const std::string& flag, const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  KILN_CHECK(!s.empty() && end && *end == '\0' && v > 0, flag, ": '", s, "' is not a positive number");
+  return v;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  KILN_CHECK(f.good(), path, ": cannot write");
+}
+
+// `--dim NAME` (no '=') names the batch dim; `--dim NAME=N` fixes another dim as in every
+// verb. The first kind is taken out before the shared flag parser sees the arguments.
+std::vector<char*> split_batch_dim(int argc, char** argv, std::string& batch_dim) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    bool is_dim = false;
+    if (a == "--dim" && i + 1 < argc) {
+      value = argv[i + 1];
+      is_dim = true;
+    } else if (a.rfind("--dim=", 0) == 0) {
+      value = a.substr(6);
+    }
+    if (!value.empty() && value.find('=') == std::string::npos) {
+      KILN_CHECK(batch_dim.empty() || batch_dim == value, "--dim: two batch dims named (", batch_dim, ", ", value, ")");
+      batch_dim = value;
+      if (is_dim) ++i;
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  return rest;
+}
+
+}  // namespace
+
+int verb_perf(int argc, char** argv) {
+  std::string batch_dim;
+  std::vector<char*> args = split_batch_dim(argc, argv, batch_dim);
+  Args a("perf", static_cast<int>(args.size()), args.data(),
+         {"--chip", "--batch", "--precision", "--max-latency", "--svg", "--dim", "--shape", "--measured", "--cache"},
+         {"--json"});
+  KILN_CHECK(a.positional().size() == 1, "kiln perf: expected one MODEL argument");
+  KILN_CHECK(a.has("--chip"), "kiln perf: --chip is required (h100, a100, l4, orin, cpu or FILE.json)");
+  analysis::Chip chip = analysis::resolve_chip(*a.get("--chip"), analysis::default_chip_dirs(), a.get_or("--cache", ""));
+  analysis::PerfOptions opt;
+  opt.precision = analysis::precision_from_name(a.get_or("--precision", "fp32"));
+  opt.batch_dim = batch_dim;
+  std::vector<int64_t> batches = parse_list("--batch", a.get_or("--batch", "1"));
+  std::optional<double> max_latency;
+  if (auto s = a.get("--max-latency")) max_latency = parse_positive("--max-latency", *s);
+
+  Model m = load_model(a.positional()[0], parse_shape_flags(a));
+  analysis::PerfReport report = analysis::predict(m, batches, chip, opt, max_latency);
+  std::optional<analysis::Diagnosis> diag;
+  if (auto s = a.get("--measured")) {
+    auto [ms, batch] = analysis::parse_measured(*s, batches.front());
+    diag = analysis::diagnose(m, chip, opt, ms, batch);
+  }
+  std::string out;
+  if (a.has("--json")) {
+    out = analysis::perf_to_json(report);
+    if (diag) {  // splice the diagnosis in as "measured": {...}
+      out.erase(out.find_last_of('}'));
+      out += ",\"measured\":" + analysis::diagnosis_to_json(*diag) + "}\n";
+    }
+  } else {
+    out = analysis::perf_to_text(report);
+    if (diag) out += "\n" + analysis::diagnosis_to_text(*diag);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (auto svg = a.get("--svg")) {
+    write_file(*svg, analysis::perf_to_svg(report));
+    std::fflush(stdout);
+    std::fprintf(stderr, "wrote %s\n", svg->c_str());
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli
