@@ -72,6 +72,15 @@ bool shapes_conflict(const Shape& declared, const Shape& inferred) {
   return false;
 }
 
+// Shapes of what a pass created or rewired are re-inferred before the next pass looks.
+void reinfer(Model& m, const std::string& pass, const DimBindings& bindings) {
+  try {
+    ops::infer_shapes(m, bindings);
+  } catch (const Error& e) {
+    throw Error(str_cat("after pass '", pass, "': shape inference fails: ", e.what()));
+  }
+}
+
 // Runs the verifier and shape inference; a failure or a disagreement names the pass.
 void verify_after(Model& m, const std::string& pass, const DimBindings& bindings) {
   try {
@@ -81,11 +90,7 @@ void verify_after(Model& m, const std::string& pass, const DimBindings& bindings
   }
   TypeSnapshot before;
   TypeSnapshot::collect(*m.graph, before);
-  try {
-    ops::infer_shapes(m, bindings);
-  } catch (const Error& e) {
-    throw Error(str_cat("after pass '", pass, "': shape inference fails: ", e.what()));
-  }
+  reinfer(m, pass, bindings);
   for (const auto& [v, type] : before.entries) {
     const auto& [dt, shape] = type;
     KILN_CHECK(dt == DType::undefined || v->dtype == dt, "after pass '", pass, "': value '", v->name, "' is ",
@@ -206,7 +211,7 @@ std::vector<PassRecord> PassManager::run(Model& m, PassContext& ctx) const {
         if (verify_each_) {
           verify_after(m, r.pass, ctx.bindings);
         } else {
-          ops::infer_shapes(m, ctx.bindings);
+          reinfer(m, r.pass, ctx.bindings);
         }
       }
       if (!changed || !step.to_fixed_point || r.rounds >= kMaxFixedPointRounds) break;

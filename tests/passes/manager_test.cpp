@@ -18,15 +18,6 @@ graph g(%x: f32[2]) -> (%y) {
   %y = Mul(%i, %s)
 })";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(PassRegistry, ListsTheBuiltInPassesInOrderAndRejectsUnknownAndDuplicateNames) {
   auto names = PassRegistry::global().names();
   std::vector<std::string> first(names.begin(), names.begin() + 6);

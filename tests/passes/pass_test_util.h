@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,6 +68,16 @@ inline void expect_unchanged(const std::string& pass, const std::string& text) {
   PassRun r = run_passes(text, {pass});
   EXPECT_EQ(show(r.model), canonical(text));
   EXPECT_FALSE(r.changed()) << pass << " reported a change";
+}
+
+// The message of the kiln::Error f throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // ---- real models --------------------------------------------------------------------

@@ -11,15 +11,6 @@ std::string plugin(const std::string& name) {
   return std::string(KILN_BINARY_DIR) + "/plugins/libkiln_" + name + ".so";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::vector<int64_t> argmax_rows(const Tensor& t) {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < t.dim(0); ++i) {
