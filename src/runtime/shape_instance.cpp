@@ -31,6 +31,18 @@ class ShapeSnapshot {
   std::vector<std::tuple<Value*, DType, Shape>> saved_;
 };
 
+// Reference kernels that write every element of their outputs: their planned outputs need not be
+// zero-filled before each run (the others may accumulate into fresh, zeroed memory). Elementwise
+// ops (MemoryEffect::InPlace) qualify; so do these copies (ops/tensor/concat_split.cpp,
+// gather.cpp, layout.cpp).
+bool writes_every_element(const Node& n) {
+  if (plan::memory_effect(n.domain, n.op) == plan::MemoryEffect::InPlace) return true;
+  if (!n.domain.empty()) return false;
+  for (const char* op : {"Concat", "Gather", "Slice", "Split", "Transpose"})
+    if (n.op == op) return true;
+  return false;
+}
+
 size_t byte_offset(const Tensor& t) {
   return static_cast<size_t>(static_cast<const char*>(t.raw()) - static_cast<const char*>(t.storage()->data()));
 }
@@ -141,7 +153,7 @@ void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepar
       int i = o ? plan_.index_of(o) : -1;
       st.out_values.push_back(i);
       st.ctx.outputs.push_back(o ? &slots_[i] : nullptr);
-      st.keep_contents.push_back(o && plan_.values[i].in_place);
+      st.keep_contents.push_back(o && (plan_.values[i].in_place || writes_every_element(n)));
     }
     if (sp.scratch_bytes > 0) {
       st.ctx.workspace = static_cast<char*>(arena_->data()) + sp.scratch_offset;

@@ -47,7 +47,7 @@ class ShapeInstance {
     const FastKernel* fast = nullptr;
     const ops::OpDef* def = nullptr;  // reference kernel when there is no fast one
     std::vector<int> out_values;      // plan value per output (-1: omitted)
-    std::vector<bool> keep_contents;  // per output: written in place over a dying input
+    std::vector<bool> keep_contents;  // per output: no zero fill (in place, or fully written)
     bool has_subgraphs = false;
   };
 
