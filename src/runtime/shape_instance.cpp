@@ -49,6 +49,31 @@ size_t byte_offset(const Tensor& t) {
 
 }  // namespace
 
+plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, int max_threads,
+                            std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared) {
+  const Graph& g = *model.graph;
+  for (const auto& np : g.nodes()) {
+    const FastKernel* fk = find_fast_kernel(np->domain, np->op);
+    if (!fk) continue;
+    bool outputs_static = true;
+    for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
+    if (!outputs_static) continue;
+    ShapeInstance::Prepared p;
+    p.kernel = fk;
+    p.ctx.node = np.get();
+    p.ctx.opset = model.opset("");
+    p.ctx.library = library;
+    p.ctx.threads = p.ctx.max_threads = max_threads;
+    if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
+  }
+  plan::PlanOptions po;
+  po.scratch_bytes = [&prepared](const Node& n) -> int64_t {
+    auto it = prepared.find(&n);
+    return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
+  };
+  return plan::plan_memory(g, po);
+}
+
 ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const std::vector<const Tensor*>& inputs,
                              const DimBindings& bindings, int max_threads)
     : model_(model) {
@@ -62,26 +87,7 @@ ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const s
     ShapeSnapshot snapshot(g);
     for (size_t i = 0; i < g.inputs.size(); ++i) g.inputs[i]->shape = Shape::of(inputs[i]->dims());
     ops::infer_shapes(model, bindings);
-    for (const auto& np : g.nodes()) {
-      const FastKernel* fk = find_fast_kernel(np->domain, np->op);
-      if (!fk) continue;
-      bool outputs_static = true;
-      for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
-      if (!outputs_static) continue;
-      Prepared p;
-      p.kernel = fk;
-      p.ctx.node = np.get();
-      p.ctx.opset = model.opset("");
-      p.ctx.library = library;
-      p.ctx.threads = p.ctx.max_threads = max_threads;
-      if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
-    }
-    plan::PlanOptions po;
-    po.scratch_bytes = [&prepared](const Node& n) -> int64_t {
-      auto it = prepared.find(&n);
-      return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
-    };
-    plan_ = plan::plan_memory(g, po);
+    plan_ = prepare_and_plan(model, library, max_threads, prepared);
   }
   bind_tensors(inputs);
   make_steps(prepared, library, max_threads);
