@@ -1,4 +1,5 @@
-// kiln run MODEL: runs the reference interpreter on .npy or random inputs.
+// kiln run MODEL: runs the reference interpreter on .npy or random inputs; an artifact from
+// `kiln compile` (model.kiln) runs through the compiled runtime with the same flags.
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
@@ -8,21 +9,24 @@
 #include "kiln/analysis/compare.h"
 #include "kiln/ir/npy.h"
 #include "kiln/kernels/parallel.h"
+#include "kiln/runtime/artifact.h"
+#include "kiln/runtime/executable.h"
 #include "verbs.h"
 
 namespace kiln::cli {
 namespace {
 
-Tensor random_tensor(const Value& v, std::mt19937_64& rng) {
-  KILN_CHECK(v.shape.rank_known, "input '", v.name, "' has unknown rank; give its shape with --shape ", v.name,
+// `shape` is v's declared shape with the --dim/--shape flags applied.
+Tensor random_tensor(const Value& v, const Shape& shape, std::mt19937_64& rng) {
+  KILN_CHECK(shape.rank_known, "input '", v.name, "' has unknown rank; give its shape with --shape ", v.name,
              "=d0,d1,...");
-  for (const Dim& d : v.shape.dims) {
-    KILN_CHECK(!d.is_symbolic(), "input '", v.name, "' has dynamic dim '", d.symbol, "' (shape ", v.shape.str(),
+  for (const Dim& d : shape.dims) {
+    KILN_CHECK(!d.is_symbolic(), "input '", v.name, "' has dynamic dim '", d.symbol, "' (shape ", shape.str(),
                "); give it a size with --dim ", d.symbol, "=N or --shape ", v.name, "=...");
-    KILN_CHECK(d.is_static(), "input '", v.name, "' has an unknown dim (shape ", v.shape.str(), "); give --shape ",
+    KILN_CHECK(d.is_static(), "input '", v.name, "' has an unknown dim (shape ", shape.str(), "); give --shape ",
                v.name, "=...");
   }
-  Tensor t(v.dtype, v.shape.static_dims());
+  Tensor t(v.dtype, shape.static_dims());
   int64_t n = t.numel();
   std::uniform_real_distribution<float> uf(-1.f, 1.f);
   std::uniform_int_distribution<int> ui(0, 9);
@@ -58,8 +62,15 @@ int verb_run(int argc, char** argv) {
          {"--random", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln run: expected one MODEL argument (kiln run MODEL [--input NAME=FILE.npy ...])");
   ShapeFlags sf = parse_shape_flags(a);
-  Model m = load_model(a.positional()[0], sf);
-  const Graph& g = *m.graph;
+  const std::string& path = a.positional()[0];
+  // An artifact keeps its symbolic dims (the runtime plans each input shape); the flags only
+  // size random inputs. Any other model is specialised by them as usual.
+  std::unique_ptr<Executable> exe;
+  Model m;
+  if (is_artifact_file(path) || path.ends_with(".kiln")) exe = Executable::load(path);
+  else m = load_model(path, sf);
+  const Graph& g = exe ? *exe->model().graph : *m.graph;
+  const char* engine = exe ? "compiled" : "reference interpreter";
 
   std::map<std::string, Tensor> inputs;
   for (const auto& s : a.all("--input")) {
@@ -74,7 +85,9 @@ int verb_run(int argc, char** argv) {
     if (inputs.count(v->name) || v->initializer) continue;
     KILN_CHECK(a.has("--random"), "missing input '", v->name, "' (", dtype_name(v->dtype), v->shape.str(),
                "): give --input ", v->name, "=FILE.npy, or --random");
-    inputs[v->name] = random_tensor(*v, rng);
+    auto fixed = sf.spec.shapes.find(v->name);
+    Shape shape = fixed != sf.spec.shapes.end() ? Shape::of(fixed->second) : bind_dims(v->shape, sf.spec.dims);
+    inputs[v->name] = random_tensor(*v, shape, rng);
   }
   RunOptions opt;
   opt.threads = static_cast<int>(a.get_int("--threads", 0));
@@ -86,7 +99,7 @@ int verb_run(int argc, char** argv) {
   std::map<std::string, Tensor> outputs;
   for (int64_t i = 0; i < (repeat > 1 ? repeat + 1 : 1); ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    outputs = run_model(m, inputs, opt, sf.ranges);
+    outputs = exe ? exe->run(inputs, opt) : run_model(m, inputs, opt, sf.ranges);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (repeat == 1 || i > 0) times.push_back(ms);
   }
@@ -95,12 +108,12 @@ int verb_run(int argc, char** argv) {
   double p90 = times[std::min(times.size() - 1, times.size() * 9 / 10)];
   bool quiet = a.has("--quiet");
   if (repeat > 1)
-    std::printf("timing: %lld runs after 1 warm-up, median %.2f ms, p90 %.2f ms (reference interpreter, %d threads)\n",
-                static_cast<long long>(repeat), ms, p90, opt.threads > 0 ? opt.threads : kernels::hardware_threads());
+    std::printf("timing: %lld runs after 1 warm-up, median %.2f ms, p90 %.2f ms (%s, %d threads)\n",
+                static_cast<long long>(repeat), ms, p90, engine, opt.threads > 0 ? opt.threads : kernels::hardware_threads());
   if (!quiet) {
     std::printf("inputs:\n");
     for (const auto& [name, t] : inputs) print_summary(name, t);
-    std::printf("outputs (%.1f ms, reference interpreter):\n", ms);
+    std::printf("outputs (%.1f ms, %s):\n", ms, engine);
   }
   for (const Value* v : g.outputs)
     if (!quiet) print_summary(v->name, outputs.at(v->name));

@@ -8,9 +8,6 @@
 
 namespace kiln::plan {
 
-// Every value a node reads: its inputs and the outer values its subgraphs read.
-void collect_reads(const Node& n, std::vector<const Value*>& out);
-
 // Execution order as indices into g.nodes().
 std::vector<int> graph_order(const Graph& g);
 // Greedy memory-aware order: among ready nodes, first the one whose outputs cost the fewest

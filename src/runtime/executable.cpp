@@ -139,6 +139,11 @@ class CompiledExecutable final : public Executable {
 
 }  // namespace
 
+plan::Plan runtime_plan(const Model& m) {
+  std::unordered_map<const Node*, ShapeInstance::Prepared> prepared;
+  return runtime::prepare_and_plan(m, nullptr, kernels::hardware_threads(), prepared);
+}
+
 std::unique_ptr<Executable> Executable::load(const std::string& path) {
   return std::make_unique<CompiledExecutable>(read_artifact(path), path);
 }

@@ -6,6 +6,7 @@
 
 #include "kiln/kernels/parallel.h"
 #include "kiln/ops/op.h"
+#include "kiln/plan/plan.h"
 
 namespace kiln {
 namespace {
@@ -28,16 +29,6 @@ struct Env {
   }
 };
 
-// Every value read by n, including outer values read inside its subgraphs.
-void collect_reads(const Node& n, std::vector<const Value*>& out) {
-  for (const Value* v : n.inputs)
-    if (v) out.push_back(v);
-  for (const Graph* sg : n.subgraphs()) {
-    for (const auto& sn : sg->nodes()) collect_reads(*sn, out);
-    for (const Value* v : sg->outputs) out.push_back(v);
-  }
-}
-
 class Runner {
  public:
   Runner(const Model& m, int threads) : model_(m), threads_(threads) {}
@@ -57,7 +48,7 @@ class Runner {
     const auto& nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::vector<const Value*> reads;
-      collect_reads(*nodes[i], reads);
+      plan::collect_reads(*nodes[i], reads);
       for (const Value* v : reads) last_use[v] = i;
       for (const Value* o : nodes[i]->outputs)
         if (o) last_use.emplace(o, i);  // unread outputs die where they are made

@@ -31,11 +31,48 @@ class ShapeSnapshot {
   std::vector<std::tuple<Value*, DType, Shape>> saved_;
 };
 
+// Reference kernels that write every element of their outputs: their planned outputs need not be
+// zero-filled before each run (the others may accumulate into fresh, zeroed memory). Elementwise
+// ops (MemoryEffect::InPlace) qualify; so do these copies (ops/tensor/concat_split.cpp,
+// gather.cpp, layout.cpp).
+bool writes_every_element(const Node& n) {
+  if (plan::memory_effect(n.domain, n.op) == plan::MemoryEffect::InPlace) return true;
+  if (!n.domain.empty()) return false;
+  for (const char* op : {"Concat", "Gather", "Slice", "Split", "Transpose"})
+    if (n.op == op) return true;
+  return false;
+}
+
 size_t byte_offset(const Tensor& t) {
   return static_cast<size_t>(static_cast<const char*>(t.raw()) - static_cast<const char*>(t.storage()->data()));
 }
 
 }  // namespace
+
+plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, int max_threads,
+                            std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared) {
+  const Graph& g = *model.graph;
+  for (const auto& np : g.nodes()) {
+    const FastKernel* fk = find_fast_kernel(np->domain, np->op);
+    if (!fk) continue;
+    bool outputs_static = true;
+    for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
+    if (!outputs_static) continue;
+    ShapeInstance::Prepared p;
+    p.kernel = fk;
+    p.ctx.node = np.get();
+    p.ctx.opset = model.opset("");
+    p.ctx.library = library;
+    p.ctx.threads = p.ctx.max_threads = max_threads;
+    if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
+  }
+  plan::PlanOptions po;
+  po.scratch_bytes = [&prepared](const Node& n) -> int64_t {
+    auto it = prepared.find(&n);
+    return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
+  };
+  return plan::plan_memory(g, po);
+}
 
 ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const std::vector<const Tensor*>& inputs,
                              const DimBindings& bindings, int max_threads)
@@ -50,26 +87,7 @@ ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const s
     ShapeSnapshot snapshot(g);
     for (size_t i = 0; i < g.inputs.size(); ++i) g.inputs[i]->shape = Shape::of(inputs[i]->dims());
     ops::infer_shapes(model, bindings);
-    for (const auto& np : g.nodes()) {
-      const FastKernel* fk = find_fast_kernel(np->domain, np->op);
-      if (!fk) continue;
-      bool outputs_static = true;
-      for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
-      if (!outputs_static) continue;
-      Prepared p;
-      p.kernel = fk;
-      p.ctx.node = np.get();
-      p.ctx.opset = model.opset("");
-      p.ctx.library = library;
-      p.ctx.threads = p.ctx.max_threads = max_threads;
-      if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
-    }
-    plan::PlanOptions po;
-    po.scratch_bytes = [&prepared](const Node& n) -> int64_t {
-      auto it = prepared.find(&n);
-      return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
-    };
-    plan_ = plan::plan_memory(g, po);
+    plan_ = prepare_and_plan(model, library, max_threads, prepared);
   }
   bind_tensors(inputs);
   make_steps(prepared, library, max_threads);
@@ -141,7 +159,7 @@ void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepar
       int i = o ? plan_.index_of(o) : -1;
       st.out_values.push_back(i);
       st.ctx.outputs.push_back(o ? &slots_[i] : nullptr);
-      st.keep_contents.push_back(o && plan_.values[i].in_place);
+      st.keep_contents.push_back(o && (plan_.values[i].in_place || writes_every_element(n)));
     }
     if (sp.scratch_bytes > 0) {
       st.ctx.workspace = static_cast<char*>(arena_->data()) + sp.scratch_offset;

@@ -41,21 +41,23 @@ class ShapeInstance {
   const plan::Plan& plan() const { return plan_; }
   uint64_t last_used = 0;
 
+  // A node's fast kernel and its context after prepare.
+  struct Prepared {
+    const FastKernel* kernel = nullptr;
+    StepContext ctx;
+  };
+
  private:
   struct Step {
     StepContext ctx;
     const FastKernel* fast = nullptr;
     const ops::OpDef* def = nullptr;  // reference kernel when there is no fast one
     std::vector<int> out_values;      // plan value per output (-1: omitted)
-    std::vector<bool> keep_contents;  // per output: written in place over a dying input
+    std::vector<bool> keep_contents;  // per output: no zero fill (in place, or fully written)
     bool has_subgraphs = false;
   };
 
   void bind_tensors(const std::vector<const Tensor*>& inputs);
-  struct Prepared {
-    const FastKernel* kernel = nullptr;
-    StepContext ctx;
-  };
   void make_steps(std::unordered_map<const Node*, Prepared>& prepared, const KernelLibrary* library, int max_threads);
   void run_reference(Step& st, int threads);
   bool is_scratch_storage(const Tensor& t) const;
@@ -71,5 +73,10 @@ class ShapeInstance {
   std::vector<int> dynamic_values_;
   std::vector<Step> steps_;
 };
+
+// With the model's shapes as they are (static): asks every node's fast kernel whether it takes the
+// node (filling `prepared`) and plans memory with the workspace they ask for.
+plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, int max_threads,
+                            std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared);
 
 }  // namespace kiln::runtime

@@ -2,6 +2,7 @@
 // in-place writes, plans cached per input shape, input checks, control flow and run-time
 // shapes through the reference fallback, and a steady run loop that allocates nothing.
 #include "alloc_counter.h"
+#include "kiln/ops/specialize.h"
 #include "kiln/runtime/executable.h"
 #include "runtime_test_util.h"
 
@@ -80,6 +81,20 @@ TEST(Executable, MatchesTheInterpreterAndPlansPerShape) {
   EXPECT_EQ(p->find("xm")->dims, (std::vector<int64_t>{5, 8}));
   // The loaded model keeps its declared symbolic shapes between plans.
   EXPECT_EQ(exe->model().graph->find("xm")->shape.str(), "[N,8]");
+}
+
+TEST(Executable, RuntimePlanIsThePlanTheRuntimeMakes) {
+  ScratchDir dir("exe_runtime_plan");
+  Model m = testing::model_from_text(kModel);
+  ops::InputSpec spec;
+  spec.dims["N"] = 3;
+  ops::specialize_inputs(m, spec);
+  const std::string plan_json = runtime_plan(m).to_json();
+  write_artifact(dir.file("m.kiln"), testing::test_manifest(), m, {}, plan_json);
+  EXPECT_EQ(read_artifact(dir.file("m.kiln")).plan_json, plan_json);
+  auto exe = Executable::load(dir.file("m.kiln"));
+  exe->run(inputs_for(3));
+  EXPECT_EQ(exe->last_plan()->to_json(), plan_json);
 }
 
 TEST(Executable, ChecksInputsLikeTheInterpreter) {

@@ -105,6 +105,10 @@ struct Plan {
   std::unordered_map<const Value*, int> index;  // value -> position in `values`
 };
 
+// Every value a node reads: its inputs and the outer values its subgraphs read (appended to out,
+// with repeats). The interpreter frees values by the same rule.
+void collect_reads(const Node& n, std::vector<const Value*>& out);
+
 // Plans the graph as its shapes are now (bind dims and infer shapes first). Values whose shape is
 // not static become Dynamic. Throws kiln::Error when the graph reads a value nothing defines.
 Plan plan_memory(const Graph& g, const PlanOptions& opt = {});

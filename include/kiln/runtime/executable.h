@@ -52,4 +52,9 @@ class Executable {
   virtual const plan::Plan* last_plan() const = 0;
 };
 
+// The memory plan the runtime makes for `m` at its current input shapes (bind them first, e.g.
+// with ops::specialize_inputs), workspace of the fast kernels included: what `kiln compile`
+// stores as plan.json and reports. Values whose shape is still symbolic come out Dynamic.
+plan::Plan runtime_plan(const Model& m);
+
 }  // namespace kiln
