@@ -8,6 +8,8 @@
 //   general  any layout: per run of the last dim, offsets from in_strides, then a strided loop.
 #include "kiln/codegen/emit.h"
 
+#include <set>
+
 #include "kernel_body.h"
 #include "kiln/codegen/sha256.h"
 #include "op_emit.h"
@@ -172,16 +174,6 @@ std::string baked_stride_tables(const KernelBody& kb) {
   return t;
 }
 
-std::string comment_lines(const std::string& text) {
-  std::string out = "// ";
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '\n' && i + 1 < text.size()) out += "// ";
-  }
-  if (out.empty() || out.back() != '\n') out += '\n';
-  return out;
-}
-
 }  // namespace
 
 GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
@@ -198,7 +190,7 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
     layout = flat ? "flat, general" : (k > 0 ? str_cat("rows from dim ", k, ", general") : "general");
   }
   std::string text = str_cat(
-      "// ---- ", kSym, ": compiled for output ", kb.out_shape.str(), "; paths: ", layout, "\n", comment_lines(kb.body_text),
+      "// ---- ", kSym, ": compiled for output ", kb.out_shape.str(), "; paths: ", layout, "\n// ", kb.signature, "\n",
       "namespace ", kSym, "_impl {\n", kb.definitions, baked_stride_tables(kb), kb.body_fn, "}  // namespace ", kSym,
       "_impl\n\nextern \"C\" void ", kSym, "(const kiln_fused_args* a, int64_t begin, int64_t end) {\n  using namespace ",
       kSym, "_impl;\n  if (begin >= end) return;\n", pointers(kb), paths, general_path(kb), "}\n");
@@ -208,6 +200,26 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
     text.replace(at, std::string_view(kSym).size(), k.symbol);
   k.source = std::move(text);
   return k;
+}
+
+std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt) {
+  KILN_CHECK(opt.symbol.empty(), "emit_graph_kernels: symbols come from the kernels' text, not EmitOptions::symbol");
+  std::vector<GeneratedKernel> kernels;
+  std::set<std::string> seen;
+  auto add = [&](GeneratedKernel k) {
+    if (seen.insert(k.symbol).second) kernels.push_back(std::move(k));
+  };
+  for (const auto& n : g.nodes()) {
+    if (n->op == "FusedElementwise" && n->domain == "kiln") {
+      GeneratedKernel k = emit_fused_kernel(*n, opt);
+      n->attrs["kernel"] = k.symbol;
+      add(std::move(k));
+      continue;
+    }
+    for (Graph* sub : n->subgraphs())
+      for (GeneratedKernel& k : emit_graph_kernels(*sub, opt)) add(std::move(k));
+  }
+  return kernels;
 }
 
 }  // namespace kiln::codegen

@@ -173,6 +173,38 @@ TEST(Emit, ErrorsNameTheNodeAndTheReason) {
   }
 }
 
+TEST(Emit, GraphKernelsAreNamedOnTheirNodesAndShared) {
+  Model m = parse_model(R"(
+    graph main(%a: f32[N,8], %b: f32[N,8], %c: bool[]) -> (%y1, %y2, %y3, %z) {
+      %y1 = kiln::FusedElementwise(%a) {body=graph b1(%x: f32[N,8]) -> (%r) {
+        %r = Relu(%x)
+      }}
+      %y2 = kiln::FusedElementwise(%b) {body=graph b2(%x: f32[N,8]) -> (%r) {
+        %r = Relu(%x)
+      }}
+      %y3 = kiln::FusedElementwise(%a, %b) {body=graph b3(%x: f32[N,8], %w: f32[N,8]) -> (%r) {
+        %r = Add(%x, %w)
+      }}
+      %z = If(%c) {
+        then_branch=graph t() -> (%t) {
+          %t = kiln::FusedElementwise(%a) {body=graph b4(%x: f32[N,8]) -> (%r) {
+            %r = Sigmoid(%x)
+          }}
+        },
+        else_branch=graph e() -> (%a) {
+        }
+      }
+    })");
+  const std::vector<GeneratedKernel> ks = emit_graph_kernels(*m.graph);
+  ASSERT_EQ(ks.size(), 3u);  // the two Relu bodies are one kernel
+  const auto& nodes = m.graph->nodes();
+  EXPECT_EQ(nodes[0]->attr_s("kernel", ""), ks[0].symbol);
+  EXPECT_EQ(nodes[1]->attr_s("kernel", ""), ks[0].symbol);
+  EXPECT_EQ(nodes[2]->attr_s("kernel", ""), ks[1].symbol);
+  const Graph& then_branch = *nodes[3]->find_attr("then_branch")->g();
+  EXPECT_EQ(then_branch.nodes()[0]->attr_s("kernel", ""), ks[2].symbol);
+}
+
 TEST(Sha256, FipsExamples) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
