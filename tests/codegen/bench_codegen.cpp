@@ -137,15 +137,7 @@ double fastest_seconds(F&& f, int reps) {
 
 TEST(CodegenBench, DISABLED_GeluSiluThroughput) {
   constexpr int64_t n = 1 << 20;
-  const Model gelu = fused_model({"f32[1048576]"}, R"(
-    %s = init f32[] dense<1.41421353816986083984375>
-    %one = init f32[] dense<1.0>
-    %half = init f32[] dense<0.5>
-    %d = Div(%x0, %s)
-    %e = Erf(%d)
-    %p = Add(%e, %one)
-    %m = Mul(%x0, %p)
-    %r0 = Mul(%m, %half))");
+  const Model gelu = fused_model({"f32[1048576]"}, kGeluErfBody);
   const Model silu = fused_model({"f32[1048576]"}, R"(
     %s = Sigmoid(%x0)
     %r0 = Mul(%x0, %s))");
