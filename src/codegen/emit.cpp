@@ -185,7 +185,8 @@ std::string baked_stride_tables(const KernelBody& kb) {
 }  // namespace
 
 GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
-  KILN_CHECK(fused.op == "FusedElementwise", fused.describe(), ": codegen takes kiln.FusedElementwise nodes");
+  KILN_CHECK(fused.op == "FusedElementwise" && fused.domain == "kiln", fused.describe(),
+             ": codegen takes kiln.FusedElementwise nodes");
   KernelBody kb = build_kernel_body(fused);
   const std::vector<bool> matter = dims_that_matter(kb);
   std::string paths, layout = "general";

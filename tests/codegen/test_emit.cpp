@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "codegen/codegen_test_util.h"
 #include "kiln/codegen/sha256.h"
@@ -103,6 +104,34 @@ TEST(Emit, UnexpectedStridesTakeTheGeneralPath) {
   CallLayout column{{4, 6}, {{6, 1}, {1, 0}}};
   got = call_kernel(lib.kernel(k.symbol), {logical.raw(), col.raw()}, column, {DType::f32}, {7});
   EXPECT_EQ(compare(got[0], ref2[0], 1e-30, 3e-7), "");
+}
+
+// The runtime calls one kernel from several threads on disjoint ranges at once.
+TEST(Emit, ConcurrentCallsOnDisjointRangesMatchOneCall) {
+  Model m = fused_model({"f32[N,12,5,7]", "f32[12,1,1]"}, R"(
+    %a = Mul(%x0, %x1)
+    %s = Sigmoid(%a)
+    %r0 = Mul(%a, %s))");
+  const GeneratedKernel k = emit_fused_kernel(fused_node(m));
+  BuildOptions bo;
+  bo.cache_dir = test_cache_dir();
+  bo.target_isa = "scalar";
+  LoadedLibrary lib(build_kernel_library({k}, bo).path);
+  Tensor x(DType::f32, {3, 12, 5, 7}), s(DType::f32, {12, 1, 1});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 23) * 0.37f - 4;
+  for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = static_cast<float>(i) * 0.25f - 1;
+  const std::vector<Tensor> one = call_kernel(lib.kernel(k.symbol), {x, s}, {DType::f32});
+  Tensor y(DType::f32, {3, 12, 5, 7});
+  const CallLayout l = broadcast_layout({x.dims(), s.dims()});
+  const void* ins[2] = {x.raw(), s.raw()};
+  void* outs[1] = {y.raw()};
+  const int64_t* strides[2] = {l.strides[0].data(), l.strides[1].data()};
+  const kiln_fused_args args{ins, outs, l.out_dims.data(), strides, 4};
+  const int64_t cuts[] = {0, 333, 334, 901, x.numel()};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { lib.kernel(k.symbol)(&args, cuts[t], cuts[t + 1]); });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compare(y, one[0], 0, 0), "");
 }
 
 TEST(Emit, CanGenerateAnswersForOuterNodes) {
