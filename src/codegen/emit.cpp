@@ -8,6 +8,8 @@
 //   general  any layout: per run of the last dim, offsets from in_strides, then a strided loop.
 #include "kiln/codegen/emit.h"
 
+#include <set>
+
 #include "kernel_body.h"
 #include "kiln/codegen/sha256.h"
 #include "op_emit.h"
@@ -90,7 +92,7 @@ std::string flat_path(const KernelBody& kb, const std::vector<bool>& matter) {
 }
 
 std::string rows_path(const KernelBody& kb, const std::vector<bool>& matter, int k) {
-  std::string checks = str_cat("a->rank == ", kb.rank), offsets, decompose, per_row, args;
+  std::string checks = str_cat("a->rank == ", kb.rank), offsets, start, step, wrap, per_row, args;
   for (const Source& s : kb.sources) {
     const int w = walk(s, matter, k, kb.rank);
     checks += layout_check(s, w, k, kb.rank);
@@ -98,7 +100,9 @@ std::string rows_path(const KernelBody& kb, const std::vector<bool>& matter, int
     const std::string off = outer ? str_cat("o", s.param) : "0";
     if (outer) {
       offsets += str_cat(", o", s.param, " = 0");
-      decompose += str_cat("        o", s.param, " += at * ", strides_of(s), "[q];\n");
+      start += str_cat("      o", s.param, " += at[q] * ", strides_of(s), "[q];\n");
+      step += str_cat("        o", s.param, " += ", strides_of(s), "[q];\n");
+      wrap += str_cat("        o", s.param, " -= d[q] * ", strides_of(s), "[q];\n");
     }
     if (w == 1) {
       per_row += str_cat("      const ", element_ctype(s), "* p", s.param, " = ", s.name, " + ", off, ";\n");
@@ -112,14 +116,20 @@ std::string rows_path(const KernelBody& kb, const std::vector<bool>& matter, int
     per_row += str_cat("      ", storage_ctype(kb.out_dtypes[o]), "* w", o, " = out", o, " + (i - j);\n");
   std::string text = str_cat("  // Rows: from dim ", k, " on, every input walks the row contiguously or not at all.\n  if (",
                              checks, ") {\n    const int64_t* d = a->out_dims;\n    int64_t inner = 1;\n    for (int q = ", k,
-                             "; q < ", kb.rank, "; ++q) inner *= d[q];\n    int64_t row = begin / inner, j = begin - row * inner;\n",
-                             "    for (int64_t i = begin; i < end; ++row, j = 0) {\n");
+                             "; q < ", kb.rank, "; ++q) inner *= d[q];\n    int64_t row = begin / inner, j = begin - row * inner;\n");
+  // Inputs that move along the outer dims: offsets at the first row, then an odometer per row
+  // (no divisions per row: rows can be as short as 7x7).
   if (!offsets.empty())
-    text += str_cat("      int64_t ", offsets.substr(2), ";\n      for (int64_t r = row, q = ", k - 1,
-                    "; q >= 0; --q) {\n        const int64_t at = r % d[q];\n        r /= d[q];\n", decompose, "      }\n");
-  text += str_cat("      const int64_t n = inner - j < end - i ? inner - j : end - i;\n", per_row,
+    text += str_cat("    int64_t at[", k, "], ", offsets.substr(2), ";\n    for (int64_t r = row, q = ", k - 1,
+                    "; q >= 0; --q) {\n      at[q] = r % d[q];\n      r /= d[q];\n", start, "    }\n");
+  text += str_cat("    for (int64_t i = begin; i < end; j = 0) {\n",
+                  "      const int64_t n = inner - j < end - i ? inner - j : end - i;\n", per_row,
                   "      KILN_VECTOR_LOOP\n      for (int64_t t = j; t < j + n; ++t) ", call_body(args, output_args(kb, "t", "w")),
-                  "\n      i += n;\n    }\n    return;\n  }\n");
+                  "\n      i += n;\n");
+  if (!offsets.empty())
+    text += str_cat("      for (int q = ", k - 1, "; q >= 0; --q) {\n", step, "        if (++at[q] < d[q]) break;\n", wrap,
+                    "        at[q] = 0;\n      }\n");
+  text += "    }\n    return;\n  }\n";
   return text;
 }
 
@@ -172,20 +182,11 @@ std::string baked_stride_tables(const KernelBody& kb) {
   return t;
 }
 
-std::string comment_lines(const std::string& text) {
-  std::string out = "// ";
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '\n' && i + 1 < text.size()) out += "// ";
-  }
-  if (out.empty() || out.back() != '\n') out += '\n';
-  return out;
-}
-
 }  // namespace
 
 GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
-  KILN_CHECK(fused.op == "FusedElementwise", fused.describe(), ": codegen takes kiln.FusedElementwise nodes");
+  KILN_CHECK(fused.op == "FusedElementwise" && fused.domain == "kiln", fused.describe(),
+             ": codegen takes kiln.FusedElementwise nodes");
   KernelBody kb = build_kernel_body(fused);
   const std::vector<bool> matter = dims_that_matter(kb);
   std::string paths, layout = "general";
@@ -198,7 +199,7 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
     layout = flat ? "flat, general" : (k > 0 ? str_cat("rows from dim ", k, ", general") : "general");
   }
   std::string text = str_cat(
-      "// ---- ", kSym, ": compiled for output ", kb.out_shape.str(), "; paths: ", layout, "\n", comment_lines(kb.body_text),
+      "// ---- ", kSym, ": compiled for output ", kb.out_shape.str(), "; paths: ", layout, "\n// ", kb.signature, "\n",
       "namespace ", kSym, "_impl {\n", kb.definitions, baked_stride_tables(kb), kb.body_fn, "}  // namespace ", kSym,
       "_impl\n\nextern \"C\" void ", kSym, "(const kiln_fused_args* a, int64_t begin, int64_t end) {\n  using namespace ",
       kSym, "_impl;\n  if (begin >= end) return;\n", pointers(kb), paths, general_path(kb), "}\n");
@@ -208,6 +209,26 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
     text.replace(at, std::string_view(kSym).size(), k.symbol);
   k.source = std::move(text);
   return k;
+}
+
+std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt) {
+  KILN_CHECK(opt.symbol.empty(), "emit_graph_kernels: symbols come from the kernels' text, not EmitOptions::symbol");
+  std::vector<GeneratedKernel> kernels;
+  std::set<std::string> seen;
+  auto add = [&](GeneratedKernel k) {
+    if (seen.insert(k.symbol).second) kernels.push_back(std::move(k));
+  };
+  for (const auto& n : g.nodes()) {
+    if (n->op == "FusedElementwise" && n->domain == "kiln") {
+      GeneratedKernel k = emit_fused_kernel(*n, opt);
+      n->attrs["kernel"] = k.symbol;
+      add(std::move(k));
+      continue;
+    }
+    for (Graph* sub : n->subgraphs())
+      for (GeneratedKernel& k : emit_graph_kernels(*sub, opt)) add(std::move(k));
+  }
+  return kernels;
 }
 
 }  // namespace kiln::codegen

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "kiln/codegen/emit.h"
-#include "kiln/ir/text.h"
 #include "op_emit.h"
 
 namespace kiln::codegen {
@@ -199,10 +198,12 @@ class BodyBuilder {
       statements_ += str_cat("  y", k, " = ", store_expr(it->second.expr, it->second.dtype), ";\n");
     }
     kb_.body_fn = str_cat("KILN_INLINE void body(", params, ") {\n", statements_, "}\n");
-    PrintOptions po;
-    po.show_names = false;
-    po.elide_weights = true;
-    kb_.body_text = print_graph(body, po);
+    // Names from the model stay out of the source, so equal bodies give equal kernels.
+    for (size_t i = 0; i < body.inputs.size(); ++i)
+      kb_.signature += str_cat(i ? ", " : "", "in", i, " ", dtype_name(kb_.sources[i].dtype), input_shape(body, i).str());
+    kb_.signature += " ->";
+    for (size_t k = 0; k < kb_.out_dtypes.size(); ++k)
+      kb_.signature += str_cat(k ? ", " : " ", "out", k, " ", dtype_name(kb_.out_dtypes[k]));
   }
 
   const Node& fused_;

@@ -29,7 +29,7 @@ struct KernelBody {
   std::vector<DType> out_dtypes;       // one per node output
   std::string definitions;             // baked constant arrays (file scope in the kernel's namespace)
   std::string body_fn;                 // `KILN_INLINE void body(<sources>, <outputs>&) {...}`
-  std::string body_text;               // the body graph as textual IR, for a comment
+  std::string signature;               // "in0 f32[N,8], in1 f32[8] -> out0 f32", for a comment
 };
 
 // Translates the node's body graph. Throws kiln::Error naming the node (and the body node) when

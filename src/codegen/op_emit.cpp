@@ -78,6 +78,10 @@ void OpCall::same_dtype(size_t i, size_t j) const {
                  dtype_name(dt(j))));
 }
 
+void OpCall::require_numeric(size_t i) const {
+  if (dt(i) == DType::boolean) fail("takes numeric inputs, got bool");
+}
+
 void OpCall::require_float(size_t i) const {
   if (!is_float(i)) fail(str_cat("takes float inputs, got ", dtype_name(dt(i))));
 }
@@ -93,11 +97,17 @@ bool OpCall::constant_scalar(size_t i, double* v) const {
 }
 
 OpExpr emit_op(const Node& n, const std::vector<Operand>& in) {
-  OpExpr out;
   if (!n.domain.empty() && n.domain != "ai.onnx")
     throw Error(str_cat(n.describe(), ": op ", n.domain, "::", n.op, " has no generated code"));
-  if (emit_math_op(n, in, &out) || emit_arith_op(n, in, &out)) return out;
-  throw Error(str_cat(n.describe(), ": op ", n.op, " is not an elementwise op codegen supports"));
+  static const EmitterTable table = [] {
+    EmitterTable t;
+    add_math_emitters(t);
+    add_arith_emitters(t);
+    return t;
+  }();
+  auto it = table.find(n.op);
+  if (it == table.end()) throw Error(str_cat(n.describe(), ": op ", n.op, " is not an elementwise op codegen supports"));
+  return it->second(OpCall(n, in));
 }
 
 bool can_generate(const Node& body_node, std::string* why) {

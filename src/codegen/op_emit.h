@@ -8,6 +8,8 @@
 // Values are computed in their dtype's C++ type, except f16/bf16, which are computed in float
 // and rounded back after every op (the body emitter does that, as the interpreter does).
 #pragma once
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,15 +59,18 @@ class OpCall {
   // f32/f16/bf16: computed in float, where the prelude's fast functions apply.
   bool in_float32(size_t i) const { return is_float(i) && dt(i) != DType::f64; }
   void require_float(size_t i) const;
+  void require_numeric(size_t i) const;  // anything but bool
   // A float parameter as a literal of input 0's compute type.
   std::string lit(double v) const { return float_literal(v, dt(0)); }
   // The single value of a constant input that is a scalar (or holds one repeated value).
   bool constant_scalar(size_t i, double* v) const;
 };
 
-// The op-table half of emit_op: one function per op family, each returning false when it does
-// not know `n.op` (op_emit_math.cpp, op_emit_arith.cpp).
-bool emit_math_op(const Node& n, const std::vector<Operand>& in, OpExpr* out);
-bool emit_arith_op(const Node& n, const std::vector<Operand>& in, OpExpr* out);
+// The op table: one emitter per op name, filled by each op family's file
+// (op_emit_math.cpp: unary math and activations; op_emit_arith.cpp: the rest).
+using Emitter = std::function<OpExpr(const OpCall&)>;
+using EmitterTable = std::map<std::string, Emitter, std::less<>>;
+void add_math_emitters(EmitterTable& t);
+void add_arith_emitters(EmitterTable& t);
 
 }  // namespace kiln::codegen

@@ -3,27 +3,18 @@
 // compare_logic.cpp, where_clip.cpp, cast.cpp and Tensor::cast). Integer division and modulo
 // need a constant divisor without zeros: the reference refuses a zero divisor at run time, and
 // generated code has no way to report it.
-#include <functional>
-#include <map>
-
 #include "../ops/op_helpers.h"  // dtype_from_onnx_code (Cast's `to`)
 #include "op_emit.h"
 
 namespace kiln::codegen {
 namespace {
 
-using Emitter = std::function<OpExpr(const OpCall&)>;
-
-void require_numeric(const OpCall& c, size_t i) {
-  if (c.dt(i) == DType::boolean) c.fail("takes numeric inputs, got bool");
-}
-
 // a OP b for floats, kiln_FN(a, b) (wrapping) for integers.
 Emitter arith(const char* op, const char* int_fn) {
   return [op, int_fn](const OpCall& c) {
     c.arity(2, 2);
     c.same_dtype(0, 1);
-    require_numeric(c, 0);
+    c.require_numeric(0);
     if (c.is_float(0)) return OpExpr{str_cat("(", c.x(0), " ", op, " ", c.x(1), ")"), c.dt(0)};
     return OpExpr{str_cat(int_fn, "(", c.x(0), ", ", c.x(1), ")"), c.dt(0)};
   };
@@ -42,7 +33,7 @@ void require_safe_divisor(const OpCall& c) {
 OpExpr fold(const OpCall& c, const char* fn) {
   if (c.count() < 1) c.fail("needs at least one input");
   std::string acc = c.x(0);
-  require_numeric(c, 0);
+  c.require_numeric(0);
   for (size_t i = 1; i < c.count(); ++i) {
     c.same_dtype(0, i);
     acc = str_cat(fn, "(", acc, ", ", c.x(i), ")");
@@ -69,8 +60,8 @@ Emitter logic(const char* op) {
 
 OpExpr pow_expr(const OpCall& c) {
   c.arity(2, 2);
-  require_numeric(c, 0);
-  require_numeric(c, 1);
+  c.require_numeric(0);
+  c.require_numeric(1);
   const std::string& x = c.x(0);
   const DType dt = c.dt(0);
   if (dt == DType::f32 && c.dt(1) == DType::f32) {
@@ -107,7 +98,7 @@ std::string clip_bound(const OpCall& c, size_t i) {
 
 OpExpr clip_expr(const OpCall& c) {
   c.arity(1, 3);
-  require_numeric(c, 0);
+  c.require_numeric(0);
   std::string e = c.x(0);
   // min(max(x, lo), hi) in the reference's order: lo > hi gives hi everywhere, NaN stays NaN.
   if (std::string lo = clip_bound(c, 1); !lo.empty()) e = str_cat("kiln_std_max(", e, ", ", lo, ")");
@@ -124,8 +115,10 @@ OpExpr cast_to(const OpCall& c, DType to) {
   return {str_cat("kiln_cast<", compute_ctype(to), ", ", compute_ctype(from), ">(", x, ")"), to};
 }
 
-const std::map<std::string, Emitter, std::less<>>& table() {
-  static const std::map<std::string, Emitter, std::less<>> t = {
+}  // namespace
+
+void add_arith_emitters(EmitterTable& t) {
+  t.insert({
       {"Add", arith("+", "kiln_add")},
       {"Sub", arith("-", "kiln_sub")},
       {"Mul", arith("*", "kiln_mul")},
@@ -133,7 +126,7 @@ const std::map<std::string, Emitter, std::less<>>& table() {
        [](const OpCall& c) {
          c.arity(2, 2);
          c.same_dtype(0, 1);
-         require_numeric(c, 0);
+         c.require_numeric(0);
          require_safe_divisor(c);
          return OpExpr{str_cat("kiln_div(", c.x(0), ", ", c.x(1), ")"), c.dt(0)};
        }},
@@ -141,7 +134,7 @@ const std::map<std::string, Emitter, std::less<>>& table() {
        [](const OpCall& c) {
          c.arity(2, 2);
          c.same_dtype(0, 1);
-         require_numeric(c, 0);
+         c.require_numeric(0);
          const int64_t mode = c.node.attr_i("fmod", 0);
          if (mode != 0 && mode != 1) c.fail(str_cat("attribute fmod must be 0 or 1, got ", mode));
          if (c.is_float(0) && mode != 1) c.fail("fmod must be 1 for floating-point inputs");
@@ -162,7 +155,7 @@ const std::map<std::string, Emitter, std::less<>>& table() {
        [](const OpCall& c) {
          c.arity(2, 2);
          c.same_dtype(0, 1);
-         require_numeric(c, 0);
+         c.require_numeric(0);
          const std::string& x = c.x(0);
          return OpExpr{str_cat("(", x, " < (", compute_ctype(c.dt(0)), ")0 ? kiln_mul(", c.x(1), ", ", x, ") : ", x, ")"),
                        c.dt(0)};
@@ -210,17 +203,7 @@ const std::map<std::string, Emitter, std::less<>>& table() {
          c.arity(2, 2);
          return cast_to(c, c.dt(1));
        }},
-  };
-  return t;
-}
-
-}  // namespace
-
-bool emit_arith_op(const Node& n, const std::vector<Operand>& in, OpExpr* out) {
-  auto it = table().find(n.op);
-  if (it == table().end()) return false;
-  *out = it->second(OpCall(n, in));
-  return true;
+  });
 }
 
 }  // namespace kiln::codegen

@@ -3,15 +3,11 @@
 // so NaN, signed zero and integer cases agree; f32 transcendentals call the prelude's vectorisable
 // approximations (kiln_exp, ...), f64 ones the C library.
 #include <cmath>
-#include <functional>
-#include <map>
 
 #include "op_emit.h"
 
 namespace kiln::codegen {
 namespace {
-
-using Emitter = std::function<OpExpr(const OpCall&)>;
 
 // A float-only unary op: `fast` for values computed in float, `libm` for double ("%" = operand).
 Emitter float_fn(std::string fast, std::string libm) {
@@ -25,8 +21,13 @@ Emitter float_fn(std::string fast, std::string libm) {
 // The same function for both float and double (no fast version, or an exact one).
 Emitter libm_fn(const std::string& name) { return float_fn(name, name); }
 
-void require_numeric(const OpCall& c, size_t i) {
-  if (c.dt(i) == DType::boolean) c.fail("takes numeric inputs, got bool");
+// A unary op on any numeric dtype, written as one prelude function (wrapping for integers).
+Emitter numeric_fn(std::string name) {
+  return [name](const OpCall& c) {
+    c.arity(1, 1);
+    c.require_numeric(0);
+    return OpExpr{str_cat(name, "(", c.x(0), ")"), c.dt(0)};
+  };
 }
 
 // Name of the function computing f(x) in the operand's precision: "kiln_exp" or "std::exp".
@@ -43,8 +44,10 @@ OpExpr float_expr(const OpCall& c, std::string e) {
   return {std::move(e), c.dt(0)};
 }
 
-const std::map<std::string, Emitter, std::less<>>& table() {
-  static const std::map<std::string, Emitter, std::less<>> t = {
+}  // namespace
+
+void add_math_emitters(EmitterTable& t) {
+  t.insert({
       {"Exp", float_fn("kiln_exp", "std::exp")},
       {"Log", float_fn("kiln_log", "std::log")},
       {"Tanh", float_fn("kiln_tanh", "std::tanh")},
@@ -142,28 +145,13 @@ const std::map<std::string, Emitter, std::less<>>& table() {
       {"Relu",
        [](const OpCall& c) {
          c.arity(1, 1);
-         require_numeric(c, 0);
+         c.require_numeric(0);
          const std::string zero = str_cat("(", compute_ctype(c.dt(0)), ")0");
          return OpExpr{str_cat("(", c.x(0), " < ", zero, " ? ", zero, " : ", c.x(0), ")"), c.dt(0)};
        }},
-      {"Abs",
-       [](const OpCall& c) {
-         c.arity(1, 1);
-         require_numeric(c, 0);
-         return OpExpr{str_cat("kiln_abs(", c.x(0), ")"), c.dt(0)};
-       }},
-      {"Neg",
-       [](const OpCall& c) {
-         c.arity(1, 1);
-         require_numeric(c, 0);
-         return OpExpr{str_cat("kiln_neg(", c.x(0), ")"), c.dt(0)};
-       }},
-      {"Sign",
-       [](const OpCall& c) {
-         c.arity(1, 1);
-         require_numeric(c, 0);
-         return OpExpr{str_cat("kiln_sign(", c.x(0), ")"), c.dt(0)};
-       }},
+      {"Abs", numeric_fn("kiln_abs")},
+      {"Neg", numeric_fn("kiln_neg")},
+      {"Sign", numeric_fn("kiln_sign")},
       {"IsNaN",
        [](const OpCall& c) {
          c.arity(1, 1);
@@ -192,17 +180,7 @@ const std::map<std::string, Emitter, std::less<>>& table() {
          c.arity(1, 1);
          return OpExpr{c.x(0), c.dt(0)};
        }},
-  };
-  return t;
-}
-
-}  // namespace
-
-bool emit_math_op(const Node& n, const std::vector<Operand>& in, OpExpr* out) {
-  auto it = table().find(n.op);
-  if (it == table().end()) return false;
-  *out = it->second(OpCall(n, in));
-  return true;
+  });
 }
 
 }  // namespace kiln::codegen

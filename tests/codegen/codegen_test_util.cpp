@@ -119,6 +119,16 @@ const Node& fused_node(const Model& m) {
   throw Error("no FusedElementwise node in the model");
 }
 
+const char* const kGeluErfBody = R"(
+    %s = init f32[] dense<1.41421353816986083984375>
+    %one = init f32[] dense<1.0>
+    %half = init f32[] dense<0.5>
+    %d = Div(%x0, %s)
+    %e = Erf(%d)
+    %p = Add(%e, %one)
+    %m = Mul(%x0, %p)
+    %r0 = Mul(%m, %half))";
+
 std::string test_cache_dir() { return str_cat(KILN_BINARY_DIR, "/codegen-test/cache"); }
 
 std::string fresh_dir(const std::string& name) {

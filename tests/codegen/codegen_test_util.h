@@ -49,6 +49,9 @@ std::vector<Tensor> run_body(const Node& fused, const std::vector<Tensor>& input
 Model fused_model(const std::vector<std::string>& inputs, const std::string& body, int outputs = 1);
 const Node& fused_node(const Model& m);
 
+// GELU as PyTorch exports it, x * 0.5 * (1 + erf(x / sqrt 2)), reading %x0 into %r0.
+extern const char* const kGeluErfBody;
+
 // A cache directory under the build tree shared by the codegen tests.
 std::string test_cache_dir();
 // A fresh empty directory under the build tree.

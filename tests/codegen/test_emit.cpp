@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "codegen/codegen_test_util.h"
 #include "kiln/codegen/sha256.h"
@@ -105,6 +106,34 @@ TEST(Emit, UnexpectedStridesTakeTheGeneralPath) {
   EXPECT_EQ(compare(got[0], ref2[0], 1e-30, 3e-7), "");
 }
 
+// The runtime calls one kernel from several threads on disjoint ranges at once.
+TEST(Emit, ConcurrentCallsOnDisjointRangesMatchOneCall) {
+  Model m = fused_model({"f32[N,12,5,7]", "f32[12,1,1]"}, R"(
+    %a = Mul(%x0, %x1)
+    %s = Sigmoid(%a)
+    %r0 = Mul(%a, %s))");
+  const GeneratedKernel k = emit_fused_kernel(fused_node(m));
+  BuildOptions bo;
+  bo.cache_dir = test_cache_dir();
+  bo.target_isa = "scalar";
+  LoadedLibrary lib(build_kernel_library({k}, bo).path);
+  Tensor x(DType::f32, {3, 12, 5, 7}), s(DType::f32, {12, 1, 1});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 23) * 0.37f - 4;
+  for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = static_cast<float>(i) * 0.25f - 1;
+  const std::vector<Tensor> one = call_kernel(lib.kernel(k.symbol), {x, s}, {DType::f32});
+  Tensor y(DType::f32, {3, 12, 5, 7});
+  const CallLayout l = broadcast_layout({x.dims(), s.dims()});
+  const void* ins[2] = {x.raw(), s.raw()};
+  void* outs[1] = {y.raw()};
+  const int64_t* strides[2] = {l.strides[0].data(), l.strides[1].data()};
+  const kiln_fused_args args{ins, outs, l.out_dims.data(), strides, 4};
+  const int64_t cuts[] = {0, 333, 334, 901, x.numel()};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { lib.kernel(k.symbol)(&args, cuts[t], cuts[t + 1]); });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compare(y, one[0], 0, 0), "");
+}
+
 TEST(Emit, CanGenerateAnswersForOuterNodes) {
   const Model m = parse_model(R"(
     graph g(%f: f32[4], %i: i32[4], %j: i32[4], %u: ?) -> (%a, %b, %c, %d, %e, %g, %h, %k, %l, %z) {
@@ -171,6 +200,38 @@ TEST(Emit, ErrorsNameTheNodeAndTheReason) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("takes kiln.FusedElementwise nodes"), std::string::npos);
   }
+}
+
+TEST(Emit, GraphKernelsAreNamedOnTheirNodesAndShared) {
+  Model m = parse_model(R"(
+    graph main(%a: f32[N,8], %b: f32[N,8], %c: bool[]) -> (%y1, %y2, %y3, %z) {
+      %y1 = kiln::FusedElementwise(%a) {body=graph b1(%x: f32[N,8]) -> (%r) {
+        %r = Relu(%x)
+      }}
+      %y2 = kiln::FusedElementwise(%b) {body=graph b2(%x: f32[N,8]) -> (%r) {
+        %r = Relu(%x)
+      }}
+      %y3 = kiln::FusedElementwise(%a, %b) {body=graph b3(%x: f32[N,8], %w: f32[N,8]) -> (%r) {
+        %r = Add(%x, %w)
+      }}
+      %z = If(%c) {
+        then_branch=graph t() -> (%t) {
+          %t = kiln::FusedElementwise(%a) {body=graph b4(%x: f32[N,8]) -> (%r) {
+            %r = Sigmoid(%x)
+          }}
+        },
+        else_branch=graph e() -> (%a) {
+        }
+      }
+    })");
+  const std::vector<GeneratedKernel> ks = emit_graph_kernels(*m.graph);
+  ASSERT_EQ(ks.size(), 3u);  // the two Relu bodies are one kernel
+  const auto& nodes = m.graph->nodes();
+  EXPECT_EQ(nodes[0]->attr_s("kernel", ""), ks[0].symbol);
+  EXPECT_EQ(nodes[1]->attr_s("kernel", ""), ks[0].symbol);
+  EXPECT_EQ(nodes[2]->attr_s("kernel", ""), ks[1].symbol);
+  const Graph& then_branch = *nodes[3]->find_attr("then_branch")->g();
+  EXPECT_EQ(then_branch.nodes()[0]->attr_s("kernel", ""), ks[2].symbol);
 }
 
 TEST(Sha256, FipsExamples) {

@@ -5,7 +5,9 @@
 // and called both over [0, total) in one piece and over uneven ranges (as threads would).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <tuple>
 #include <random>
 
 #include "codegen/codegen_test_util.h"
@@ -28,17 +30,6 @@ struct BodyCase {
 
 void PrintTo(const BodyCase& c, std::ostream* os) { *os << c.name; }
 
-// GELU as PyTorch exports it: x * 0.5 * (1 + erf(x / sqrt 2)).
-const char* kGeluErf = R"(
-    %s = init f32[] dense<1.41421353816986083984375>
-    %one = init f32[] dense<1.0>
-    %half = init f32[] dense<0.5>
-    %d = Div(%x0, %s)
-    %e = Erf(%d)
-    %p = Add(%e, %one)
-    %m = Mul(%x0, %p)
-    %r0 = Mul(%m, %half))";
-
 // GELU, tanh approximation as GPT-2 exports it.
 const char* kGeluTanh = R"(
     %k = init f32[] dense<0.79788458347320556640625>
@@ -58,8 +49,8 @@ const char* kGeluTanh = R"(
 std::vector<BodyCase> cases() {
   std::vector<BodyCase> c;
   // ---- fused chains from real models
-  c.push_back({"gelu_erf", {"f32[N,129]"}, kGeluErf, 1, {{{1, 129}}, {{3, 129}}}, 2e-6, 2e-6, false, 6});
-  c.push_back({"gelu_erf_specials", {"f32[257]"}, kGeluErf, 1, {{{257}}}, 2e-6, 2e-6, true, 6});
+  c.push_back({"gelu_erf", {"f32[N,129]"}, kGeluErfBody, 1, {{{1, 129}}, {{3, 129}}}, 2e-6, 2e-6, false, 6});
+  c.push_back({"gelu_erf_specials", {"f32[257]"}, kGeluErfBody, 1, {{{257}}}, 2e-6, 2e-6, true, 6});
   c.push_back({"gelu_tanh", {"f32[N,64]"}, kGeluTanh, 1, {{{2, 64}}, {{5, 64}}}, 2e-6, 2e-6, false, 6});
   c.push_back({"gelu_op_both_forms", {"f32[3,67]"}, R"(
     %r0 = Gelu(%x0)
@@ -231,6 +222,23 @@ std::vector<BodyCase> cases() {
     %m = Mul(%a, %x0)
     %r0 = Relu(%m)
     %r1 = Cast(%m) {to=1})", 2, {{{3, 53}, {53}}}, 0, 0, true});
+  c.push_back({"bf16_chain", {"bf16[N,29]", "bf16[]"}, R"(
+    %m = Mul(%x0, %x1)
+    %s = Sigmoid(%m)
+    %r0 = Cast(%s) {to=1}
+    %r1 = Max(%m, %x1))", 2, {{{2, 29}, {}}}, 0, 0, true});
+  // Tensor::cast's rules: 32/64-bit integer sources wrap through int64, narrower ones and
+  // floats saturate through double (so i8 -> u8 clamps negatives to 0, i32 -> u16 wraps).
+  c.push_back({"cast_small_ints", {"i32[64]", "f32[64]"}, R"(
+    %a = Cast(%x0) {to=3}
+    %r0 = Cast(%a) {to=2}
+    %r1 = Cast(%a) {to=5}
+    %b = Cast(%x0) {to=4}
+    %r2 = Cast(%b) {to=6}
+    %r3 = Cast(%x1) {to=13}
+    %r4 = Cast(%x1) {to=12}
+    %r5 = Cast(%r3) {to=1}
+    %r6 = Cast(%x1) {to=3})", 7, {{{64}, {64}}}, 0, 0, true, 1e10});
   c.push_back({"bitshift_u8", {"u8[32]", "u8[32]"}, R"(
     %r0 = BitShift(%x0, %x1) {direction="LEFT"}
     %r1 = BitShift(%x0, %x1) {direction="RIGHT"})", 2, {{{32}, {32}}}});
@@ -254,6 +262,7 @@ Tensor make_input(DType t, const Dims& dims, uint32_t seed, bool specials, doubl
       case DType::f32: x.data<float>()[i] = static_cast<float>(v); break;
       case DType::f64: x.data<double>()[i] = v; break;
       case DType::f16: x.data<uint16_t>()[i] = f32_to_f16(static_cast<float>(v)); break;
+      case DType::bf16: x.data<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v)); break;
       case DType::i32: x.data<int32_t>()[i] = static_cast<int32_t>(v) * (i % 5 == 0 ? 40000000 : 1); break;
       case DType::i64: x.data<int64_t>()[i] = static_cast<int64_t>(v) * (i % 3 == 0 ? 300000000000 : 1); break;
       case DType::u8: x.data<uint8_t>()[i] = static_cast<uint8_t>(static_cast<int>(v) + 60); break;
@@ -264,38 +273,49 @@ Tensor make_input(DType t, const Dims& dims, uint32_t seed, bool specials, doubl
   return x;
 }
 
-std::string isa_of_this_machine() {
+// The scalar build (no FMA, no vectors wider than SSE2) and this machine's best.
+std::vector<std::string> isas() {
+  std::vector<std::string> v = {"scalar"};
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl"))
-    return "avx512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-  return "scalar";
+    v.push_back("avx512");
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    v.push_back("avx2");
+  return v;
 }
 
+// Every case's kernels, emitted once, and one library per ISA, built on first use.
 struct Compiled {
+  std::vector<BodyCase> cases = kiln::codegen::test::cases();
   std::vector<Model> models;
   std::vector<GeneratedKernel> specialised, general;
-  std::unique_ptr<LoadedLibrary> lib;
+  std::map<std::string, std::unique_ptr<LoadedLibrary>> libs;
+
+  Compiled() {
+    for (const BodyCase& bc : cases) {
+      models.push_back(fused_model(bc.types, bc.body, bc.outputs));
+      const Node& n = fused_node(models.back());
+      specialised.push_back(emit_fused_kernel(n));
+      general.push_back(emit_fused_kernel(n, {.specialise = false}));
+    }
+  }
+  const LoadedLibrary& library(const std::string& isa) {
+    auto& lib = libs[isa];
+    if (!lib) {
+      std::vector<GeneratedKernel> all = specialised;
+      all.insert(all.end(), general.begin(), general.end());
+      BuildOptions bo;
+      bo.cache_dir = test_cache_dir();
+      bo.target_isa = isa;
+      lib = std::make_unique<LoadedLibrary>(build_kernel_library(all, bo).path);
+    }
+    return *lib;
+  }
 };
 
-class EmitBodies : public ::testing::TestWithParam<BodyCase> {
+class EmitBodies : public ::testing::TestWithParam<std::tuple<std::string, BodyCase>> {
  protected:
-  static void SetUpTestSuite() {
-    compiled_ = new Compiled;
-    std::vector<GeneratedKernel> all;
-    for (const BodyCase& bc : cases()) {
-      compiled_->models.push_back(fused_model(bc.types, bc.body, bc.outputs));
-      const Node& n = fused_node(compiled_->models.back());
-      compiled_->specialised.push_back(emit_fused_kernel(n));
-      compiled_->general.push_back(emit_fused_kernel(n, {.specialise = false}));
-      all.push_back(compiled_->specialised.back());
-      all.push_back(compiled_->general.back());
-    }
-    BuildOptions bo;
-    bo.cache_dir = test_cache_dir();
-    bo.target_isa = isa_of_this_machine();
-    compiled_->lib = std::make_unique<LoadedLibrary>(build_kernel_library(all, bo).path);
-  }
+  static void SetUpTestSuite() { compiled_ = new Compiled; }
   static void TearDownTestSuite() {
     delete compiled_;
     compiled_ = nullptr;
@@ -305,10 +325,12 @@ class EmitBodies : public ::testing::TestWithParam<BodyCase> {
 Compiled* EmitBodies::compiled_ = nullptr;
 
 TEST_P(EmitBodies, MatchesInterpreter) {
-  const BodyCase& bc = GetParam();
-  const auto all = cases();
-  const size_t idx = static_cast<size_t>(std::find_if(all.begin(), all.end(), [&](const BodyCase& c) { return c.name == bc.name; }) - all.begin());
+  const auto& [isa, bc] = GetParam();
+  const auto& all = compiled_->cases;
+  const size_t idx = static_cast<size_t>(
+      std::find_if(all.begin(), all.end(), [&](const BodyCase& c) { return c.name == bc.name; }) - all.begin());
   const Node& node = fused_node(compiled_->models[idx]);
+  const LoadedLibrary& lib = compiled_->library(isa);
   for (size_t run = 0; run < bc.runs.size(); ++run) {
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < bc.runs[run].size(); ++i) {
@@ -321,7 +343,7 @@ TEST_P(EmitBodies, MatchesInterpreter) {
     const int64_t total = ref[0].numel();
     for (const GeneratedKernel* k : {&compiled_->specialised[idx], &compiled_->general[idx]}) {
       SCOPED_TRACE(str_cat("run ", run, ", kernel ", k == &compiled_->general[idx] ? "general-only" : "specialised"));
-      kiln_fused_fn fn = compiled_->lib->kernel(k->symbol);
+      kiln_fused_fn fn = lib.kernel(k->symbol);
       const std::vector<Tensor> whole = call_kernel(fn, inputs, out_dtypes);
       for (size_t o = 0; o < ref.size(); ++o) EXPECT_EQ(compare(whole[o], ref[o], bc.atol, bc.rtol), "") << "output " << o;
       // Uneven ranges, as threads would split the work: bit-identical to one call.
@@ -331,8 +353,10 @@ TEST_P(EmitBodies, MatchesInterpreter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Codegen, EmitBodies, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<BodyCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Codegen, EmitBodies, ::testing::Combine(::testing::ValuesIn(isas()), ::testing::ValuesIn(cases())),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, BodyCase>>& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+                         });
 
 }  // namespace
 }  // namespace kiln::codegen::test

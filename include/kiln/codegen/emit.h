@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/ir/graph.h"
 
@@ -40,6 +41,11 @@ bool can_generate(const Node& body_node, std::string* why = nullptr);
 // C++ source for `fused` (op kiln.FusedElementwise with a graph attribute `body`). Throws
 // kiln::Error naming the node and the first body node it cannot translate.
 GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt = {});
+
+// Emits every kiln.FusedElementwise node of `g` (and of its subgraphs), records each kernel's
+// symbol in the node's string attribute `kernel` (what the runtime dlsym()s), and returns the
+// distinct kernels, ready for build_kernel_library. Throws like emit_fused_kernel.
+std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt = {});
 
 // Definitions every generated kernel uses (ABI struct, fast math, stride checks); the builder
 // puts it once at the top of the library's translation unit.
