@@ -97,6 +97,91 @@ std::vector<std::string> output_names(const Graph& g) {
   return names;
 }
 
+// What is measured: the ONNX / IR model interp and ORT run, and, for an artifact, the loaded
+// compiled backend. `graph` is the one whose inputs are fed and whose outputs are checked.
+struct Subject {
+  std::unique_ptr<CompiledBenchBackend> artifact;
+  std::shared_ptr<Model> source;
+  std::string source_path;
+  const Graph* graph = nullptr;
+};
+
+Subject load_subject(const std::string& model_path, bool needs_source, bool vs_ort, const ShapeFlags& sf,
+                     int threads, const std::string& work_dir) {
+  Subject s;
+  if (is_artifact(model_path)) {
+    s.artifact = make_compiled_backend({model_path, true, {}, threads, work_dir});
+    s.graph = s.artifact->model().graph.get();
+    if (needs_source) s.source_path = artifact_source(model_path, s.artifact->manifest());
+  } else {
+    s.source_path = model_path;
+  }
+  if (!s.source_path.empty()) {
+    KILN_CHECK(!vs_ort || !is_textual_ir(s.source_path), "--vs ort: ", s.source_path,
+               " is kiln textual IR; ONNX Runtime needs the ONNX model");
+    s.source = std::make_shared<Model>(load_model(s.source_path, sf));
+    if (!s.graph) s.graph = s.source->graph.get();
+  }
+  return s;
+}
+
+// Backends in report order: kiln's as listed in --backends, then the peer.
+std::vector<std::unique_ptr<BenchBackend>> make_backends(const std::vector<std::string>& names, Subject& subject,
+                                                         const std::string& model_path, const BenchInputs& inputs,
+                                                         const ShapeFlags& sf, int threads, const std::string& ort_script,
+                                                         const std::string& work_dir) {
+  std::vector<std::unique_ptr<BenchBackend>> backends;
+  for (const auto& n : names) {
+    if (n == "interp") {
+      backends.push_back(make_interp_backend(subject.source, sf.ranges, threads));
+    } else if (subject.artifact) {
+      backends.push_back(std::move(subject.artifact));
+    } else {
+      // Compiled for exactly the shapes measured, as a user would with --shape.
+      CompiledBackendSpec spec{model_path, false, {}, threads, work_dir};
+      for (const auto& [name, t] : inputs.tensors) spec.shapes.shapes[name] = t.dims();
+      backends.push_back(make_compiled_backend(spec));
+    }
+  }
+  if (!ort_script.empty())
+    backends.push_back(
+        make_ort_backend({ort_script, subject.source_path, threads, work_dir}, output_names(*subject.graph)));
+  return backends;
+}
+
+// Each backend's first outputs against the reference backend's.
+std::vector<OutputCheck> check_first_outputs(const std::vector<std::unique_ptr<BenchBackend>>& backends,
+                                             const std::string& reference, const Graph& g) {
+  std::map<std::string, TensorMap> first;
+  for (const auto& b : backends) first[b->name()] = b->run_once();
+  std::vector<OutputCheck> checks;
+  for (const auto& b : backends) {
+    if (b->name() == reference) continue;
+    auto c = check_outputs(b->name(), first[b->name()], first[reference], output_names(g), kCheckTolerance);
+    checks.insert(checks.end(), c.begin(), c.end());
+  }
+  return checks;
+}
+
+InputRequest input_request(const Args& a, const ShapeFlags& sf, Subject& subject, const std::string& model_path) {
+  InputRequest req;
+  req.dims = sf.spec.dims;
+  if (a.has("--batch")) {
+    req.batch = a.get_int("--batch", 1);
+    DimBindings b = batch_bindings(*subject.graph, *req.batch);
+    req.dims.insert(b.begin(), b.end());
+    if (subject.source && !b.empty()) ops::specialize_inputs(*subject.source, {b, {}});
+  }
+  for (const auto& s : a.all("--input")) {
+    auto [name, file] = split_assignment("--input", s);
+    req.files[name] = file;
+  }
+  req.zoo_dirs.push_back(dir_of(model_path));
+  if (!subject.source_path.empty()) req.zoo_dirs.push_back(dir_of(subject.source_path));
+  req.seed = static_cast<uint64_t>(a.get_int("--seed", 0));
+  return req;
+}
+
 }  // namespace
 
 int verb_bench(int argc, char** argv) {
@@ -107,7 +192,6 @@ int verb_bench(int argc, char** argv) {
          {"--json", "--check", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln bench: expected one MODEL argument (kiln bench MODEL [--vs ort] ...)");
   const std::string model_path = a.positional()[0];
-  const bool artifact = is_artifact(model_path);
 
   int threads = static_cast<int>(a.get_int("--threads", kernels::hardware_threads()));
   KILN_CHECK(threads >= 1, "--threads must be >= 1");
@@ -118,11 +202,9 @@ int verb_bench(int argc, char** argv) {
   KILN_CHECK(plan.runs >= 1, "--runs must be >= 1");
   KILN_CHECK(plan.warmup >= 0, "--warmup must be >= 0");
   KILN_CHECK(!a.has("--block") || plan.block >= 1, "--block must be >= 1");
-  std::optional<int64_t> batch;
-  if (a.has("--batch")) batch = a.get_int("--batch", 1);
-  KILN_CHECK(!batch || *batch >= 1, "--batch must be >= 1");
+  KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
 
-  std::string default_backend = artifact || compiled_backend_built() ? "compiled" : "interp";
+  std::string default_backend = is_artifact(model_path) || compiled_backend_built() ? "compiled" : "interp";
   std::vector<std::string> names = parse_backends(a.get_or("--backends", default_backend));
   auto wants = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   bool vs_ort = a.has("--vs");
@@ -136,59 +218,13 @@ int verb_bench(int argc, char** argv) {
 
   WorkDir work;
   ShapeFlags sf = parse_shape_flags(a);
-  std::unique_ptr<CompiledBenchBackend> compiled;
-  std::shared_ptr<Model> source;  // the ONNX / IR model interp and ORT run
-  std::string source_path;
-  const Graph* graph = nullptr;    // whose inputs and outputs the bench feeds and checks
-  if (artifact) {
-    compiled = make_compiled_backend({model_path, true, {}, threads, work.path()});
-    if (wants("interp") || vs_ort) source_path = artifact_source(model_path, compiled->manifest());
-    graph = compiled->model().graph.get();
-  } else {
-    source_path = model_path;
-  }
-  if (!source_path.empty()) {
-    KILN_CHECK(!vs_ort || !is_textual_ir(source_path), "--vs ort: ", source_path,
-               " is kiln textual IR; ONNX Runtime needs the ONNX model");
-    source = std::make_shared<Model>(load_model(source_path, sf));
-    if (!artifact) graph = source->graph.get();
-  }
-
-  InputRequest req;
-  req.dims = sf.spec.dims;
-  if (batch) {
-    DimBindings b = batch_bindings(*graph, *batch);
-    req.dims.insert(b.begin(), b.end());
-    if (source && !b.empty()) ops::specialize_inputs(*source, {b, {}});
-  }
-  req.batch = batch;
-  for (const auto& s : a.all("--input")) {
-    auto [name, file] = split_assignment("--input", s);
-    req.files[name] = file;
-  }
-  req.zoo_dirs.push_back(dir_of(model_path));
-  if (!source_path.empty()) req.zoo_dirs.push_back(dir_of(source_path));
-  req.seed = static_cast<uint64_t>(a.get_int("--seed", 0));
-  BenchInputs inputs = make_bench_inputs(*graph, req);
-
-  // Backends, in report order: kiln's as listed, then the peer.
-  std::vector<std::unique_ptr<BenchBackend>> backends;
-  for (const auto& n : names) {
-    if (n == "interp") {
-      backends.push_back(make_interp_backend(source, sf.ranges, threads));
-    } else if (compiled) {
-      backends.push_back(std::move(compiled));
-    } else {
-      CompiledBackendSpec spec{model_path, false, {}, threads, work.path()};
-      for (const auto& [name, t] : inputs.tensors) spec.shapes.shapes[name] = t.dims();
-      backends.push_back(make_compiled_backend(spec));
-    }
-  }
-  if (vs_ort) backends.push_back(make_ort_backend({ort_script, source_path, threads, work.path()}, output_names(*graph)));
+  Subject subject = load_subject(model_path, wants("interp") || vs_ort, vs_ort, sf, threads, work.path());
+  BenchInputs inputs = make_bench_inputs(*subject.graph, input_request(a, sf, subject, model_path));
+  auto backends = make_backends(names, subject, model_path, inputs, sf, threads, ort_script, work.path());
 
   BenchResult r;
   r.model = model_path;
-  r.source_model = source_path;
+  r.source_model = subject.source_path;
   r.threads = threads;
   r.batch = inputs.batch;
   r.runs = plan.runs;
@@ -204,7 +240,7 @@ int verb_bench(int argc, char** argv) {
   auto progress = [&](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
-  if (!source_path.empty()) r.source_sha256 = sha256_file(source_path);
+  if (!r.source_model.empty()) r.source_sha256 = sha256_file(r.source_model);
   for (auto& b : backends) {
     progress("bench: preparing " + b->name());
     b->prepare(inputs.tensors);
@@ -213,16 +249,7 @@ int verb_bench(int argc, char** argv) {
 
   // Output check before timing: every kiln backend against ORT, else compiled against interp.
   r.check_reference = vs_ort ? "ort" : (wants("interp") && wants("compiled") ? "interp" : "");
-  if (!r.check_reference.empty()) {
-    std::map<std::string, TensorMap> first;
-    for (auto& b : backends) first[b->name()] = b->run_once();
-    for (auto& b : backends) {
-      if (b->name() == r.check_reference) continue;
-      auto c = check_outputs(b->name(), first[b->name()], first[r.check_reference], output_names(*graph),
-                             kCheckTolerance);
-      r.checks.insert(r.checks.end(), c.begin(), c.end());
-    }
-  }
+  if (!r.check_reference.empty()) r.checks = check_first_outputs(backends, r.check_reference, *subject.graph);
 
   plan.progress = progress;
   std::vector<BenchBackend*> raw;

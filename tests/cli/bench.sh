@@ -27,7 +27,7 @@ MODEL="$SRC/models/digits_cnn.onnx"
 ORT="$SRC/scripts/ort_bench.js"
 
 # Real ONNX Runtime: the fields BENCHMARKS.md is built from, positive medians, outputs agree.
-"$KILN" bench "$MODEL" --vs ort --json --runs 3 --batch 8 --threads 1 --ort-script "$ORT" >"$T/b.json" 2>"$T/b.err"
+"$KILN" bench "$MODEL" --backends interp --vs ort --json --runs 3 --batch 8 --threads 1 --ort-script "$ORT" >"$T/b.json" 2>"$T/b.err"
 check "bench --vs ort --json" $PY - "$T/b.json" "$MODEL" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
@@ -79,7 +79,7 @@ rl.on('line', (l) => {
   }
 });
 JS
-"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 4 --block 5 --warmup 1 --json \
+"$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 4 --block 5 --warmup 1 --json \
   >"$T/f.json" 2>"$T/f.err"
 check "fake peer: exit 0 without --check" test $? -eq 0
 check "fake peer: statistics and failed check" $PY - "$T/f.json" <<'PY'
@@ -92,7 +92,7 @@ c = d["check"]
 assert not c["ok"] and not c["outputs"][0]["ok"] and c["outputs"][0]["rel_diff"] > 1e-4, c
 PY
 # No --block: the slowest warm-up run (40 ms) sets blocks of floor(100 / 40) = 2 runs.
-"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 5 --warmup 3 --json --quiet >"$T/f2.json" 2>/dev/null
+"$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 5 --warmup 3 --json --quiet >"$T/f2.json" 2>/dev/null
 check "fake peer: blocks sized from the warm-up" $PY - "$T/f2.json" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
@@ -100,7 +100,7 @@ assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], 
 assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
 PY
 check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
-"$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
+"$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
 check "fake peer: --check exits 1" test $? -eq 1
 
 # Bad input: one line, non-zero exit.
