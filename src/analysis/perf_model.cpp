@@ -82,6 +82,10 @@ BatchBinder::BatchBinder(Model& m, const std::string& batch_dim) : m_(m) {
   }
 }
 
+BatchBinder::~BatchBinder() {
+  for (auto& [v, s] : snapshot_) v->shape = s;
+}
+
 void BatchBinder::bind(int64_t batch) {
   KILN_CHECK(batch >= 1, "perf: batch must be at least 1, got ", batch);
   for (auto& [v, s] : snapshot_) v->shape = s;

@@ -29,7 +29,7 @@ const char* kUsage =
     "  perf MODEL --chip h100|a100|l4|orin|cpu|FILE.json [--batch 1,2,4,..] [--precision fp32|bf16|fp16|int8|fp8]\n"
     "       [--max-latency MS] [--measured MS[@BATCH]] [--dim BATCHDIM] [--json] [--svg FILE]\n"
     "  perf --llm layers=L,hidden=H,heads=A,kv_heads=K,ffn=F,vocab=V | --llm MODEL --context N --chip ..\n"
-    "       [--tp 1,2,4,8] [--batch ..] [--precision ..] [--link nvlink|pcie|GBPS] [--json]\n"
+    "       [--tp 1,2,4,8] [--batch ..] [--precision ..(bf16)] [--link nvlink|pcie|GBPS] [--json]\n"
     "      analytic latency, memory and throughput per batch; LLM prefill/decode, KV cache, tensor parallelism\n"
     "  ops\n"
     "      list the op table\n"

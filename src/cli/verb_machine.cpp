@@ -16,6 +16,7 @@ int verb_machine(int argc, char** argv) {
   analysis::MachinePeaks m = analysis::load_or_measure_machine(path, a.has("--refresh"), &measured);
   std::string out = a.has("--json") ? analysis::machine_to_json(m) : analysis::machine_to_text(m);
   std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
   if (!a.has("--json")) std::fprintf(stderr, "%s %s\n", measured ? "measured; cached in" : "cached in", path.c_str());
   return 0;
 }

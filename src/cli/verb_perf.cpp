@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "kiln/analysis/chip.h"
+#include "kiln/analysis/llm_model.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/perf_model.h"
 #include "kiln/ir/error.h"
@@ -59,17 +60,42 @@ std::vector<char*> split_batch_dim(int argc, char** argv, std::string& batch_dim
   return rest;
 }
 
+// --llm SPEC (layers=..,hidden=..) or --llm MODEL (counted from an ONNX decoder).
+int llm_mode(const Args& a, const analysis::Chip& chip) {
+  KILN_CHECK(a.positional().empty(), "kiln perf --llm: takes no MODEL argument (give it as --llm MODEL)");
+  for (const char* f : {"--max-latency", "--svg", "--measured"})
+    KILN_CHECK(!a.has(f), "kiln perf: ", f, " is not available in --llm mode");
+  std::string spec = *a.get("--llm");
+  analysis::LlmConfig cfg = spec.find('=') != std::string::npos
+                                ? analysis::parse_llm_spec(spec)
+                                : analysis::llm_config_from_model(load_model(spec, parse_shape_flags(a)));
+  analysis::LlmOptions opt;
+  opt.context = parse_list("--context", a.get_or("--context", "2048")).at(0);
+  opt.batches = parse_list("--batch", a.get_or("--batch", "1"));
+  opt.tp = parse_list("--tp", a.get_or("--tp", "1"));
+  opt.precision = analysis::precision_from_name(a.get_or("--precision", "bf16"));
+  opt.link = a.get_or("--link", "");
+  analysis::LlmReport r = analysis::llm_predict(cfg, chip, opt);
+  std::string out = a.has("--json") ? analysis::llm_to_json(r) : analysis::llm_to_text(r);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int verb_perf(int argc, char** argv) {
   std::string batch_dim;
   std::vector<char*> args = split_batch_dim(argc, argv, batch_dim);
   Args a("perf", static_cast<int>(args.size()), args.data(),
-         {"--chip", "--batch", "--precision", "--max-latency", "--svg", "--dim", "--shape", "--measured", "--cache"},
+         {"--chip", "--batch", "--precision", "--max-latency", "--svg", "--dim", "--shape", "--measured", "--cache",
+          "--llm", "--context", "--tp", "--link"},
          {"--json"});
-  KILN_CHECK(a.positional().size() == 1, "kiln perf: expected one MODEL argument");
   KILN_CHECK(a.has("--chip"), "kiln perf: --chip is required (h100, a100, l4, orin, cpu or FILE.json)");
   analysis::Chip chip = analysis::resolve_chip(*a.get("--chip"), analysis::default_chip_dirs(), a.get_or("--cache", ""));
+  if (a.has("--llm")) return llm_mode(a, chip);
+  for (const char* f : {"--context", "--tp", "--link"})
+    KILN_CHECK(!a.has(f), "kiln perf: ", f, " belongs to --llm mode");
+  KILN_CHECK(a.positional().size() == 1, "kiln perf: expected one MODEL argument (or --llm)");
   analysis::PerfOptions opt;
   opt.precision = analysis::precision_from_name(a.get_or("--precision", "fp32"));
   opt.batch_dim = batch_dim;

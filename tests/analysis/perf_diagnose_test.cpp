@@ -110,6 +110,10 @@ TEST(PerfDiagnose, EfficiencyAndDirection) {
   EXPECT_FALSE(near.off_by_2x);
   EXPECT_NEAR(near.efficiency, 1 / 1.5, 1e-12);
   EXPECT_TRUE(near.causes.empty());
+  // Predicting leaves the model as loaded: it can be bound again at another batch.
+  predict(m, {4}, chip, {});
+  EXPECT_EQ(diagnose(m, chip, {}, 1.0, 8).batch, 8);
+  EXPECT_EQ(m.graph->inputs[0]->shape.dims[0].symbol, "N");
   EXPECT_EQ(parse_measured("12.5@8", 1), (std::pair<double, int64_t>{12.5, 8}));
   EXPECT_EQ(parse_measured("3", 4), (std::pair<double, int64_t>{3, 4}));
   EXPECT_THROW(parse_measured("fast", 1), Error);

@@ -39,8 +39,10 @@ struct MachinePeaks {
 };
 
 struct MeasureOptions {
-  int repetitions = 5;             // each number is the best of this many
-  double seconds_per_rep = 0.03;   // target length of one compute repetition
+  // Each number is the best of `repetitions` short runs: on a shared machine the best run is
+  // the one least disturbed, and more short runs find one more often than a few long ones.
+  int repetitions = 7;
+  double seconds_per_rep = 0.02;   // target length of one compute repetition
 };
 
 // What this machine is (name, cores, ISA, cache sizes, memory) without measuring.

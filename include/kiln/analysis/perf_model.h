@@ -83,10 +83,14 @@ struct PerfReport {
 };
 
 // Binds a model's batch dim to chosen sizes and re-infers shapes. Other symbolic input dims
-// must already be bound (kiln::Error names the first one left).
+// must already be bound (kiln::Error names the first one left). Every shape is put back as it
+// was when the binder goes away, so the model can be bound again.
 class BatchBinder {
  public:
   BatchBinder(Model& m, const std::string& batch_dim);
+  ~BatchBinder();
+  BatchBinder(const BatchBinder&) = delete;
+  BatchBinder& operator=(const BatchBinder&) = delete;
   void bind(int64_t batch);
   Model& model() { return m_; }
 
