@@ -109,9 +109,9 @@ void take_over(Node* n, size_t i, Value* v) {
   KILN_CHECK(v->owner == &g, "take_over: '", v->name, "' belongs to another graph");
 }
 
-size_t remove_dead(Graph& g, const std::vector<Node*>& candidates) {
+std::vector<const Node*> remove_dead(Graph& g, const std::vector<Node*>& candidates) {
   std::set<Node*> pending(candidates.begin(), candidates.end());
-  size_t removed = 0;
+  std::vector<const Node*> removed;
   for (bool progress = true; progress;) {
     progress = false;
     for (auto it = pending.begin(); it != pending.end();) {
@@ -125,7 +125,7 @@ size_t remove_dead(Graph& g, const std::vector<Node*>& candidates) {
       std::vector<Value*> ins = n->inputs;
       g.remove_node(n);
       it = pending.erase(it);
-      ++removed;
+      removed.push_back(n);
       progress = true;
       // A Constant node that fed only the removed node dies with it.
       for (Value* in : ins)

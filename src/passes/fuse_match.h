@@ -56,9 +56,10 @@ Node* insert_before(Graph& g, Node* anchor, const std::string& op, const std::ve
 // `n` takes over `v` as its output `i` (v keeps its name, shape and uses); v's old producer
 // gets a fresh unused value instead and is left for remove_dead.
 void take_over(Node* n, size_t i, Value* v);
-// Removes the nodes of `candidates` whose outputs are unused (repeatedly, so chains go too).
-// Returns the number removed.
-size_t remove_dead(Graph& g, const std::vector<Node*>& candidates);
+// Removes the nodes of `candidates` whose outputs are unused (repeatedly, so chains go too,
+// and Constant nodes that fed only them). Returns the removed nodes: addresses only, for
+// callers that must skip them later (they are freed).
+std::vector<const Node*> remove_dead(Graph& g, const std::vector<Node*>& candidates);
 // The node of `nodes` that comes last in g's node order.
 Node* last_in_order(const Graph& g, const std::vector<Node*>& nodes);
 // Restores topological order (stable: nodes already in order keep it). Throws on a cycle.
