@@ -129,7 +129,9 @@ void check(const std::string& model, bool after_other_fusions) {
             << " FusedElementwise holding " << inside << " ops\n";
   // After the other fusions GPT-2 has no elementwise chain left (GELU and residuals went into
   // FusedMatMul); alone, the pass finds groups in both.
-  if (!after_other_fusions) EXPECT_GT(n, 0u);
+  if (!after_other_fusions) {
+    EXPECT_GT(n, 0u);
+  }
 }
 
 TEST(FuseElementwiseZoo, BertBase) { check("bert_base", false); }
