@@ -82,6 +82,9 @@ struct KernelTable {
   // vector-width floats of slack past every row's last read), no epilogue.
   void (*depthwise_plane)(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
+  // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
+  // B panels (panel stride kc*nr), zero past ncols.
+  void (*pack_b_rows)(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) = nullptr;
 };
 
 // The table chosen once from this CPU's features.

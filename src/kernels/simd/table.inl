@@ -11,5 +11,6 @@ KernelTable make_table() {
   t.layer_norm_row = layer_norm_row;
   t.depthwise_plane = depthwise_plane;
   t.attention_tile = attention_tile;
+  t.pack_b_rows = pack_b_rows;
   return t;
 }
