@@ -2,8 +2,8 @@
 //   gemm       per image and group: C[K/g, OH·OW] = packed W_g · im2col(x_g), the im2col
 //              written block by block into the B panels (conv_im2col.cpp).
 //   pointwise  per image: C[K, H·W] = packed W · x (x is B as it is, packed per block).
-//   depthwise  per (image, channel) plane: zero-padded copy into the workspace, then the
-//              table's vectorised window kernel, then the epilogue on the plane.
+//   depthwise  per (image, channel) plane: stride-phase planes in the workspace (conv_phase.h),
+//              the table's vectorised grid kernel over them, then the epilogue on the plane.
 #include "kiln/kernels/conv.h"
 
 #include <algorithm>
@@ -27,16 +27,6 @@ std::string shape_problem(const Conv2dShape& s) {
   if (s.group < 1 || s.C % s.group != 0 || s.K % s.group != 0) return "channels not divisible by group";
   if (s.out_h() < 1 || s.out_w() < 1) return "window larger than the padded input";
   return "";
-}
-
-// Geometry of the zero-padded plane the depthwise kernel reads: every vector load of a
-// (rounded-up) output row stays inside a row.
-struct PaddedPlane {
-  int64_t ph, pw;
-};
-PaddedPlane padded_plane(const Conv2dShape& s, int vw) {
-  const int64_t need = s.stride_w * round_up(s.out_w(), vw) + (s.S - 1) * s.dil_w + vw;
-  return {s.H + s.pad_top + s.pad_bottom, std::max(s.W + s.pad_left + s.pad_right, need)};
 }
 
 // Workspace of the gemm/pointwise tactics: per-thread B blocks, then (gemm) the phase planes
@@ -79,7 +69,7 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
       if (!pointwise) {
         const double work = static_cast<double>(Cg) * geo.per_channel;
         parallel_for(Cg, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
-          detail::build_phase_planes(s, geo, xg + b * s.H * s.W, e - b, phases + b * geo.per_channel);
+          detail::build_phase_planes(t, s, geo, xg + b * s.H * s.W, e - b, phases + b * geo.per_channel);
         });
       }
       Epilogue e = epi;
@@ -123,30 +113,42 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
     }
 }
 
+// Per-thread depthwise scratch: one channel's phase planes, then its output grid.
+size_t depthwise_slot_floats(const Conv2dShape& s) {
+  const detail::PhaseGeometry g = detail::phase_geometry(s);
+  return static_cast<size_t>(g.per_channel + g.grid);
+}
+
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
-  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C;
-  const PaddedPlane pp = padded_plane(s, t.simd_width);
-  const size_t plane_floats = static_cast<size_t>(pp.ph * pp.pw);
-  threads = threads_for_work(static_cast<double>(planes) * OH * OW * s.R * s.S, threads <= 0 ? default_threads() : threads);
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
+  const detail::PhaseGeometry geo = detail::phase_geometry(s);
+  const size_t slot_floats = depthwise_slot_floats(s);
+  threads = threads_for_work(static_cast<double>(planes) * geo.grid * RS, threads);
   const bool epi_needed = !detail::epilogue_is_identity(epi);
   auto run_planes = [&](int64_t b, int64_t e, int64_t slot) {
     thread_local std::vector<float> own;
-    float* pad;
+    thread_local std::vector<const float*> taps;
+    float* phases;
     if (workspace) {
-      pad = workspace + slot * plane_floats;
+      phases = workspace + slot * slot_floats;
     } else {
-      if (own.size() < plane_floats) own.resize(plane_floats);
-      pad = own.data();
+      if (own.size() < slot_floats) own.resize(slot_floats);
+      phases = own.data();
     }
-    std::fill(pad, pad + plane_floats, 0.f);
+    float* grid = phases + geo.per_channel;
+    taps.resize(RS);
+    // Channel 0 of a 1-channel phase layout: tap t = (r, c) is row q = t.
+    for (int64_t q = 0; q < RS; ++q) taps[q] = detail::phase_row(s, geo, phases, 1, q);
     for (int64_t pl = b; pl < e; ++pl) {
       const int64_t c = pl % s.C;
-      const float* src = x + pl * s.H * s.W;
-      for (int64_t h = 0; h < s.H; ++h)
-        std::copy(src + h * s.W, src + (h + 1) * s.W, pad + (h + s.pad_top) * pp.pw + s.pad_left);
+      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases);
       float* out = y + pl * OH * OW;
-      t.depthwise_plane(pad, pp.pw, w + c * s.R * s.S, s, out);
+      // Without a dropped column the grid is the output plane itself.
+      float* dst = geo.compact ? grid : out;
+      t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, dst);
+      if (geo.compact)
+        for (int64_t oh = 0; oh < OH; ++oh) std::copy(grid + oh * geo.Wg, grid + oh * geo.Wg + OW, out + oh * OW);
       if (epi_needed) {
         TileEpilogue te;
         te.alpha = epi.alpha;
@@ -225,10 +227,7 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
 
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
-  if (tactic == ConvTactic::Depthwise) {
-    PaddedPlane pp = padded_plane(s, t.simd_width);
-    return static_cast<size_t>(threads) * pp.ph * pp.pw;
-  }
+  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(threads) * depthwise_slot_floats(s);
   return gemm_workspace(t, tactic, s, threads).total();
 }
 

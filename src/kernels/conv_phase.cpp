@@ -1,7 +1,6 @@
 #include "conv_phase.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace kiln::kernels::detail {
 
@@ -18,17 +17,24 @@ PhaseGeometry phase_geometry(const Conv2dShape& s) {
   return g;
 }
 
-void build_phase_planes(const Conv2dShape& s, const PhaseGeometry& g, const float* x, int64_t channels, float* out) {
+void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
+                        int64_t channels, float* out) {
   // Only the phases some tap reads (a 1x1 stride-2 convolution reads one of four).
-  std::vector<char> used(s.stride_h * s.stride_w, 0);
-  for (int64_t r = 0; r < s.R; ++r)
+  auto row_used = [&](int64_t a) {
+    for (int64_t r = 0; r < s.R; ++r)
+      if (r * s.dil_h % s.stride_h == a) return true;
+    return false;
+  };
+  auto col_used = [&](int64_t b) {
     for (int64_t c = 0; c < s.S; ++c)
-      used[(r * s.dil_h % s.stride_h) * s.stride_w + c * s.dil_w % s.stride_w] = 1;
+      if (c * s.dil_w % s.stride_w == b) return true;
+    return false;
+  };
   for (int64_t ch = 0; ch < channels; ++ch) {
     const float* src = x + ch * s.H * s.W;
     for (int64_t a = 0; a < s.stride_h; ++a)
       for (int64_t b = 0; b < s.stride_w; ++b) {
-        if (!used[a * s.stride_w + b]) continue;
+        if (!row_used(a) || !col_used(b)) continue;
         float* plane = out + ch * g.per_channel + (a * s.stride_w + b) * g.plane;
         // Columns j whose input column iw = j*sw + b - pad_left lies in [0, W).
         const int64_t j_lo = std::clamp<int64_t>((s.pad_left - b + s.stride_w - 1) / s.stride_w, 0, g.Wg);
@@ -42,11 +48,7 @@ void build_phase_planes(const Conv2dShape& s, const PhaseGeometry& g, const floa
           }
           const float* in = src + ih * s.W;
           std::fill(row, row + j_lo, 0.f);
-          if (s.stride_w == 1) {
-            std::copy(in + j_lo + b - s.pad_left, in + j_hi + b - s.pad_left, row + j_lo);
-          } else {
-            for (int64_t j = j_lo; j < j_hi; ++j) row[j] = in[j * s.stride_w + b - s.pad_left];
-          }
+          t.strided_copy(in + j_lo * s.stride_w + b - s.pad_left, s.stride_w, j_hi - j_lo, row + j_lo);
           std::fill(row + j_hi, row + g.Wg, 0.f);
         }
       }

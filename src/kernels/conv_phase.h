@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
 
 namespace kiln::kernels::detail {
 
@@ -24,7 +25,10 @@ struct PhaseGeometry {
 PhaseGeometry phase_geometry(const Conv2dShape& s);
 
 // Fills the phase planes of `channels` input planes (H x W each) the taps use.
-void build_phase_planes(const Conv2dShape& s, const PhaseGeometry& g, const float* x, int64_t channels, float* out);
+// Fills the phase planes of `channels` input planes (H x W each) the taps use; row copies go
+// through the table's strided_copy.
+void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
+                        int64_t channels, float* out);
 
 // Where B row q (tap, channel) starts for output grid column 0.
 inline const float* phase_row(const Conv2dShape& s, const PhaseGeometry& g, const float* planes, int64_t channels,
