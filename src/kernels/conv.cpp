@@ -2,14 +2,14 @@
 //   gemm       per image and group: C[K/g, OH·OW] = packed W_g · im2col(x_g), the im2col
 //              written block by block into the B panels (conv_im2col.cpp).
 //   pointwise  per image: C[K, H·W] = packed W · x (x is B as it is, packed per block).
-//   depthwise  per (image, channel) plane: zero-padded copy into the workspace, then the
-//              table's vectorised window kernel, then the epilogue on the plane.
+//   depthwise  per (image, channel) plane: stride-phase planes in the workspace (conv_phase.h),
+//              the table's vectorised grid kernel over them, then the epilogue on the plane.
 #include "kiln/kernels/conv.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "conv_im2col.h"
+#include "conv_phase.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/dispatch.h"
@@ -29,72 +29,126 @@ std::string shape_problem(const Conv2dShape& s) {
   return "";
 }
 
-// Geometry of the zero-padded plane the depthwise kernel reads: every vector load of a
-// (rounded-up) output row stays inside a row.
-struct PaddedPlane {
-  int64_t ph, pw;
+// Workspace of the gemm/pointwise tactics: per-thread B blocks, then (gemm) the phase planes
+// of one group, then (when the grid is wider than the output) the output grid of one group.
+struct GemmWorkspace {
+  size_t b_blocks = 0, phases = 0, grid = 0;
+  size_t total() const { return b_blocks + phases + grid; }
 };
-PaddedPlane padded_plane(const Conv2dShape& s, int vw) {
-  const int64_t need = s.stride_w * round_up(s.out_w(), vw) + (s.S - 1) * s.dil_w + vw;
-  return {s.H + s.pad_top + s.pad_bottom, std::max(s.W + s.pad_left + s.pad_right, need)};
+GemmWorkspace gemm_workspace(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
+  GemmWorkspace w;
+  w.b_blocks = static_cast<size_t>(threads) * detail::gemm_b_block_floats(t.gemm);
+  if (tactic == ConvTactic::Gemm) {
+    const detail::PhaseGeometry g = detail::phase_geometry(s);
+    w.phases = static_cast<size_t>(s.C / s.group * g.per_channel);
+    if (g.compact) w.grid = static_cast<size_t>(s.K / s.group * g.grid);
+  }
+  return w;
 }
 
 void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
                float* y, const Epilogue& epi, float* workspace, int threads) {
-  const int64_t Cg = s.C / s.group, Kg = s.K / s.group, OHW = s.out_h() * s.out_w(), KK = Cg * s.R * s.S;
+  const int64_t Cg = s.C / s.group, Kg = s.K / s.group, OH = s.out_h(), OW = s.out_w(), OHW = OH * OW;
+  const int64_t KK = Cg * s.R * s.S;
   const size_t wfloats = packed_a_floats_on(t, Kg, KK);
+  const bool pointwise = tactic == ConvTactic::Pointwise;
+  const detail::PhaseGeometry geo = pointwise ? detail::PhaseGeometry{} : detail::phase_geometry(s);
+  const GemmWorkspace wl = gemm_workspace(t, tactic, s, threads);
+  thread_local std::vector<float> own;
+  if (!workspace) {
+    if (own.size() < wl.total()) own.resize(wl.total());
+    workspace = own.data();
+  }
+  float* phases = workspace + wl.b_blocks;
+  float* grid = phases + wl.phases;
+  const int64_t N = pointwise ? OHW : geo.grid;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t g = 0; g < s.group; ++g) {
       const float* xg = x + (n * s.C + g * Cg) * s.H * s.W;
       const int64_t out_off = (n * s.K + g * Kg) * OHW;
+      if (!pointwise) {
+        const double work = static_cast<double>(Cg) * geo.per_channel;
+        parallel_for(Cg, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
+          detail::build_phase_planes(t, s, geo, xg + b * s.H * s.W, e - b, phases + b * geo.per_channel);
+        });
+      }
       Epilogue e = epi;
       e.bias_per_row = true;
       if (e.bias) e.bias += g * Kg;
       if (e.residual) e.residual += out_off, e.ldr = OHW;
       detail::GemmProblem p;
-      p.M = Kg, p.N = OHW, p.K = KK;
+      p.M = Kg, p.N = N, p.K = KK;
       p.a_packed = packed_w + g * wfloats;
-      auto im2col = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-        detail::im2col_pack_block(s, xg, p0, kc, j0, nc, t.gemm.nr, out);
+      auto pack = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+        thread_local std::vector<const float*> rows;
+        rows.resize(kc);
+        for (int64_t q = 0; q < kc; ++q)
+          rows[q] = (pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q)) + j0;
+        t.pack_b_rows(rows.data(), kc, nc, t.gemm.nr, out);
       };
-      auto direct = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-        detail::pack_b_panels(xg, OHW, false, OHW, p0, kc, j0, nc, t.gemm.nr, out);
-      };
-      if (tactic == ConvTactic::Pointwise)
-        p.pack_b = direct;
-      else
-        p.pack_b = im2col;
-      p.C = y + out_off, p.ldc = OHW;
-      p.epi = &e;
+      p.pack_b = pack;
       p.workspace = workspace;
+      if (pointwise || !geo.compact) {
+        p.C = y + out_off, p.ldc = OHW, p.epi = &e;
+        detail::gemm_run(t, p, threads);
+        continue;
+      }
+      // The grid is wider than the output: GEMM into the grid, then copy each channel's
+      // OH x OW window out and apply the epilogue there (bias per channel, residual NCHW).
+      p.C = grid, p.ldc = geo.grid;
       detail::gemm_run(t, p, threads);
+      const bool epi_needed = !detail::epilogue_is_identity(e);
+      parallel_for(Kg, threads_for_work(static_cast<double>(Kg) * OHW, threads), [&](int64_t kb, int64_t ke) {
+        for (int64_t k = kb; k < ke; ++k) {
+          float* out = y + out_off + k * OHW;
+          const float* src = grid + k * geo.grid;
+          for (int64_t oh = 0; oh < OH; ++oh) std::copy(src + oh * geo.Wg, src + oh * geo.Wg + OW, out + oh * OW);
+          if (!epi_needed) continue;
+          TileEpilogue te = detail::tile_epilogue(e, k, 0);
+          if (te.bias_mode == TileEpilogue::Bias::PerRow) te.bias_mode = TileEpilogue::Bias::Scalar;
+          if (te.residual) te.ldr = OW;
+          t.epilogue_tile(out, OW, OH, OW, te);
+        }
+      });
     }
+}
+
+// Per-thread depthwise scratch: one channel's phase planes, then its output grid.
+size_t depthwise_slot_floats(const Conv2dShape& s) {
+  const detail::PhaseGeometry g = detail::phase_geometry(s);
+  return static_cast<size_t>(g.per_channel + g.grid);
 }
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
-  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C;
-  const PaddedPlane pp = padded_plane(s, t.simd_width);
-  const size_t plane_floats = static_cast<size_t>(pp.ph * pp.pw);
-  threads = threads_for_work(static_cast<double>(planes) * OH * OW * s.R * s.S, threads <= 0 ? default_threads() : threads);
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
+  const detail::PhaseGeometry geo = detail::phase_geometry(s);
+  const size_t slot_floats = depthwise_slot_floats(s);
+  threads = threads_for_work(static_cast<double>(planes) * geo.grid * RS, threads);
   const bool epi_needed = !detail::epilogue_is_identity(epi);
   auto run_planes = [&](int64_t b, int64_t e, int64_t slot) {
     thread_local std::vector<float> own;
-    float* pad;
+    thread_local std::vector<const float*> taps;
+    float* phases;
     if (workspace) {
-      pad = workspace + slot * plane_floats;
+      phases = workspace + slot * slot_floats;
     } else {
-      if (own.size() < plane_floats) own.resize(plane_floats);
-      pad = own.data();
+      if (own.size() < slot_floats) own.resize(slot_floats);
+      phases = own.data();
     }
-    std::fill(pad, pad + plane_floats, 0.f);
+    float* grid = phases + geo.per_channel;
+    taps.resize(RS);
+    // Channel 0 of a 1-channel phase layout: tap t = (r, c) is row q = t.
+    for (int64_t q = 0; q < RS; ++q) taps[q] = detail::phase_row(s, geo, phases, 1, q);
     for (int64_t pl = b; pl < e; ++pl) {
       const int64_t c = pl % s.C;
-      const float* src = x + pl * s.H * s.W;
-      for (int64_t h = 0; h < s.H; ++h)
-        std::copy(src + h * s.W, src + (h + 1) * s.W, pad + (h + s.pad_top) * pp.pw + s.pad_left);
+      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases);
       float* out = y + pl * OH * OW;
-      t.depthwise_plane(pad, pp.pw, w + c * s.R * s.S, s, out);
+      // Without a dropped column the grid is the output plane itself.
+      float* dst = geo.compact ? grid : out;
+      t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, dst);
+      if (geo.compact)
+        for (int64_t oh = 0; oh < OH; ++oh) std::copy(grid + oh * geo.Wg, grid + oh * geo.Wg + OW, out + oh * OW);
       if (epi_needed) {
         TileEpilogue te;
         te.alpha = epi.alpha;
@@ -154,18 +208,27 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
     std::copy(w, w + s.C * s.R * s.S, packed);
     return;
   }
-  const int64_t Kg = s.K / s.group, KK = s.C / s.group * s.R * s.S;
+  const int64_t Cg = s.C / s.group, Kg = s.K / s.group, RS = s.R * s.S, KK = Cg * RS;
   const size_t per = packed_a_floats_on(t, Kg, KK);
-  for (int64_t g = 0; g < s.group; ++g) pack_a_on(t, w + g * Kg * KK, KK, Kg, KK, packed + g * per);
+  if (tactic == ConvTactic::Pointwise) {
+    pack_a_on(t, w, KK, s.K, KK, packed);
+    return;
+  }
+  // The implicit GEMM's K order is (tap, channel): see conv_phase.h.
+  std::vector<float> reordered(Kg * KK);
+  for (int64_t g = 0; g < s.group; ++g) {
+    const float* wg = w + g * Kg * KK;
+    for (int64_t k = 0; k < Kg; ++k)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t tap = 0; tap < RS; ++tap) reordered[k * KK + tap * Cg + c] = wg[(k * Cg + c) * RS + tap];
+    pack_a_on(t, reordered.data(), KK, Kg, KK, packed + g * per);
+  }
 }
 
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
-  if (tactic == ConvTactic::Depthwise) {
-    PaddedPlane pp = padded_plane(s, t.simd_width);
-    return static_cast<size_t>(threads) * pp.ph * pp.pw;
-  }
-  return static_cast<size_t>(threads) * detail::gemm_b_block_floats(t.gemm);
+  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(threads) * depthwise_slot_floats(s);
+  return gemm_workspace(t, tactic, s, threads).total();
 }
 
 void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,

@@ -78,10 +78,14 @@ struct KernelTable {
   // y = (x - mean) / sqrt(var + eps) * scale + bias (bias may be null; x == y allowed).
   void (*layer_norm_row)(const float* x, const float* scale, const float* bias, float eps, float* y,
                          int64_t n) = nullptr;
-  // One depthwise output plane from a zero-padded input plane (row stride pw, at least
-  // vector-width floats of slack past every row's last read), no epilogue.
-  void (*depthwise_plane)(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) = nullptr;
+  // out[j] = sum_t w[t] * taps[t][j] for j < n: a depthwise plane on the stride-phase grid.
+  void (*depthwise_grid)(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
+  // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
+  // B panels (panel stride kc*nr), zero past ncols.
+  void (*pack_b_rows)(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) = nullptr;
+  // dst[j] = src[j * stride] for j < n (vectorised for strides 1 and 2).
+  void (*strided_copy)(const float* src, int64_t stride, int64_t n, float* dst) = nullptr;
 };
 
 // The table chosen once from this CPU's features.

@@ -30,15 +30,6 @@ void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
       for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
     }
   };
-  for (; p + 4 <= kc; p += 4) {
-    prefetch(b + 8 * NR);
-    step(a, b);
-    step(a + MR, b + NR);
-    step(a + 2 * MR, b + 2 * NR);
-    step(a + 3 * MR, b + 3 * NR);
-    a += 4 * MR;
-    b += 4 * NR;
-  }
   for (; p < kc; ++p, a += MR, b += NR) step(a, b);
 
 #pragma GCC unroll 16

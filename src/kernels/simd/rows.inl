@@ -65,71 +65,49 @@ void layer_norm_row(const float* x, const float* scale, const float* bias, float
   }
 }
 
+// dst[j] = src[j * stride] for j < n (a row of a stride-phase plane, conv_phase.h).
+void strided_copy(const float* src, int64_t stride, int64_t n, float* dst) {
+  int64_t j = 0;
+  if (stride == 1) {
+    for (; j + V::W <= n; j += V::W) V::load(src + j).store(dst + j);
+  } else if (stride == 2) {
+    // load_even reads 2W floats: stop while the last one read is still inside the row.
+    for (; j + V::W <= n && 2 * (j + V::W) - 1 <= 2 * (n - 1); j += V::W) V::load_even(src + 2 * j).store(dst + j);
+  }
+  for (; j < n; ++j) dst[j] = src[j * stride];
+}
+
 // ---- depthwise -----------------------------------------------------------------------------
 
-template <int SW>
-inline V load_window(const float* p) {
-  if constexpr (SW == 1)
-    return V::load(p);
-  else
-    return V::load_even(p);
-}
-
-// U output vectors of one row: acc[u] = sum over (r, s) of w[r, s] * in[r*dh, (ow + u*W + i)*SW + s*dw].
-template <int SW, int U>
-inline void dw_vectors(const float* in, int64_t pw, const float* w, const Conv2dShape& s, int64_t ow, V* acc) {
-  for (int u = 0; u < U; ++u) acc[u] = V::zero();
-  for (int64_t r = 0; r < s.R; ++r) {
-    const float* row = in + r * s.dil_h * pw + ow * SW;
-    for (int64_t c = 0; c < s.S; ++c) {
-      const V wv = V::set1(w[r * s.S + c]);
-      const float* p = row + c * s.dil_w;
-#pragma GCC unroll 4
-      for (int u = 0; u < U; ++u) acc[u] = fma(wv, load_window<SW>(p + u * V::W * SW), acc[u]);
+// out[j] = sum over taps t of w[t] * taps[t][j], j in [0, n): one depthwise output grid, each
+// tap a contiguous (shifted) slice of a stride-phase plane (conv_phase.h). Four vectors at a
+// time keep four FMA chains in flight.
+void depthwise_grid(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) {
+  int64_t j = 0;
+  for (; j + 4 * V::W <= n; j += 4 * V::W) {
+    V a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+    for (int64_t t = 0; t < ntaps; ++t) {
+      const V wv = V::set1(w[t]);
+      const float* p = taps[t] + j;
+      a0 = fma(wv, V::load(p), a0);
+      a1 = fma(wv, V::load(p + V::W), a1);
+      a2 = fma(wv, V::load(p + 2 * V::W), a2);
+      a3 = fma(wv, V::load(p + 3 * V::W), a3);
     }
+    a0.store(out + j), a1.store(out + j + V::W), a2.store(out + j + 2 * V::W), a3.store(out + j + 3 * V::W);
   }
-}
-
-template <int SW>
-void dw_plane(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) {
-  const int64_t OH = s.out_h(), OW = s.out_w();
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const float* in = padded + oh * s.stride_h * pw;
-    float* o = out + oh * OW;
-    int64_t ow = 0;
-    for (; ow + 4 * V::W <= OW; ow += 4 * V::W) {
-      V acc[4];
-      dw_vectors<SW, 4>(in, pw, w, s, ow, acc);
-      for (int u = 0; u < 4; ++u) acc[u].store(o + ow + u * V::W);
+  for (; j < n; j += V::W) {
+    const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+    V acc = V::zero();
+    for (int64_t t = 0; t < ntaps; ++t) {
+      const V x = rest == V::W ? V::load(taps[t] + j) : V::load_first(taps[t] + j, rest);
+      acc = fma(V::set1(w[t]), x, acc);
     }
-    for (; ow < OW; ow += V::W) {
-      V acc[1];
-      dw_vectors<SW, 1>(in, pw, w, s, ow, acc);
-      if (OW - ow >= V::W)
-        acc[0].store(o + ow);
-      else
-        acc[0].store_first(o + ow, static_cast<int>(OW - ow));
-    }
+    if (rest == V::W)
+      acc.store(out + j);
+    else
+      acc.store_first(out + j, rest);
   }
-}
-
-// Any other horizontal stride: one output at a time.
-void dw_plane_strided(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) {
-  const int64_t OH = s.out_h(), OW = s.out_w();
-  for (int64_t oh = 0; oh < OH; ++oh)
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      float acc = 0.f;
-      for (int64_t r = 0; r < s.R; ++r)
-        for (int64_t c = 0; c < s.S; ++c)
-          acc += w[r * s.S + c] * padded[(oh * s.stride_h + r * s.dil_h) * pw + ow * s.stride_w + c * s.dil_w];
-      out[oh * OW + ow] = acc;
-    }
-}
-
-void depthwise_plane(const float* padded, int64_t pw, const float* w, const Conv2dShape& s, float* out) {
-  if (s.stride_w == 1) return dw_plane<1>(padded, pw, w, s, out);
-  if (s.stride_w == 2) return dw_plane<2>(padded, pw, w, s, out);
-  dw_plane_strided(padded, pw, w, s, out);
 }
 
 // ---- attention -----------------------------------------------------------------------------
@@ -215,5 +193,31 @@ void attention_tile(const AttentionTile& t) {
   for (int64_t i = 0; i < t.rows; ++i) {
     const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
     for (int64_t dv = 0; dv < t.Dv; ++dv) t.y[i * t.y_rs + dv] = o[i * t.Dv + dv] * inv;
+  }
+}
+
+// ---- B panel packing -------------------------------------------------------------------------
+
+// out (nr-column panels, panel stride kc*nr): element (q, j) = rows[q][j] for j < ncols, 0 past.
+void pack_b_rows(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) {
+  for (int64_t jp = 0; jp < ncols; jp += nr, out += kc * nr) {
+    const int64_t cols = ncols - jp < nr ? ncols - jp : nr;
+    if (cols == nr) {
+      for (int64_t q = 0; q < kc; ++q) {
+        const float* src = rows[q] + jp;
+        float* dst = out + q * nr;
+        for (int u = 0; u < nr; u += V::W) V::load(src + u).store(dst + u);
+      }
+    } else {
+      for (int64_t q = 0; q < kc; ++q) {
+        const float* src = rows[q] + jp;
+        float* dst = out + q * nr;
+        for (int u = 0; u < nr; u += V::W) {
+          const int64_t n = cols - u;
+          V v = n >= V::W ? V::load(src + u) : n > 0 ? V::load_first(src + u, static_cast<int>(n)) : V::zero();
+          v.store(dst + u);
+        }
+      }
+    }
   }
 }

@@ -9,7 +9,9 @@ KernelTable make_table() {
   t.epilogue_tile = epilogue_tile;
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
-  t.depthwise_plane = depthwise_plane;
+  t.depthwise_grid = depthwise_grid;
   t.attention_tile = attention_tile;
+  t.pack_b_rows = pack_b_rows;
+  t.strided_copy = strided_copy;
   return t;
 }

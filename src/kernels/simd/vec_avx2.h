@@ -21,10 +21,10 @@ struct Vec256 {
   static Vec256 load_first(const float* p, int n) { return {_mm256_maskload_ps(p, first(n))}; }
   void store(float* p) const { _mm256_storeu_ps(p, v); }
   void store_first(float* p, int n) const { _mm256_maskstore_ps(p, first(n), v); }
+  // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec256 load_even(const float* p) {
-    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
     // Even elements of each 128-bit half, then the two middle 64-bit pieces swapped into order.
-    __m256 ev = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
     return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)))};
   }
   float sum() const {

@@ -18,7 +18,7 @@ struct Vec512 {
   static Vec512 load_first(const float* p, int n) { return {_mm512_maskz_loadu_ps(first(n), p)}; }
   void store(float* p) const { _mm512_storeu_ps(p, v); }
   void store_first(float* p, int n) const { _mm512_mask_storeu_ps(p, first(n), v); }
-  // p[0], p[2], ..., p[2W-2]: the even elements, for stride-2 windows (reads 2W floats).
+  // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec512 load_even(const float* p) {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return {_mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16))};

@@ -1,0 +1,84 @@
+// Convolution throughput on resnet50's layer shapes (GFLOP/s, % of the 225 GFLOP/s/core FMA
+// peak) and mobilenet_v2's depthwise layers (GB/s of input + output moved), batch 1, through
+// the tactic the lowering would pick (pointwise for 1x1/s1/p0, depthwise for group == C,
+// else gemm).
+//   build/bench/conv_bench --benchmark_min_time=1
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
+
+namespace {
+
+using namespace kiln::kernels;
+
+constexpr double kPeakPerCore = 225e9;
+
+// args: C, H, K, R, stride, group, threads (square input and kernel, pad R/2)
+void BM_Conv(benchmark::State& st) {
+  Conv2dShape s;
+  s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2), s.R = s.S = st.range(3);
+  s.stride_h = s.stride_w = st.range(4);
+  s.group = st.range(5);
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
+  const int threads = static_cast<int>(st.range(6));
+  ConvTactic tactic = s.group == s.C && s.K == s.C ? ConvTactic::Depthwise
+                      : conv_tactic_unsupported(ConvTactic::Pointwise, s).empty() ? ConvTactic::Pointwise
+                                                                                   : ConvTactic::Gemm;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(s.C * s.H * s.W), w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  std::vector<float> packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
+  conv_pack_weight(tactic, s, w.data(), packed.data());
+  const int64_t OH = s.out_h(), OW = s.out_w();
+  std::vector<float> y(s.K * OH * OW);
+  Epilogue e;
+  e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Relu;
+  double best = 1e30;
+  for (auto _ : st) {
+    auto t0 = std::chrono::steady_clock::now();
+    conv2d(tactic, s, x.data(), packed.data(), y.data(), e, ws.data(), threads);
+    benchmark::ClobberMemory();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double flops = 2.0 * s.K * OH * OW * (s.C / s.group) * s.R * s.S;
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["best_GFLOPs"] = flops * 1e-9 / best;
+  st.counters["best_peak%"] = flops / (kPeakPerCore * threads) * 100 / best;
+  if (tactic == ConvTactic::Depthwise) st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
+  st.SetLabel(conv_tactic_name(tactic));
+}
+
+void resnet50(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][6] = {
+      {3, 224, 64, 7, 2, 1},                                                // stem
+      {64, 56, 64, 1, 1, 1},    {64, 56, 64, 3, 1, 1},    {64, 56, 256, 1, 1, 1},  {256, 56, 64, 1, 1, 1},
+      {256, 56, 128, 1, 1, 1},  {128, 56, 128, 3, 2, 1},  {128, 28, 512, 1, 1, 1}, {512, 28, 128, 1, 1, 1},
+      {128, 28, 128, 3, 1, 1},  {256, 28, 256, 3, 2, 1},  {256, 14, 256, 3, 1, 1}, {256, 14, 1024, 1, 1, 1},
+      {1024, 14, 256, 1, 1, 1}, {512, 14, 512, 3, 2, 1},  {512, 7, 512, 3, 1, 1},  {512, 7, 2048, 1, 1, 1},
+      {2048, 7, 512, 1, 1, 1},
+  };
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], l[5], th});
+}
+
+void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][3] = {{32, 112, 1},  {96, 112, 2}, {144, 56, 1}, {144, 56, 2}, {192, 28, 1},
+                               {192, 28, 2},  {384, 14, 1}, {576, 14, 1}, {576, 14, 2}, {960, 7, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
+}
+
+BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,58 @@
+#include "conv_phase.h"
+
+#include <algorithm>
+
+namespace kiln::kernels::detail {
+
+PhaseGeometry phase_geometry(const Conv2dShape& s) {
+  PhaseGeometry g;
+  const int64_t OH = s.out_h(), OW = s.out_w();
+  g.Wg = OW + (s.S - 1) * s.dil_w / s.stride_w;
+  // One row more than the taps reach: the dropped columns of the last grid row run past it.
+  g.Hq = OH + (s.R - 1) * s.dil_h / s.stride_h + 1;
+  g.plane = g.Hq * g.Wg;
+  g.per_channel = s.stride_h * s.stride_w * g.plane;
+  g.grid = OH * g.Wg;
+  g.compact = g.Wg != OW;
+  return g;
+}
+
+void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
+                        int64_t channels, float* out) {
+  // Only the phases some tap reads (a 1x1 stride-2 convolution reads one of four).
+  auto row_used = [&](int64_t a) {
+    for (int64_t r = 0; r < s.R; ++r)
+      if (r * s.dil_h % s.stride_h == a) return true;
+    return false;
+  };
+  auto col_used = [&](int64_t b) {
+    for (int64_t c = 0; c < s.S; ++c)
+      if (c * s.dil_w % s.stride_w == b) return true;
+    return false;
+  };
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const float* src = x + ch * s.H * s.W;
+    for (int64_t a = 0; a < s.stride_h; ++a)
+      for (int64_t b = 0; b < s.stride_w; ++b) {
+        if (!row_used(a) || !col_used(b)) continue;
+        float* plane = out + ch * g.per_channel + (a * s.stride_w + b) * g.plane;
+        // Columns j whose input column iw = j*sw + b - pad_left lies in [0, W).
+        const int64_t j_lo = std::clamp<int64_t>((s.pad_left - b + s.stride_w - 1) / s.stride_w, 0, g.Wg);
+        const int64_t j_hi = std::clamp<int64_t>((s.W + s.pad_left - b + s.stride_w - 1) / s.stride_w, j_lo, g.Wg);
+        for (int64_t i = 0; i < g.Hq; ++i) {
+          float* row = plane + i * g.Wg;
+          const int64_t ih = i * s.stride_h + a - s.pad_top;
+          if (ih < 0 || ih >= s.H) {
+            std::fill(row, row + g.Wg, 0.f);
+            continue;
+          }
+          const float* in = src + ih * s.W;
+          std::fill(row, row + j_lo, 0.f);
+          t.strided_copy(in + j_lo * s.stride_w + b - s.pad_left, s.stride_w, j_hi - j_lo, row + j_lo);
+          std::fill(row + j_hi, row + g.Wg, 0.f);
+        }
+      }
+  }
+}
+
+}  // namespace kiln::kernels::detail
