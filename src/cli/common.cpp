@@ -69,6 +69,21 @@ std::string sanitize_name(const std::string& name) {
   return s;
 }
 
+int take_opt_level(const std::string& verb, int argc, char** argv, std::vector<char*>& rest, int dflt) {
+  int level = dflt;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("-O", 0) == 0) {
+      KILN_CHECK(arg.size() == 3 && arg[2] >= '0' && arg[2] <= '3', "kiln ", verb, ": unknown level '", arg,
+                 "' (use -O0, -O1, -O2 or -O3)");
+      level = arg[2] - '0';
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  return level;
+}
+
 void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

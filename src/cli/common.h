@@ -25,6 +25,10 @@ Model load_model(const std::string& path, const ShapeFlags& flags);
 // Output file name for a tensor name: characters outside [A-Za-z0-9._-] become '_'.
 std::string sanitize_name(const std::string& name);
 
+// Takes -O0..-O3 out of argv (Args only knows --flags and -o): returns the level (`dflt` when
+// absent) and leaves the other arguments in `rest`. A malformed level is an error naming the verb.
+int take_opt_level(const std::string& verb, int argc, char** argv, std::vector<char*>& rest, int dflt);
+
 // Creates a directory and its parents; throws naming the path on failure.
 void make_dirs(const std::string& path);
 

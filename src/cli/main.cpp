@@ -22,7 +22,11 @@ const char* kUsage =
     "  run MODEL [--input NAME=FILE.npy ...] [--random [--seed N]] [--out DIR] [--threads N]\n"
     "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,d1,..] [--expect DIR [--rtol R] [--atol A]]\n"
     "            [--repeat N] [--quiet]\n"
-    "      run with the reference interpreter; outputs go to DIR/<output name>.npy\n"
+    "      run with the reference interpreter (or a compiled MODEL.kiln); outputs go to DIR/<output name>.npy\n"
+    "  compile MODEL -o OUT.kiln [-O0..3] [--passes a,b] [--disable-pass NAME] [--pass-plugin LIB.so]\n"
+    "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,..] [--explain] [--report] [--dump-dir DIR]\n"
+    "            [--print-after-all] [--cache-dir DIR] [--quiet]\n"
+    "      optimize, lower to kernels, generate code, plan memory: one artifact that kiln run/bench load\n"
     "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   try {
     if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
+    if (verb == "compile") return kiln::cli::verb_compile(argc - 2, argv + 2);
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "perf") return kiln::cli::verb_perf(argc - 2, argv + 2);

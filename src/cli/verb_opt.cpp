@@ -49,18 +49,8 @@ void load_plugins(const Args& a) {
 }  // namespace
 
 int verb_opt(int argc, char** argv) {
-  // -O0..-O3 first: Args only knows --flags and -o.
-  int level = 2;
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "-O", 2) == 0) {
-      KILN_CHECK(std::strlen(argv[i]) == 3 && argv[i][2] >= '0' && argv[i][2] <= '3', "kiln opt: unknown level '",
-                 argv[i], "' (use -O0, -O1, -O2 or -O3)");
-      level = argv[i][2] - '0';
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
+  int level = take_opt_level("opt", argc, argv, rest, 2);
   Args a("opt", static_cast<int>(rest.size()), rest.data(),
          {"--passes", "--disable-pass", "--dump-dir", "--pass-plugin", "-o", "--out", "--dim", "--shape"},
          {"--print-after-all", "--explain"});

@@ -46,6 +46,7 @@ json::Value manifest_to_json(const ArtifactManifest& m) {
   for (const auto& [k, v] : m.dims) dims.set(k, v);
   j.set("dims", std::move(dims));
   j.set("threads", m.threads);
+  j.set("compile_key", m.compile_key);
   return j;
 }
 
@@ -61,6 +62,7 @@ ArtifactManifest manifest_from_json(const json::Value& j, const std::string& wha
   for (const json::Value& p : field("passes").as_array(name("passes"))) m.passes.push_back(p.as_string(name("passes")));
   for (const auto& [k, v] : field("dims").as_object(name("dims"))) m.dims[k] = v.as_string(name("dims"));
   if (const json::Value* t = j.find("threads")) m.threads = t->as_int(name("threads"));
+  if (const json::Value* k = j.find("compile_key")) m.compile_key = k->as_string(name("compile_key"));
   return m;
 }
 

@@ -105,6 +105,14 @@ bool is_artifact_file(const std::string& path) {
   return n == static_cast<ssize_t>(sizeof head) && std::string_view(head, sizeof head) == kArtifactMagic;
 }
 
+ArtifactManifest read_artifact_manifest(const std::string& path) {
+  LoadedArtifact a;
+  a.file = map_file(path);
+  read_sections(a, path);
+  const std::string mwhat = path + ": " + std::string(kManifest);
+  return manifest_from_json(json::parse(section_bytes(a, kManifest), mwhat), mwhat);
+}
+
 LoadedArtifact read_artifact(const std::string& path, bool check_isa) {
   LoadedArtifact a;
   a.file = map_file(path);

@@ -48,3 +48,25 @@ std::string_view activation_name(Activation a);
 float apply_activation(Activation a, float x, float alpha, float beta);
 
 }  // namespace kiln::ops
+
+#include <vector>
+
+#include "kiln/ir/graph.h"
+#include "kiln/kernels/conv.h"
+
+namespace kiln::ops {
+
+// The activation of a FusedConv/FusedMatMul node with its two float parameters, defaults
+// filled in as the ONNX op it stands for has them (LeakyRelu 0.01, HardSigmoid 0.2/0.5, Clip ±inf).
+struct ActivationSpec {
+  Activation act = Activation::None;
+  float alpha = 0, beta = 0;
+};
+ActivationSpec activation_of(const Node& n);
+
+// The 2-D geometry of a kiln.FusedConv node for input dims x [N, C, H, W] and weight dims
+// w [K, C/group, R, S] (the logical ones: `w_shape` once packed), with auto_pad resolved.
+// Shared by the lowering (tactic choice, packing) and the runtime (each input shape).
+kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w);
+
+}  // namespace kiln::ops

@@ -55,6 +55,9 @@ struct LoadedArtifact {
 // Reads and checks an artifact; with check_isa, also that this CPU runs manifest.target_isa.
 LoadedArtifact read_artifact(const std::string& path, bool check_isa = true);
 
+// Only the manifest (sections and checksums checked, graph and weights not read).
+ArtifactManifest read_artifact_manifest(const std::string& path);
+
 // True when the file starts with kArtifactMagic (false for a missing or short file).
 bool is_artifact_file(const std::string& path);
 

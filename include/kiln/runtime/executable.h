@@ -27,6 +27,7 @@ struct ArtifactManifest {
   std::vector<std::string> passes;  // passes run, in order
   std::map<std::string, std::string> dims;  // symbolic dim -> "8" or "1..64"
   int64_t threads = 0;              // default thread count when RunOptions::threads is 0 (0 = all cores)
+  std::string compile_key;          // hash of everything that decides the content (recompile cache)
 };
 
 class Executable {

@@ -67,22 +67,6 @@ float apply_activation(Activation a, float x, float alpha, float beta) {
   throw Error(str_cat("activation code ", static_cast<int>(a), " is not a known activation"));
 }
 
-namespace kiln_domain {
-
-const OpDef& onnx_op(std::string_view name) {
-  const OpDef* d = find_op("", name);
-  KILN_CHECK(d != nullptr, "kiln ops: ONNX op '", name, "' is missing from the op table");
-  return *d;
-}
-
-Tensor run_onnx_kernel(const KernelContext& c, std::string_view name, std::vector<const Tensor*> inputs) {
-  KernelContext inner(c.node(), c.opset(), std::move(inputs), nullptr, c.threads());
-  onnx_op(name).kernel(inner);
-  KILN_CHECK(!inner.outputs().empty() && inner.outputs()[0].defined(), c.node().describe(), ": ", name,
-             " produced no output");
-  return std::move(inner.outputs()[0]);
-}
-
 ActivationSpec activation_of(const Node& n) {
   ActivationSpec s;
   s.act = parse_activation(n.attr_s("activation", ""));
@@ -100,6 +84,22 @@ ActivationSpec activation_of(const Node& n) {
   s.alpha = n.attr_f("act_alpha", alpha);
   s.beta = n.attr_f("act_beta", beta);
   return s;
+}
+
+namespace kiln_domain {
+
+const OpDef& onnx_op(std::string_view name) {
+  const OpDef* d = find_op("", name);
+  KILN_CHECK(d != nullptr, "kiln ops: ONNX op '", name, "' is missing from the op table");
+  return *d;
+}
+
+Tensor run_onnx_kernel(const KernelContext& c, std::string_view name, std::vector<const Tensor*> inputs) {
+  KernelContext inner(c.node(), c.opset(), std::move(inputs), nullptr, c.threads());
+  onnx_op(name).kernel(inner);
+  KILN_CHECK(!inner.outputs().empty() && inner.outputs()[0].defined(), c.node().describe(), ": ", name,
+             " produced no output");
+  return std::move(inner.outputs()[0]);
 }
 
 double activation_flops(Activation a) {
@@ -129,6 +129,27 @@ Tensor f32_input(const KernelContext& c, size_t i) {
   KILN_CHECK(dt == DType::f32 || dt == DType::f16 || dt == DType::bf16, c.node().describe(), ": input ", i, " is ",
              dtype_name(dt), "; kiln fused ops compute in f32 (f16/bf16 through f32)");
   return to_f32(t);
+}
+
+std::vector<AttrSpec> lowering_attrs() {
+  return {{"packed", AttrKind::Int}, {"isa", AttrKind::String}, {"tactic", AttrKind::String},
+          {"w_shape", AttrKind::Ints}};
+}
+
+std::optional<Node> logical_weight_node(const Node& n, Value& standin) {
+  if (!n.has_attr("packed") || !n.input(1)) return std::nullopt;
+  standin.name = n.inputs[1]->name;
+  standin.dtype = n.inputs[1]->dtype;
+  standin.shape = Shape::of(n.attr_ints("w_shape", {}));
+  Node copy = n;
+  copy.inputs[1] = &standin;
+  return copy;
+}
+
+CostContext logical_weight_cost(const CostContext& c) {
+  CostContext k = c;
+  if (c.node.has_attr("packed") && k.in_dims.size() > 1) k.in_dims[1] = c.node.attr_ints("w_shape", {});
+  return k;
 }
 
 void refuse_packed(const KernelContext& c) {

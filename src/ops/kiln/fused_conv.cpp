@@ -9,12 +9,19 @@ namespace {
 using namespace kiln_domain;
 
 void infer_fused_conv(InferContext& c) {
-  onnx_op("Conv").infer(c);  // reads X, W, B and the Conv attributes, sets Y
+  Value standin;
+  if (std::optional<Node> logical = logical_weight_node(c.node(), standin)) {
+    InferContext lc(*logical, c.opset());
+    onnx_op("Conv").infer(lc);
+  } else {
+    onnx_op("Conv").infer(c);  // reads X, W, B and the Conv attributes, sets Y
+  }
   if (c.has_output(0)) check_broadcasts_into(c, c.node().outputs[0]->shape, 3, "residual Z");
   activation_of(c.node());    // an unknown activation name fails here, not at run time
 }
 
-Cost cost_fused_conv(const CostContext& c) {
+Cost cost_fused_conv(const CostContext& packed_or_not) {
+  CostContext c = logical_weight_cost(packed_or_not);
   Cost k = onnx_op("Conv").cost(c);  // conv + bias flops; io bytes count Z once and no intermediate
   double outs = static_cast<double>(numel_of(c.out_dims[0]));
   if (c.node.input(3)) k.flops += outs;
@@ -37,6 +44,7 @@ void fused_conv_kernel(KernelContext& c) {
 std::vector<AttrSpec> fused_conv_attrs() {
   std::vector<AttrSpec> a = def_Conv().attrs;  // not the table: it is being built when this runs
   for (const AttrSpec& s : activation_attrs()) a.push_back(s);
+  for (const AttrSpec& s : lowering_attrs()) a.push_back(s);
   return a;
 }
 

@@ -12,6 +12,14 @@ using namespace kiln_domain;
 bool trans_b(const Node& n) { return n.attr_i("trans_b", 0) != 0; }
 
 void infer_fused_matmul(InferContext& c) {
+  Value standin;
+  if (std::optional<Node> logical = logical_weight_node(c.node(), standin)) {
+    // The packed weight's logical shape is op(B) = [K, N] already: infer as a plain MatMul.
+    logical->attrs.erase("trans_b");
+    logical->attrs.erase("packed");
+    InferContext lc(*logical, c.opset());
+    return infer_fused_matmul(lc);
+  }
   const Node& n = c.node();
   if (!trans_b(n)) {
     onnx_op("MatMul").infer(c);
@@ -41,7 +49,8 @@ void infer_fused_matmul(InferContext& c) {
   activation_of(n);
 }
 
-Cost cost_fused_matmul(const CostContext& c) {
+Cost cost_fused_matmul(const CostContext& packed_or_not) {
+  const CostContext c = logical_weight_cost(packed_or_not);
   Cost k = onnx_op("MatMul").cost(c);  // 2·K per output; io bytes count Bias and Z once
   double outs = static_cast<double>(numel_of(c.out_dims[0]));
   if (c.node.attr_f("alpha", 1.f) != 1.f) k.flops += outs;
@@ -92,6 +101,7 @@ void fused_matmul_kernel(KernelContext& c) {
 OpDef def_FusedMatMul() {
   std::vector<AttrSpec> attrs = {{"trans_b", AttrKind::Int}, {"alpha", AttrKind::Float}};
   for (const AttrSpec& s : activation_attrs()) attrs.push_back(s);
+  for (const AttrSpec& s : lowering_attrs()) attrs.push_back(s);
   return {.name = "FusedMatMul",
           .domain = kKilnDomain,
           .since = kKilnOpsetVersion,

@@ -18,12 +18,6 @@ const OpDef& onnx_op(std::string_view name);
 // attributes the ONNX kernel reads, e.g. Conv's pads) and returns output 0.
 Tensor run_onnx_kernel(const KernelContext& c, std::string_view name, std::vector<const Tensor*> inputs);
 
-// The activation of a FusedConv/FusedMatMul node with its two float parameters.
-struct ActivationSpec {
-  Activation act = Activation::None;
-  float alpha = 0, beta = 0;
-};
-ActivationSpec activation_of(const Node& n);
 // Flops per element of an activation, read from the cost of the ONNX op(s) it stands for
 // (Silu = Sigmoid + Mul), so fused and unfused graphs report the same work.
 double activation_flops(Activation a);
@@ -35,6 +29,15 @@ Tensor f32_input(const KernelContext& c, size_t i);
 // The compiled runtime replaces a weight by a pre-packed one (attribute `packed`); the
 // reference interpreter cannot run such a node.
 void refuse_packed(const KernelContext& c);
+
+// Lowering replaces a constant weight (input 1) by its packed form and records the logical
+// shape in `w_shape`; inference and cost must see that shape, not the packed blob's.
+std::vector<AttrSpec> lowering_attrs();  // packed, isa, tactic, w_shape
+// A copy of the node whose input 1 is `standin`, a value with the logical weight shape
+// (only when the node is packed; else nullopt).
+std::optional<Node> logical_weight_node(const Node& n, Value& standin);
+// in_dims[1] replaced by the logical weight dims when the node is packed.
+CostContext logical_weight_cost(const CostContext& c);
 
 // y += t in place (f32), t broadcasting to y without growing it; `what` names t in errors.
 void add_into(const KernelContext& c, Tensor& y, const Tensor& t, const char* what);

@@ -1,0 +1,45 @@
+// Lowering: the optimized graph -> kernels with tactics, ready for the compiled runtime.
+//
+// Fusion groups are already single nodes after the passes (kiln.FusedConv, kiln.FusedMatMul,
+// kiln.FusedElementwise, kiln.Attention, kiln.LayerNorm, ...), so lowering is per node:
+//   1. canonicalise what the passes left plain (Conv -> FusedConv, MatMul/Gemm with a constant
+//      weight -> FusedMatMul) so every convolution and weight GEMM takes the fast kernels;
+//   2. pick a tactic per node (conv: depthwise / pointwise / gemm; GEMM: packed-B), saying why
+//      the others do not apply;
+//   3. pack constant weights for the chosen micro-kernel (the packed tensor replaces the weight
+//      in the graph, so it is saved in and mmapped from the artifact like any weight) and mark
+//      the node: `packed`=1, `tactic`, `isa`, and the logical weight shape (`w_shape`).
+// Nodes with no fast kernel keep their op and run the reference kernel; the report lists them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln::lower {
+
+struct KernelChoice {
+  std::string node;    // node name
+  std::string op;      // op after lowering ("kiln::FusedConv")
+  std::string tactic;  // "depthwise", "pointwise", "gemm", "packed-b", "generated", "reference", ...
+  std::string why;     // why this tactic (and why not the others)
+};
+
+struct LowerReport {
+  std::vector<KernelChoice> kernels;
+  double packed_bytes = 0;       // bytes of packed weights written
+  int reference_nodes = 0;       // nodes left to reference kernels
+  std::string isa;               // micro-kernel ISA the weights were packed for
+};
+
+struct LowerOptions {
+  bool pack_weights = true;      // false: choose tactics only (for reports)
+};
+
+// Rewrites `m` in place; the result verifies and infers like any graph.
+LowerReport lower_model(Model& m, const LowerOptions& opt = {});
+
+// Tactic names of a lowered node ("" when the node was not lowered).
+std::string node_tactic(const Node& n);
+
+}  // namespace kiln::lower

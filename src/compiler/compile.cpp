@@ -1,0 +1,147 @@
+// The compile driver: source model -> passes -> lowering -> generated kernels -> plan -> artifact.
+// Each stage is a library of its own; this file only sequences them and writes the report.
+#include "kiln/compiler/compile.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "kiln/codegen/build.h"
+#include "kiln/codegen/emit.h"
+#include "kiln/frontend/onnx.h"
+#include "kiln/ir/text.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/lower/lower.h"
+#include "kiln/ops/kiln_ops.h"
+#include "kiln/ops/op.h"
+#include "kiln/passes/manager.h"
+#include "kiln/passes/plugin.h"
+#include "kiln/plan/plan.h"
+#include "kiln/runtime/artifact.h"
+#include "compile_internal.h"
+
+namespace kiln::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), path, ": cannot open");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string tactic_summary(const lower::LowerReport& r) {
+  std::map<std::string, int> count;
+  for (const auto& k : r.kernels) ++count[k.tactic];
+  std::ostringstream s;
+  s << r.kernels.size() << " kernels:";
+  for (const auto& [t, c] : count) s << " " << t << " " << c << ",";
+  std::string text = s.str();
+  text.pop_back();
+  return text;
+}
+
+std::string mib(double bytes) {
+  std::ostringstream s;
+  s.precision(2);
+  s << std::fixed << bytes / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+}  // namespace
+
+CompileReport compile_file(const std::string& model_path, const std::string& out_path, const CompileOptions& opt) {
+  auto t0 = Clock::now();
+  CompileReport rep;
+  KILN_CHECK(opt.opt_level >= 0 && opt.opt_level <= 3, "-O", opt.opt_level, ": levels are -O0 .. -O3");
+  std::string source_sha = sha256_file(model_path);
+  std::string key = compile_key(source_sha, opt);
+  if (artifact_matches(out_path, key)) {
+    rep.cache_hit = true;
+    rep.seconds = seconds_since(t0);
+    rep.text = "cache hit: " + out_path + " is up to date (same source, options and kiln build)\n";
+    return rep;
+  }
+
+  Model m = load_source_model(model_path, opt.inputs);
+  auto t_import = seconds_since(t0);
+
+  // ---- passes
+  for (const auto& p : opt.plugins) passes::load_pass_plugin(p);
+  passes::PipelineOptions popt;
+  popt.opt_level = opt.opt_level;
+  popt.passes = opt.passes;
+  popt.disabled = opt.disabled;
+  popt.verify_each = opt.verify_each;
+  popt.dump_dir = opt.dump_dir;
+  if (opt.print_after_all) popt.print_after_all = opt.print_stream;
+  std::vector<std::string> notes;
+  passes::PassManager pm = passes::PassManager::from_options(popt, passes::PassRegistry::global(), &notes);
+  passes::PassContext ctx;
+  ctx.explain = opt.explain;
+  ctx.bindings = opt.inputs.dims;
+  auto t_passes0 = Clock::now();
+  std::vector<passes::PassRecord> records = pm.run(m, ctx);
+  double t_passes = seconds_since(t_passes0);
+  for (const auto& r : records) rep.passes_run.push_back(r.pass);
+  rep.remarks = std::move(ctx.remarks);
+
+  // ---- lowering and generated kernels
+  auto t_lower0 = Clock::now();
+  lower::LowerReport lowered = lower::lower_model(m);
+  ops::verify_model(m);
+  ops::infer_shapes(m, opt.inputs.dims);
+  double t_lower = seconds_since(t_lower0);
+  auto t_gen0 = Clock::now();
+  std::vector<codegen::GeneratedKernel> gen = codegen::emit_graph_kernels(*m.graph);
+  std::string library;
+  codegen::KernelLibrary lib;
+  if (!gen.empty()) {
+    codegen::BuildOptions bopt;
+    bopt.cache_dir = opt.cache_dir.empty() ? codegen::default_cache_dir() : opt.cache_dir;
+    bopt.target_isa = std::string(kernels::gemm_isa());
+    bopt.dump_dir = opt.dump_dir;
+    lib = codegen::build_kernel_library(gen, bopt);
+    library = read_file(lib.path);
+  }
+  double t_gen = seconds_since(t_gen0);
+
+  // ---- memory plan for the compiled shape (the runtime re-plans other shapes on first sight)
+  plan::Plan mem = runtime_plan(m);
+
+  // ---- artifact
+  ArtifactManifest man;
+  man.source_model = fs::absolute(model_path).string();
+  man.source_sha256 = source_sha;
+  man.target_isa = std::string(kernels::gemm_isa());
+  man.passes = rep.passes_run;
+  man.compile_key = key;
+  for (const auto& [name, v] : opt.inputs.dims) man.dims[name] = std::to_string(v);
+  for (const auto& [name, r] : opt.ranges) man.dims[name] = std::to_string(r.min) + ".." + std::to_string(r.max);
+  write_artifact(out_path, man, m, library, mem.to_json());
+  rep.seconds = seconds_since(t0);
+
+  std::ostringstream s;
+  for (const auto& n : notes) s << "note: " << n << "\n";
+  s << passes::format_pass_table(records);
+  s << "lowering: " << tactic_summary(lowered) << "; packed weights " << mib(lowered.packed_bytes) << " for "
+    << lowered.isa << "\n";
+  if (!gen.empty())
+    s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")
+      << ", " << lib.compile_seconds << " s)\n";
+  s << mem.report();
+  s.precision(2);
+  s << std::fixed << "time: import " << t_import << " s, passes " << t_passes << " s, lowering " << t_lower
+    << " s, codegen " << t_gen << " s, total " << rep.seconds << " s\n";
+  rep.text = s.str();
+  rep.kernels = std::move(lowered.kernels);
+  return rep;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,74 @@
+#include "kiln/lower/lower.h"
+
+#include <set>
+
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/ops/kiln_ops.h"
+#include "lower_internal.h"
+
+namespace kiln::lower {
+namespace {
+
+// Ops the compiled runtime runs with a kernel of its own rather than the reference one.
+KernelChoice choice_for_other(const Node& n) {
+  if (n.domain == ops::kKilnDomain) {
+    if (n.op == "FusedElementwise") return {n.name, "kiln::FusedElementwise", "generated", "one generated loop nest"};
+    if (n.op == "Attention") return {n.name, "kiln::Attention", "flash", "tiled, online softmax"};
+    if (n.op == "LayerNorm") return {n.name, "kiln::LayerNorm", "rows", "one pass per row"};
+  }
+  if (n.op == "Softmax") return {n.name, n.op, "rows", "one pass per row"};
+  if (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity")
+    return {n.name, n.op, "view", "aliases its input (no copy)"};
+  return {n.name, n.op, "reference", "no fast kernel for " + n.op + ": the op table's reference kernel runs it"};
+}
+
+// Initializers no node reads any more (weights replaced by their packed form).
+void drop_unused_initializers(Graph& g) {
+  std::set<const Value*> used;
+  for (const auto& n : g.nodes()) {
+    for (const Value* v : n->inputs) used.insert(v);
+    for (const Graph* sg : n->subgraphs())
+      for (const auto& sn : sg->nodes())
+        for (const Value* v : sn->inputs) used.insert(v);
+  }
+  for (const Value* v : g.outputs) used.insert(v);
+  for (const Value* v : g.inputs) used.insert(v);
+  std::vector<Value*> keep;
+  for (Value* v : g.initializers) {
+    if (used.count(v)) keep.push_back(v);
+    else v->initializer.reset();  // frees the bytes; the dangling Value has no users
+  }
+  g.initializers = std::move(keep);
+}
+
+}  // namespace
+
+std::string node_tactic(const Node& n) { return n.attr_s("tactic", ""); }
+
+LowerReport lower_model(Model& m, const LowerOptions& opt) {
+  LowerReport r;
+  r.isa = std::string(kernels::gemm_isa());
+  Graph& g = *m.graph;
+  std::vector<KernelChoice> notes;
+  if (canonicalize(g, notes) > 0) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
+  std::map<std::string, KernelChoice> declined;
+  for (auto& c : notes) declined[c.node] = c;
+  for (const auto& up : g.nodes()) {
+    Node& n = *up;
+    KernelChoice c;
+    if (n.domain == ops::kKilnDomain && n.op == "FusedConv")
+      c = lower_conv(g, n, opt.pack_weights, r.packed_bytes);
+    else if (n.domain == ops::kKilnDomain && n.op == "FusedMatMul")
+      c = lower_matmul(g, n, opt.pack_weights, r.packed_bytes);
+    else if (auto it = declined.find(n.name); it != declined.end())
+      c = it->second;
+    else
+      c = choice_for_other(n);
+    if (c.tactic == "reference") ++r.reference_nodes;
+    r.kernels.push_back(std::move(c));
+  }
+  if (opt.pack_weights) drop_unused_initializers(g);
+  return r;
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,107 @@
+// Tactic choice and weight packing for convolutions and weight GEMMs. The packed layout is the
+// micro-kernel's (kernels/gemm_packed.h, kernels/conv.h), so the node records the ISA it was
+// packed for and the runtime refuses a mismatch.
+#include <algorithm>
+#include <functional>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/ops/kiln_ops.h"
+#include "lower_internal.h"
+
+namespace kiln::lower {
+namespace {
+
+// The conv geometry the tactic checks need. Spatial input dims may be symbolic (a dynamic
+// image size): the tactics' constraints only read channels, kernel, strides, pads and groups,
+// so a stand-in size is enough there.
+kernels::Conv2dShape conv_shape(const Node& n, const Tensor& w) {
+  const Shape& x = n.inputs[0]->shape;
+  auto dim = [&](size_t i, int64_t dflt) { return x[i].is_static() ? x[i].value : dflt; };
+  return ops::fused_conv_shape(n, {1, dim(1, w.dim(1) * n.attr_i("group", 1)), dim(2, 64), dim(3, 64)}, w.dims());
+}
+
+Value* add_packed(Graph& g, const std::string& base, size_t floats, const std::function<void(float*)>& fill,
+                  double& bytes) {
+  Tensor t(DType::f32, {static_cast<int64_t>(floats)});
+  fill(t.data<float>());
+  bytes += static_cast<double>(floats) * sizeof(float);
+  return g.add_initializer(g.unique_name(base), std::move(t));
+}
+
+}  // namespace
+
+KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
+  KernelChoice c{n.name, "kiln::FusedConv", "reference", ""};
+  const Value* w = n.input(1);
+  const Value* x = n.input(0);
+  if (!w || !w->is_constant() || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4 ||
+      !x->shape.rank_known || x->shape.rank() != 4) {
+    c.why = "only 2-D f32 convolutions with a constant weight have a fast kernel";
+    return c;
+  }
+  const Tensor& wt = *w->initializer;
+  kernels::Conv2dShape s = conv_shape(n, wt);
+  std::string refusals;
+  for (auto t : {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise, kernels::ConvTactic::Gemm}) {
+    std::string why = kernels::conv_tactic_unsupported(t, s);
+    if (!why.empty()) {
+      refusals += std::string(refusals.empty() ? "" : "; ") + kernels::conv_tactic_name(t) + ": " + why;
+      continue;
+    }
+    c.tactic = kernels::conv_tactic_name(t);
+    c.why = refusals.empty() ? "first applicable tactic" : "others decline: " + refusals;
+    if (pack) {
+      size_t floats = kernels::conv_packed_weight_floats(t, s);
+      n.inputs[1] = add_packed(g, w->name + ".packed", floats,
+                               [&](float* out) { kernels::conv_pack_weight(t, s, wt.data<float>(), out); }, bytes);
+      n.attrs["packed"] = int64_t{1};
+      n.attrs["isa"] = std::string(kernels::gemm_isa());
+      n.attrs["w_shape"] = wt.dims();
+    }
+    n.attrs["tactic"] = c.tactic;
+    return c;
+  }
+  c.why = refusals;
+  return c;
+}
+
+KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes) {
+  KernelChoice c{n.name, "kiln::FusedMatMul", "gemm", ""};
+  const Value* b = n.input(1);
+  if (!b || !b->is_constant() || b->initializer->dtype() != DType::f32 || b->initializer->rank() != 2) {
+    c.why = "B is not a constant f32 matrix: the activations GEMM packs both operands per run";
+    n.attrs["tactic"] = c.tactic;
+    return c;
+  }
+  const Tensor& bt = *b->initializer;
+  bool tb = n.attr_i("trans_b", 0) != 0;
+  int64_t K = tb ? bt.dim(1) : bt.dim(0), N = tb ? bt.dim(0) : bt.dim(1);
+  // The packed kernel applies bias per output column and a residual of the output's shape.
+  if (const Value* bias = n.input(2)) {
+    std::optional<int64_t> count = bias->shape.numel();
+    if (!count || *count != N || (bias->shape.rank() > 0 && bias->shape.dims.back() != Dim(N))) {
+      c.why = "bias " + bias->shape.str() + " is not one value per output column: kept unpacked";
+      n.attrs["tactic"] = c.tactic;
+      return c;
+    }
+  }
+  if (const Value* z = n.input(3); z && z->shape != n.outputs[0]->shape) {
+    c.why = "residual " + z->shape.str() + " does not have the output's shape: kept unpacked";
+    n.attrs["tactic"] = c.tactic;
+    return c;
+  }
+  c.tactic = "packed-b";
+  c.why = "constant weight packed once into the micro-kernel's panels";
+  if (pack) {
+    n.inputs[1] = add_packed(g, b->name + ".packed", kernels::packed_b_floats(K, N),
+                             [&](float* out) { kernels::pack_b(bt.data<float>(), bt.dim(1), tb, K, N, out); }, bytes);
+    n.attrs["packed"] = int64_t{1};
+    n.attrs["isa"] = std::string(kernels::gemm_isa());
+    n.attrs["w_shape"] = std::vector<int64_t>{K, N};
+  }
+  n.attrs["tactic"] = c.tactic;
+  return c;
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,32 @@
+#include "fast_common.h"
+
+namespace kiln::runtime {
+
+// kernels::Act mirrors ops::Activation value for value (kernels depend on nothing of ours).
+static_assert(static_cast<int>(kernels::Act::GeluTanh) == static_cast<int>(ops::Activation::GeluTanh));
+static_assert(static_cast<int>(kernels::Act::Clip) == static_cast<int>(ops::Activation::Clip));
+
+kernels::Epilogue epilogue_of(const Node& n) {
+  kernels::Epilogue e;
+  e.alpha = n.attr_f("alpha", 1.f);
+  ops::ActivationSpec a = ops::activation_of(n);
+  e.act = static_cast<kernels::Act>(a.act);
+  e.act_alpha = a.alpha;
+  e.act_beta = a.beta;
+  return e;
+}
+
+kernels::ConvTactic conv_tactic_of(const Node& n) {
+  std::string t = n.attr_s("tactic", "");
+  for (auto c : {kernels::ConvTactic::Gemm, kernels::ConvTactic::Pointwise, kernels::ConvTactic::Depthwise})
+    if (t == kernels::conv_tactic_name(c)) return c;
+  throw Error(str_cat(n.describe(), ": unknown convolution tactic '", t, "'"));
+}
+
+int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];
+  return p;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,20 @@
+// Pieces the fast kernels of the kiln ops share: the epilogue a node asks for, and the tactic
+// the lowering recorded.
+#pragma once
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/epilogue.h"
+#include "kiln/ops/kiln_ops.h"
+#include "kiln/runtime/step.h"
+
+namespace kiln::runtime {
+
+// alpha, activation and its parameters from the node (bias and residual pointers are bound per run).
+kernels::Epilogue epilogue_of(const Node& n);
+
+// The `tactic` attribute of a lowered kiln.FusedConv; throws naming the node when unknown.
+kernels::ConvTactic conv_tactic_of(const Node& n);
+
+// Product of dims [begin, end).
+int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end);
+
+}  // namespace kiln::runtime
