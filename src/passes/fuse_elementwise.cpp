@@ -25,23 +25,8 @@ namespace {
 constexpr std::string_view kName = "fuse-elementwise";
 constexpr int64_t kInlineElements = 64;
 
-bool elementwise_op(const Node& n) {
-  static const std::set<std::string> ops = {
-      // unary
-      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf", "Exp", "Floor", "Log",
-      "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "Tanh", "Identity",
-      // activations
-      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Elu", "Celu", "Selu", "Softplus", "Softsign",
-      "ThresholdedRelu", "Mish", "Gelu", "PRelu",
-      // binary and variadic with broadcasting
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-      // selection, bounds, conversion
-      "Where", "Clip", "Cast"};
-  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) && n.subgraphs().empty();
-}
-
 bool candidate(const Node& n) {
-  if (!elementwise_op(n) || n.outputs.size() != 1 || !n.outputs[0]) return false;
+  if (!fuse::is_elementwise(n) || n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Value* o = n.outputs[0];
   return fuse::is_fusable_float(o->dtype) && fuse::fully_known(o->shape);
 }

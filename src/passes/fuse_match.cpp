@@ -74,6 +74,21 @@ std::optional<std::pair<Value*, Value*>> split_constant(const Node& n) {
   return c0 ? std::make_pair(n.inputs[0], n.inputs[1]) : std::make_pair(n.inputs[1], n.inputs[0]);
 }
 
+bool is_elementwise(const Node& n) {
+  static const std::set<std::string> ops = {
+      // unary
+      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf", "Exp", "Floor", "Log",
+      "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "Tanh", "Identity",
+      // activations
+      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Elu", "Celu", "Selu", "Softplus", "Softsign",
+      "ThresholdedRelu", "Mish", "Gelu", "PRelu",
+      // binary and variadic with broadcasting
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
+      // selection, bounds, conversion
+      "Where", "Clip", "Cast"};
+  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) && n.subgraphs().empty();
+}
+
 bool is_fusable_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 bool fully_known(const Shape& s) {

@@ -43,6 +43,10 @@ Value* other_operand(const Node& n, const Value* v);
 // neither or both are constant.
 std::optional<std::pair<Value*, Value*>> split_constant(const Node& n);
 
+// One output element from the same-index elements of its (broadcast) inputs: unary math and
+// activations, binary/variadic arithmetic with broadcasting, Where, Clip, Cast, PRelu. Not
+// Softmax, reductions or data movement.
+bool is_elementwise(const Node& n);
 // Float dtypes the fused ops compute (through f32).
 bool is_fusable_float(DType t);
 // Every dim known (static or symbolic).
