@@ -124,15 +124,11 @@ class FuseElementwise : public Pass {
       inner[n->outputs[0]] = copy->outputs[0];
     }
     body->outputs = {inner.at(sink->outputs[0])};
-    Value* result = sink->outputs[0];
-    std::string name = sink->name;
-    Node* fused = fuse::insert_before(g, sink, "FusedElementwise", node_inputs, {g.unique_name(result->name + ".fused")},
-                                      {{"body", body}}, "", std::string(ops::kKilnDomain));
-    fuse::take_over(fused, 0, result);
     std::string ops_list;
     for (const Node* n : ordered) ops_list += (ops_list.empty() ? "" : ",") + n->op;
-    std::vector<const Node*> gone = fuse::remove_dead(g, ordered);
-    fused->name = name;
+    std::vector<const Node*> gone;
+    Node* fused = fuse::replace_group(g, ordered, sink->outputs[0], "FusedElementwise", node_inputs, {{"body", body}},
+                                      std::string(ops::kKilnDomain), *sink, &gone);
     ctx.applied(kName, *fused, str_cat(ordered.size(), " nodes (", ops_list, ") -> FusedElementwise"));
     return gone;
   }

@@ -150,6 +150,19 @@ std::vector<const Node*> remove_dead(Graph& g, const std::vector<Node*>& candida
   return removed;
 }
 
+Node* replace_group(Graph& g, const std::vector<Node*>& group, Value* out, const std::string& op,
+                    const std::vector<Value*>& inputs, std::map<std::string, Attribute> attrs,
+                    const std::string& domain, const Node& name_from, std::vector<const Node*>* removed) {
+  std::string name = name_from.name;
+  Node* n = insert_before(g, last_in_order(g, group), op, inputs, {g.unique_name(out->name + ".fused")},
+                          std::move(attrs), "", domain);
+  take_over(n, 0, out);
+  std::vector<const Node*> gone = remove_dead(g, group);
+  n->name = name;  // name_from may be gone: the new node carries its name
+  if (removed) removed->insert(removed->end(), gone.begin(), gone.end());
+  return n;
+}
+
 Node* last_in_order(const Graph& g, const std::vector<Node*>& nodes) {
   std::set<const Node*> wanted(nodes.begin(), nodes.end());
   Node* last = nullptr;

@@ -138,13 +138,8 @@ class Layout : public Pass {
       mm.inputs[1] = b;
     } else if (fuse::is_onnx(mm, "MatMul")) {
       fuse::import_kiln_domain(m);
-      Node* f = fuse::insert_before(g, &mm, "FusedMatMul", {mm.inputs[0], b},
-                                    {g.unique_name(mm.outputs[0]->name + ".fused")}, {{"trans_b", int64_t{1}}}, "",
-                                    std::string(ops::kKilnDomain));
-      fuse::take_over(f, 0, mm.outputs[0]);
-      std::string name = mm.name;
-      gone = fuse::remove_dead(g, {&mm});
-      f->name = name;
+      Node* f = fuse::replace_group(g, {&mm}, mm.outputs[0], "FusedMatMul", {mm.inputs[0], b},
+                                    {{"trans_b", int64_t{1}}}, std::string(ops::kKilnDomain), mm, &gone);
       ctx.applied(kName, *f, "transposed B folded: MatMul -> FusedMatMul {trans_b=1}");
       for (const Node* n : fuse::remove_dead(g, {t})) gone.push_back(n);
       return true;
