@@ -92,6 +92,30 @@ void check(const std::string& model) {
             << "\n";
 }
 
+TEST(LayoutZoo, Gpt2DecodeAlone) {
+  // The K transposes of the KV cache go into FusedMatMul {trans_b=1}.
+  if (!zoo_available("gpt2_decode")) GTEST_SKIP() << "build/zoo/gpt2_decode is missing";
+  auto lay = passes::make_layout();
+  ZooResult r = check_zoo_model("gpt2_decode", {lay.get()});
+  EXPECT_EQ(count_op(r.model, "kiln", "FusedMatMul"), 12u);
+}
+
+// The whole pipeline on the other zoo models (control flow in Silero VAD, a small CNN):
+// nothing may break and the outputs stay within tolerance.
+TEST(LayoutZoo, PipelineOnTheOtherZooModels) {
+  for (const char* model : {"digits_cnn", "resnet18", "silero_vad_legacy", "silero_vad_v5", "silero_vad_v6"}) {
+    if (!zoo_available(model)) continue;
+    SCOPED_TRACE(model);
+    auto ln = passes::make_fuse_layernorm();
+    auto att = passes::make_fuse_attention();
+    auto epi = passes::make_fuse_epilogue();
+    auto ew = passes::make_fuse_elementwise();
+    auto lay = passes::make_layout();
+    ZooResult r = check_zoo_model(model, {ln.get(), att.get(), epi.get(), ew.get(), lay.get()});
+    std::cout << "[all fusions + layout] " << model << ": " << r.nodes_before << " -> " << r.nodes_after << " nodes\n";
+  }
+}
+
 TEST(LayoutZoo, BertBaseAfterTheFusions) { check("bert_base"); }
 TEST(LayoutZoo, Gpt2AfterTheFusions) { check("gpt2"); }
 
