@@ -27,6 +27,7 @@
 #include "fuse_match.h"
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
+#include "kiln/ops/op.h"
 
 namespace kiln::passes {
 namespace {
@@ -207,6 +208,7 @@ class FuseAttention : public Pass {
       rewrite(m, mt, ctx, removed);
       changed = true;
     }
+    if (changed) ops::infer_shapes(m, ctx.bindings);  // the new Transpose/Unsqueeze/Where results
     return changed;
   }
 

@@ -25,23 +25,8 @@ namespace {
 constexpr std::string_view kName = "fuse-elementwise";
 constexpr int64_t kInlineElements = 64;
 
-bool elementwise_op(const Node& n) {
-  static const std::set<std::string> ops = {
-      // unary
-      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf", "Exp", "Floor", "Log",
-      "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "Tanh", "Identity",
-      // activations
-      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Elu", "Celu", "Selu", "Softplus", "Softsign",
-      "ThresholdedRelu", "Mish", "Gelu", "PRelu",
-      // binary and variadic with broadcasting
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-      // selection, bounds, conversion
-      "Where", "Clip", "Cast"};
-  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) && n.subgraphs().empty();
-}
-
 bool candidate(const Node& n) {
-  if (!elementwise_op(n) || n.outputs.size() != 1 || !n.outputs[0]) return false;
+  if (!fuse::is_elementwise(n) || n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Value* o = n.outputs[0];
   return fuse::is_fusable_float(o->dtype) && fuse::fully_known(o->shape);
 }
@@ -139,15 +124,11 @@ class FuseElementwise : public Pass {
       inner[n->outputs[0]] = copy->outputs[0];
     }
     body->outputs = {inner.at(sink->outputs[0])};
-    Value* result = sink->outputs[0];
-    std::string name = sink->name;
-    Node* fused = fuse::insert_before(g, sink, "FusedElementwise", node_inputs, {g.unique_name(result->name + ".fused")},
-                                      {{"body", body}}, "", std::string(ops::kKilnDomain));
-    fuse::take_over(fused, 0, result);
     std::string ops_list;
     for (const Node* n : ordered) ops_list += (ops_list.empty() ? "" : ",") + n->op;
-    std::vector<const Node*> gone = fuse::remove_dead(g, ordered);
-    fused->name = name;
+    std::vector<const Node*> gone;
+    Node* fused = fuse::replace_group(g, ordered, sink->outputs[0], "FusedElementwise", node_inputs, {{"body", body}},
+                                      std::string(ops::kKilnDomain), *sink, &gone);
     ctx.applied(kName, *fused, str_cat(ordered.size(), " nodes (", ops_list, ") -> FusedElementwise"));
     return gone;
   }

@@ -241,8 +241,6 @@ class FuseEpilogue : public Pass {
   }
 
   static void rewrite(Graph& g, Epilogue& e, PassContext& ctx) {
-    Node* last = fuse::last_in_order(g, e.nodes);
-    std::string root_name = e.root->name;
     Value* bias = e.bias;
     if (e.new_bias) bias = g.add_initializer(g.unique_name(e.root->name + ".bias"), std::move(*e.new_bias));
     std::vector<Value*> ins = {e.a, e.w, bias, e.residual};
@@ -257,14 +255,9 @@ class FuseEpilogue : public Pass {
         attrs["act_beta"] = e.act.beta;
     }
     std::string op = e.conv ? "FusedConv" : "FusedMatMul";
-    Node* fused = fuse::insert_before(g, last, op, ins, {g.unique_name(e.out->name + ".fused")}, std::move(attrs),
-                                      "", std::string(ops::kKilnDomain));
-    fuse::take_over(fused, 0, e.out);
-    std::string what = str_cat(e.nodes.size(), " nodes -> ", op, bias ? " +bias" : "",
-                               e.residual ? " +residual" : "",
+    std::string what = str_cat(e.nodes.size(), " nodes -> ", op, bias ? " +bias" : "", e.residual ? " +residual" : "",
                                e.act.act != ops::Activation::None ? " +" + std::string(ops::activation_name(e.act.act)) : "");
-    fuse::remove_dead(g, e.nodes);
-    fused->name = root_name;  // the root is gone: the fused node carries its name
+    Node* fused = fuse::replace_group(g, e.nodes, e.out, op, ins, std::move(attrs), std::string(ops::kKilnDomain), *e.root);
     ctx.applied(kName, *fused, what);
   }
 };

@@ -175,14 +175,11 @@ class FuseLayerNorm : public Pass {
       fuse::import_kiln_domain(m);
       std::vector<Value*> ins = {mt.x, scale};
       if (mt.beta) ins.push_back(mt.beta);
-      Node* last = fuse::last_in_order(g, mt.nodes);
-      std::string root_name = root->name;
-      Node* ln = fuse::insert_before(g, last, "LayerNorm", ins, {g.unique_name(mt.out->name + ".fused")},
-                                     {{"axis", mt.axis}, {"epsilon", mt.epsilon}}, "", std::string(ops::kKilnDomain));
-      fuse::take_over(ln, 0, mt.out);
+      std::vector<const Node*> gone;
+      Node* ln = fuse::replace_group(g, mt.nodes, mt.out, "LayerNorm", ins, {{"axis", mt.axis}, {"epsilon", mt.epsilon}},
+                                     std::string(ops::kKilnDomain), *root, &gone);
+      removed.insert(gone.begin(), gone.end());
       size_t n_nodes = mt.nodes.size();
-      for (const Node* n : fuse::remove_dead(g, mt.nodes)) removed.insert(n);
-      ln->name = root_name;
       ctx.applied(kName, *ln, str_cat(n_nodes, " nodes -> LayerNorm"));
       changed = true;
     }
@@ -203,12 +200,8 @@ class FuseLayerNorm : public Pass {
     fuse::import_kiln_domain(m);
     Graph& g = *m.graph;
     std::map<std::string, Attribute> attrs = {{"axis", n.attr_i("axis", -1)}, {"epsilon", n.attr_f("epsilon", 1e-5f)}};
-    Node* ln = fuse::insert_before(g, &n, "LayerNorm", n.inputs, {g.unique_name(n.outputs[0]->name + ".fused")},
-                                   std::move(attrs), "", std::string(ops::kKilnDomain));
-    fuse::take_over(ln, 0, n.outputs[0]);
-    std::string name = n.name;
-    fuse::remove_dead(g, {&n});
-    ln->name = name;
+    Node* ln = fuse::replace_group(g, {&n}, n.outputs[0], "LayerNorm", n.inputs, std::move(attrs),
+                                   std::string(ops::kKilnDomain), n);
     ctx.applied(kName, *ln, "LayerNormalization -> LayerNorm");
     return true;
   }

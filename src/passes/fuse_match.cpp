@@ -74,6 +74,21 @@ std::optional<std::pair<Value*, Value*>> split_constant(const Node& n) {
   return c0 ? std::make_pair(n.inputs[0], n.inputs[1]) : std::make_pair(n.inputs[1], n.inputs[0]);
 }
 
+bool is_elementwise(const Node& n) {
+  static const std::set<std::string> ops = {
+      // unary
+      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf", "Exp", "Floor", "Log",
+      "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "Tanh", "Identity",
+      // activations
+      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Elu", "Celu", "Selu", "Softplus", "Softsign",
+      "ThresholdedRelu", "Mish", "Gelu", "PRelu",
+      // binary and variadic with broadcasting
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
+      // selection, bounds, conversion
+      "Where", "Clip", "Cast"};
+  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) && n.subgraphs().empty();
+}
+
 bool is_fusable_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 bool fully_known(const Shape& s) {
@@ -133,6 +148,19 @@ std::vector<const Node*> remove_dead(Graph& g, const std::vector<Node*>& candida
     }
   }
   return removed;
+}
+
+Node* replace_group(Graph& g, const std::vector<Node*>& group, Value* out, const std::string& op,
+                    const std::vector<Value*>& inputs, std::map<std::string, Attribute> attrs,
+                    const std::string& domain, const Node& name_from, std::vector<const Node*>* removed) {
+  std::string name = name_from.name;
+  Node* n = insert_before(g, last_in_order(g, group), op, inputs, {g.unique_name(out->name + ".fused")},
+                          std::move(attrs), "", domain);
+  take_over(n, 0, out);
+  std::vector<const Node*> gone = remove_dead(g, group);
+  n->name = name;  // name_from may be gone: the new node carries its name
+  if (removed) removed->insert(removed->end(), gone.begin(), gone.end());
+  return n;
 }
 
 Node* last_in_order(const Graph& g, const std::vector<Node*>& nodes) {

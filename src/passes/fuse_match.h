@@ -43,6 +43,10 @@ Value* other_operand(const Node& n, const Value* v);
 // neither or both are constant.
 std::optional<std::pair<Value*, Value*>> split_constant(const Node& n);
 
+// One output element from the same-index elements of its (broadcast) inputs: unary math and
+// activations, binary/variadic arithmetic with broadcasting, Where, Clip, Cast, PRelu. Not
+// Softmax, reductions or data movement.
+bool is_elementwise(const Node& n);
 // Float dtypes the fused ops compute (through f32).
 bool is_fusable_float(DType t);
 // Every dim known (static or symbolic).
@@ -60,6 +64,12 @@ void take_over(Node* n, size_t i, Value* v);
 // and Constant nodes that fed only them). Returns the removed nodes: addresses only, for
 // callers that must skip them later (they are freed).
 std::vector<const Node*> remove_dead(Graph& g, const std::vector<Node*>& candidates);
+// Replaces `group` (whose value `out` is read outside it) by one new node computing `out`:
+// inserted before the group's last node, named like `name_from` (a group node), the group's
+// nodes that died removed. `removed` (optional) collects their addresses.
+Node* replace_group(Graph& g, const std::vector<Node*>& group, Value* out, const std::string& op,
+                    const std::vector<Value*>& inputs, std::map<std::string, Attribute> attrs,
+                    const std::string& domain, const Node& name_from, std::vector<const Node*>* removed = nullptr);
 // The node of `nodes` that comes last in g's node order.
 Node* last_in_order(const Graph& g, const std::vector<Node*>& nodes);
 // Restores topological order (stable: nodes already in order keep it). Throws on a cycle.

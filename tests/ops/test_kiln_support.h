@@ -43,6 +43,13 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-5) {
   EXPECT_LE(worst, tol * scale) << "max |difference| " << worst << " over max |reference| " << scale;
 }
 
+// Sum of the FLOPs of every node (shapes inferred, all static).
+inline double total_flops(const Model& m) {
+  double f = 0;
+  for (const auto& n : m.graph->nodes()) f += ops::node_cost(*n)->flops;
+  return f;
+}
+
 inline std::vector<double> values_of(const Tensor& t) {
   std::vector<double> v;
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
