@@ -211,7 +211,7 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt) {
   return k;
 }
 
-std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt) {
+std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt, std::vector<std::string>* skipped) {
   KILN_CHECK(opt.symbol.empty(), "emit_graph_kernels: symbols come from the kernels' text, not EmitOptions::symbol");
   std::vector<GeneratedKernel> kernels;
   std::set<std::string> seen;
@@ -220,13 +220,26 @@ std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt
   };
   for (const auto& n : g.nodes()) {
     if (n->op == "FusedElementwise" && n->domain == "kiln") {
+      // The fusion passes cannot ask codegen (they come before it), so a body holding an op this
+      // emitter does not translate is left without a kernel: the runtime then runs its body with
+      // the reference kernels, and the report says so.
+      std::string why;
+      const Attribute* body = n->find_attr("body");
+      bool ok = body && body->kind() == AttrKind::Graph;
+      if (ok)
+        for (const auto& bn : body->g()->nodes())
+          if (!(ok = can_generate(*bn, &why))) break;
+      if (!ok) {
+        if (skipped) skipped->push_back(n->describe() + ": " + (why.empty() ? "no body graph" : why));
+        continue;
+      }
       GeneratedKernel k = emit_fused_kernel(*n, opt);
       n->attrs["kernel"] = k.symbol;
       add(std::move(k));
       continue;
     }
     for (Graph* sub : n->subgraphs())
-      for (GeneratedKernel& k : emit_graph_kernels(*sub, opt)) add(std::move(k));
+      for (GeneratedKernel& k : emit_graph_kernels(*sub, opt, skipped)) add(std::move(k));
   }
   return kernels;
 }

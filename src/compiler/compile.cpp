@@ -99,7 +99,8 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
   ops::infer_shapes(m, opt.inputs.dims);
   double t_lower = seconds_since(t_lower0);
   auto t_gen0 = Clock::now();
-  std::vector<codegen::GeneratedKernel> gen = codegen::emit_graph_kernels(*m.graph);
+  std::vector<std::string> not_generated;
+  std::vector<codegen::GeneratedKernel> gen = codegen::emit_graph_kernels(*m.graph, {}, &not_generated);
   std::string library;
   codegen::KernelLibrary lib;
   if (!gen.empty()) {
@@ -135,6 +136,7 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")
       << ", " << lib.compile_seconds << " s)\n";
+  for (const auto& why : not_generated) s << "not generated (runs the reference kernels): " << why << "\n";
   s << mem.report();
   s.precision(2);
   s << std::fixed << "time: import " << t_import << " s, passes " << t_passes << " s, lowering " << t_lower

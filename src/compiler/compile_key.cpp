@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -10,9 +12,22 @@
 
 namespace kiln::compiler {
 
+namespace {
+
+// Which kiln build is compiling: the running binary's size and modification time. A rebuilt
+// kiln (different passes, kernels or packing) must not reuse artifacts of the previous one,
+// and hashing a 30 MB binary on every compile would cost more than the check it guards.
+std::string build_identity() {
+  struct stat st {};
+  if (::stat("/proc/self/exe", &st) != 0) return "unknown";
+  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
 std::string compile_key(const std::string& source_sha256, const CompileOptions& opt) {
   std::ostringstream s;
-  s << "kiln " << kiln_version() << " format " << kArtifactFormatVersion << "\nsource " << source_sha256
+  s << "kiln " << kiln_version() << " build " << build_identity() << " format " << kArtifactFormatVersion << "\nsource " << source_sha256
     << "\nisa " << kernels::gemm_isa() << "\nO" << opt.opt_level << "\npasses " << opt.passes << "\nverify "
     << opt.verify_each << "\n";
   for (const auto& d : opt.disabled) s << "disable " << d << "\n";

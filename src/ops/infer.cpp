@@ -48,6 +48,18 @@ void try_evaluate(const Node& n, const OpDef& def, int64_t opset, InferContext::
   }
 }
 
+// Every value made inside `g` (and its subgraphs) back to an unknown shape.
+void forget_shapes(Graph& g, InferContext::KnownValues& known) {
+  for (const auto& n : g.nodes()) {
+    for (Value* o : n->outputs)
+      if (o) {
+        o->shape = Shape::unknown_rank();
+        known.erase(o);
+      }
+    for (Graph* sg : n->subgraphs()) forget_shapes(*sg, known);
+  }
+}
+
 void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::KnownValues& known,
                  SymbolicValues& sv) {
   for (const auto& v : g.values())
@@ -59,7 +71,20 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
                                             n.op, "' (opset ", opset, ")"));
     // Loop/Scan body inputs often carry no type in the model: derive them from the node first.
     control::seed_body_inputs(n, opset);
-    for (Graph* sg : n.subgraphs()) infer_graph(*sg, opset, b, known, sv);
+    for (Graph* sg : n.subgraphs()) {
+      if (n.op != "If") {
+        infer_graph(*sg, opset, b, known, sv);
+        continue;
+      }
+      // Only one branch of an If runs. With concrete input shapes the branch that will not be
+      // taken can be inconsistent (Silero VAD's 8 kHz branch squeezes a dim that is 1 only at
+      // 8 kHz): its values become unknown rather than failing inference of the whole model.
+      try {
+        infer_graph(*sg, opset, b, known, sv);
+      } catch (const Error&) {
+        forget_shapes(*sg, known);
+      }
+    }
     if (n.op == "Shape" && n.input(0) && n.input(0)->shape.is_static() && n.attrs.empty()) {
       auto d = n.input(0)->shape.static_dims();
       known[n.outputs[0]] = Tensor::from_vector<int64_t>({static_cast<int64_t>(d.size())}, d);

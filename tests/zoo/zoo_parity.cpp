@@ -65,6 +65,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 ParityRun run_parity(const fs::path& dir) {
+  return run_parity_with(dir, [](const Model& model, const std::map<std::string, Tensor>& inputs) {
+    return run_model(model, inputs);
+  });
+}
+
+ParityRun run_parity_with(const fs::path& dir, const Runner& runner) {
   const fs::path model_path = dir / "model.onnx";
   KILN_CHECK(fs::exists(model_path), "zoo: no ", model_path.string(), " (run: bash scripts/zoo/prepare.sh ",
              KILN_BINARY_DIR, ")");
@@ -78,7 +84,7 @@ ParityRun run_parity(const fs::path& dir) {
   std::map<std::string, Tensor> inputs = read_inputs(dir);
 
   t0 = std::chrono::steady_clock::now();
-  run.kiln_outputs = run_model(model, inputs);
+  run.kiln_outputs = runner(model, inputs);
   run.run_ms = ms_since(t0);
 
   for (const Value* out : model.graph->outputs) {

@@ -4,11 +4,12 @@
 // model through kiln (import_onnx -> run_model) and measure how far kiln is from ORT.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "kiln/ir/tensor.h"
+#include "kiln/ir/graph.h"
 
 namespace kiln::zoo {
 
@@ -42,5 +43,9 @@ struct ParityRun {
 // Imports <dir>/model.onnx, runs it on its inputs with kiln and compares every graph output
 // with ort/<sanitized name>.npy. Throws kiln::Error when the directory is incomplete.
 ParityRun run_parity(const std::filesystem::path& dir);
+
+// The same with another way of running the imported model (e.g. compile it, then run the artifact).
+using Runner = std::function<std::map<std::string, Tensor>(const Model&, const std::map<std::string, Tensor>&)>;
+ParityRun run_parity_with(const std::filesystem::path& dir, const Runner& runner);
 
 }  // namespace kiln::zoo

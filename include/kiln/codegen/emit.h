@@ -45,7 +45,9 @@ GeneratedKernel emit_fused_kernel(const Node& fused, const EmitOptions& opt = {}
 // Emits every kiln.FusedElementwise node of `g` (and of its subgraphs), records each kernel's
 // symbol in the node's string attribute `kernel` (what the runtime dlsym()s), and returns the
 // distinct kernels, ready for build_kernel_library. Throws like emit_fused_kernel.
-std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt = {});
+// Nodes whose body holds an op can_generate refuses get no kernel; each adds a line to `skipped`.
+std::vector<GeneratedKernel> emit_graph_kernels(Graph& g, const EmitOptions& opt = {},
+                                                std::vector<std::string>* skipped = nullptr);
 
 // Definitions every generated kernel uses (ABI struct, fast math, stride checks); the builder
 // puts it once at the top of the library's translation unit.
