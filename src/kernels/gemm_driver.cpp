@@ -160,21 +160,17 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   });
 }
 
-void pack_a_panels(const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, int mr, float* out) {
+void pack_a_panels(const KernelTable& t, const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0,
+                   int64_t mc, int64_t p0, int64_t kc, float* out) {
+  const int mr = t.gemm.mr;
   for (int64_t ip = 0; ip < mc; ip += mr, out += kc * mr) {
     const int64_t rows = std::min<int64_t>(mr, std::min(mc, M - i0) - ip);
-    if (!trans) {
+    if (!trans && alpha == 1.f) {
+      t.pack_a_panel(A + (i0 + ip) * lda + p0, lda, rows, kc, mr, out);
+    } else if (!trans) {
       for (int64_t r = 0; r < mr; ++r) {
-        if (r < rows) {
-          const float* src = A + (i0 + ip + r) * lda + p0;
-          if (alpha == 1.f)
-            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = src[q];
-          else
-            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = alpha * src[q];
-        } else {
-          for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = 0.f;
-        }
+        const float* src = A + (i0 + ip + r) * lda + p0;
+        for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = r < rows ? alpha * src[q] : 0.f;
       }
     } else {
       for (int64_t q = 0; q < kc; ++q) {

@@ -84,6 +84,8 @@ struct KernelTable {
   // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
   // B panels (panel stride kc*nr), zero past ncols.
   void (*pack_b_rows)(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) = nullptr;
+  // One mr-row A panel: out[q*mr + r] = A[r*lda + q] for r < rows (<= mr), 0 for r >= rows.
+  void (*pack_a_panel)(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) = nullptr;
   // dst[j] = src[j * stride] for j < n (vectorised for strides 1 and 2).
   void (*strided_copy)(const float* src, int64_t stride, int64_t n, float* dst) = nullptr;
 };

@@ -196,6 +196,20 @@ void attention_tile(const AttentionTile& t) {
   }
 }
 
+// ---- panel packing ---------------------------------------------------------------------------
+
+// The portable A panel packer (AVX-512 replaces it with a register transpose).
+void pack_a_panel_portable(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
+  for (int64_t r = 0; r < mr; ++r) {
+    if (r < rows) {
+      const float* src = A + r * lda;
+      for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = src[q];
+    } else {
+      for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = 0.f;
+    }
+  }
+}
+
 // ---- B panel packing -------------------------------------------------------------------------
 
 // out (nr-column panels, panel stride kc*nr): element (q, j) = rows[q][j] for j < ncols, 0 past.
