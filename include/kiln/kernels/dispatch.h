@@ -73,6 +73,10 @@ struct KernelTable {
   TileKernel tile[16][2] = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
+  // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions
+  // computed on a grid wider than the output compact it this way).
+  void (*epilogue_copy)(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows, int64_t cols,
+                        const TileEpilogue& e) = nullptr;
   // y = softmax(x) over n elements (x == y allowed).
   void (*softmax_row)(const float* x, float* y, int64_t n) = nullptr;
   // y = (x - mean) / sqrt(var + eps) * scale + bias (bias may be null; x == y allowed).

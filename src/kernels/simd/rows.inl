@@ -70,9 +70,16 @@ void strided_copy(const float* src, int64_t stride, int64_t n, float* dst) {
   int64_t j = 0;
   if (stride == 1) {
     for (; j + V::W <= n; j += V::W) V::load(src + j).store(dst + j);
+    if (j < n) V::load_first(src + j, static_cast<int>(n - j)).store_first(dst + j, static_cast<int>(n - j));
+    return;
   } else if (stride == 2) {
     // load_even reads 2W floats: stop while the last one read is still inside the row.
     for (; j + V::W <= n && 2 * (j + V::W) - 1 <= 2 * (n - 1); j += V::W) V::load_even(src + 2 * j).store(dst + j);
+    for (; j < n; j += V::W) {
+      const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+      V::load_even_first(src + 2 * j, rest).store_first(dst + j, rest);
+    }
+    return;
   }
   for (; j < n; ++j) dst[j] = src[j * stride];
 }

@@ -7,6 +7,7 @@ KernelTable make_table() {
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
   t.epilogue_tile = epilogue_tile;
+  t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
