@@ -97,17 +97,12 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
       // OH x OW window out and apply the epilogue there (bias per channel, residual NCHW).
       p.C = grid, p.ldc = geo.grid;
       detail::gemm_run(t, p, threads);
-      const bool epi_needed = !detail::epilogue_is_identity(e);
       parallel_for(Kg, threads_for_work(static_cast<double>(Kg) * OHW, threads), [&](int64_t kb, int64_t ke) {
         for (int64_t k = kb; k < ke; ++k) {
-          float* out = y + out_off + k * OHW;
-          const float* src = grid + k * geo.grid;
-          for (int64_t oh = 0; oh < OH; ++oh) std::copy(src + oh * geo.Wg, src + oh * geo.Wg + OW, out + oh * OW);
-          if (!epi_needed) continue;
           TileEpilogue te = detail::tile_epilogue(e, k, 0);
           if (te.bias_mode == TileEpilogue::Bias::PerRow) te.bias_mode = TileEpilogue::Bias::Scalar;
           if (te.residual) te.ldr = OW;
-          t.epilogue_tile(out, OW, OH, OW, te);
+          t.epilogue_copy(grid + k * geo.grid, geo.Wg, y + out_off + k * OHW, OW, OH, OW, te);
         }
       });
     }
@@ -140,23 +135,23 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
     taps.resize(RS);
     // Channel 0 of a 1-channel phase layout: tap t = (r, c) is row q = t.
     for (int64_t q = 0; q < RS; ++q) taps[q] = detail::phase_row(s, geo, phases, 1, q);
+    // Padding sits at the same places for every channel: zero the planes once, refill interiors.
+    std::fill(phases, phases + geo.per_channel, 0.f);
     for (int64_t pl = b; pl < e; ++pl) {
       const int64_t c = pl % s.C;
-      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases);
+      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases, /*borders_zeroed=*/true);
       float* out = y + pl * OH * OW;
       // Without a dropped column the grid is the output plane itself.
-      float* dst = geo.compact ? grid : out;
-      t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, dst);
+      t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, geo.compact ? grid : out);
+      TileEpilogue te;
+      te.alpha = epi.alpha;
+      if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
+      if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
+      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
       if (geo.compact)
-        for (int64_t oh = 0; oh < OH; ++oh) std::copy(grid + oh * geo.Wg, grid + oh * geo.Wg + OW, out + oh * OW);
-      if (epi_needed) {
-        TileEpilogue te;
-        te.alpha = epi.alpha;
-        if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
-        if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
-        te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+        t.epilogue_copy(grid, geo.Wg, out, OW, OH, OW, te);
+      else if (epi_needed)
         t.epilogue_tile(out, OW, OH, OW, te);
-      }
     }
   };
   // One contiguous range of planes per part; part i uses workspace slot i.

@@ -26,9 +26,10 @@ PhaseGeometry phase_geometry(const Conv2dShape& s);
 
 // Fills the phase planes of `channels` input planes (H x W each) the taps use.
 // Fills the phase planes of `channels` input planes (H x W each) the taps use; row copies go
-// through the table's strided_copy.
+// through the table's strided_copy. Padding positions are the same for every channel, so a
+// caller that refills the same buffer can zero it once and pass borders_zeroed = true.
 void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
-                        int64_t channels, float* out);
+                        int64_t channels, float* out, bool borders_zeroed = false);
 
 // Where B row q (tap, channel) starts for output grid column 0.
 inline const float* phase_row(const Conv2dShape& s, const PhaseGeometry& g, const float* planes, int64_t channels,

@@ -70,7 +70,7 @@ void sgemm_on(const KernelTable& t, bool transA, bool transB, int64_t M, int64_t
   detail::GemmProblem p;
   p.M = M, p.N = N, p.K = K;
   auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-    detail::pack_a_panels(A, lda, transA, alpha, M, i0, mc, p0, kc, t.gemm.mr, out);
+    detail::pack_a_panels(t, A, lda, transA, alpha, M, i0, mc, p0, kc, out);
   };
   auto pack_b = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
     detail::pack_b_panels(B, ldb, transB, N, p0, kc, j0, nc, t.gemm.nr, out);

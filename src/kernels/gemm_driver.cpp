@@ -8,9 +8,10 @@
 namespace kiln::kernels::detail {
 namespace {
 
-// Below this many multiply-adds a product runs on one thread: a fork-join of the pool costs a
-// few microseconds (bench/parallel_bench), ~2^20 MACs take ~15 µs at 70 GMAC/s.
-constexpr double kMinParallelMacs = 1 << 20;
+// Below this many multiply-adds a product runs on one thread: a fork-join of the pool costs
+// ~3 µs on a quiet machine and can cost ~100 µs when the worker has lost its core
+// (bench/parallel_bench); 2^21 MACs take ~25 µs at 90 GMAC/s.
+constexpr double kMinParallelMacs = 1 << 21;
 
 struct Part {
   int64_t i0, i1, j0, j1;
@@ -38,6 +39,16 @@ std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
   return parts;
 }
 
+// One K block of consecutive panels: where the first starts and how far apart they are.
+struct Panels {
+  const float* first;
+  int64_t stride;
+};
+// Panels packed over the full K (panel q at q*K*width): the K block starting at depth pc.
+Panels prepacked(const float* packed, int64_t panel, int width, int64_t K, int64_t pc) {
+  return {packed + panel * K * width + pc * width, K * width};
+}
+
 void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, float* bbuf) {
   const GemmBlocking& g = t.gemm;
   const int MR = g.mr, NR = g.nr;
@@ -57,37 +68,21 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
     const int64_t nc = std::min(nc_max, part.j1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, p.K - pc);
-      const float* bblk;
-      int64_t bstride;
-      if (p.b_packed) {
-        bblk = p.b_packed + (jc / NR) * p.K * NR + pc * NR;
-        bstride = p.K * NR;
-      } else {
-        p.pack_b(pc, kc, jc, nc, bbuf);
-        bblk = bbuf;
-        bstride = kc * NR;
-      }
+      const Panels b = p.b_packed ? prepacked(p.b_packed, jc / NR, NR, p.K, pc)
+                                  : (p.pack_b(pc, kc, jc, nc, bbuf), Panels{bbuf, kc * NR});
       const bool load_c = p.accumulate || pc > 0, last = pc + kc == p.K;
       for (int64_t ic = part.i0; ic < part.i1; ic += mc_max) {
         const int64_t mc = std::min(mc_max, part.i1 - ic);
-        const float* ablk;
-        int64_t astride;
-        if (p.a_packed) {
-          ablk = p.a_packed + (ic / MR) * p.K * MR + pc * MR;
-          astride = p.K * MR;
-        } else {
-          p.pack_a(ic, mc, pc, kc, abuf);
-          ablk = abuf;
-          astride = kc * MR;
-        }
+        const Panels a = p.a_packed ? prepacked(p.a_packed, ic / MR, MR, p.K, pc)
+                                    : (p.pack_a(ic, mc, pc, kc, abuf), Panels{abuf, kc * MR});
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           const int wide = nr > NR / 2 ? 1 : 0;
-          const float* bp = bblk + (jr / NR) * bstride;
+          const float* bp = b.first + (jr / NR) * b.stride;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             float* c = p.C + (ic + ir) * p.ldc + jc + jr;
-            t.tile[rows - 1][wide](kc, ablk + (ir / MR) * astride, bp, c, p.ldc, nr, load_c);
+            t.tile[rows - 1][wide](kc, a.first + (ir / MR) * a.stride, bp, c, p.ldc, nr, load_c);
             if (last && epi) t.epilogue_tile(c, p.ldc, rows, nr, tile_epilogue(*p.epi, ic + ir, jc + jr));
           }
         }
@@ -160,21 +155,17 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   });
 }
 
-void pack_a_panels(const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, int mr, float* out) {
+void pack_a_panels(const KernelTable& t, const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0,
+                   int64_t mc, int64_t p0, int64_t kc, float* out) {
+  const int mr = t.gemm.mr;
   for (int64_t ip = 0; ip < mc; ip += mr, out += kc * mr) {
     const int64_t rows = std::min<int64_t>(mr, std::min(mc, M - i0) - ip);
-    if (!trans) {
+    if (!trans && alpha == 1.f) {
+      t.pack_a_panel(A + (i0 + ip) * lda + p0, lda, rows, kc, mr, out);
+    } else if (!trans) {
       for (int64_t r = 0; r < mr; ++r) {
-        if (r < rows) {
-          const float* src = A + (i0 + ip + r) * lda + p0;
-          if (alpha == 1.f)
-            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = src[q];
-          else
-            for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = alpha * src[q];
-        } else {
-          for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = 0.f;
-        }
+        const float* src = A + (i0 + ip + r) * lda + p0;
+        for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = r < rows ? alpha * src[q] : 0.f;
       }
     } else {
       for (int64_t q = 0; q < kc; ++q) {

@@ -62,8 +62,9 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads);
 
 // Packers (scalar code: they move data, the micro-kernel computes). Zero-pad to whole panels.
 // op(A) element (i, p) is A[i*lda + p], or A[p*lda + i] when trans; scaled by alpha.
-void pack_a_panels(const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, int mr, float* out);
+// (Untransposed, unscaled A goes through the table's vectorised pack_a_panel.)
+void pack_a_panels(const KernelTable& t, const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0,
+                   int64_t mc, int64_t p0, int64_t kc, float* out);
 // op(B) element (p, j) is B[p*ldb + j], or B[j*ldb + p] when trans.
 void pack_b_panels(const float* B, int64_t ldb, bool trans, int64_t N, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
                    int nr, float* out);

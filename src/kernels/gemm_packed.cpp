@@ -25,7 +25,7 @@ void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, con
   detail::GemmProblem p;
   p.M = M, p.N = N, p.K = K;
   auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-    detail::pack_a_panels(A, lda, false, 1.f, M, i0, mc, p0, kc, t.gemm.mr, out);
+    detail::pack_a_panels(t, A, lda, false, 1.f, M, i0, mc, p0, kc, out);
   };
   p.pack_a = pack_a;
   p.b_packed = packed_b;
@@ -38,7 +38,7 @@ size_t packed_a_floats_on(const KernelTable& t, int64_t M, int64_t K) {
 }
 
 void pack_a_on(const KernelTable& t, const float* A, int64_t lda, int64_t M, int64_t K, float* packed) {
-  detail::pack_a_panels(A, lda, false, 1.f, M, 0, M, 0, K, t.gemm.mr, packed);
+  detail::pack_a_panels(t, A, lda, false, 1.f, M, 0, M, 0, K, packed);
 }
 
 void gemm_packed_a_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* packed_a, const float* B,

@@ -5,7 +5,9 @@
 // idle workers spin on for a short while (kSpin) before they sleep on a condition variable;
 // the caller likewise spins on the pending-chunk counter before sleeping. A model's kernels
 // run back to back, so workers are usually still spinning when the next region starts and a
-// fork-join costs a cache-line round trip instead of a futex wake-up (bench/parallel_bench).
+// fork-join costs a cache-line round trip instead of a futex wake-up (bench/parallel_bench:
+// ~1.3 µs instead of ~8-11 µs). When spinning stops paying (an oversubscribed machine) the
+// pool backs off to blocking for a while (kBackoffRegions).
 #include "kiln/kernels/parallel.h"
 
 #include <algorithm>
@@ -32,27 +34,32 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long an idle worker (or the waiting caller) spins before sleeping. Long enough to cover
+// How long an idle worker (or the waiting caller) spins before sleeping: long enough to cover
 // the gap between two kernels of one inference, short enough not to burn a core when idle.
-constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr auto kSpin = std::chrono::microseconds(50);
+// 64 polls take ~1-2 µs; a gap this long between two checks means the thread lost its core.
+constexpr auto kPreempted = std::chrono::microseconds(20);
+// When a region's workers come late despite spinning (the machine is oversubscribed, or the
+// caller and a worker share one core, where every spin only delays the other), the next this
+// many regions block right away, as a pool without spinning would; then spinning is retried.
+constexpr int kBackoffRegions = 256;
 
-// Spins until pred() or kSpin has passed; returns pred(). After the first few microseconds it
-// yields between polls: when the machine is oversubscribed the thread we wait for may need
-// this core to run at all.
+// Spins until pred() or kSpin has passed; returns pred(). On an oversubscribed machine spinning
+// backfires (the spinner competes for the core the awaited thread needs, and an always-runnable
+// thread loses the scheduler's wake-up preference), so a spinner that finds it was descheduled
+// gives up at once and the caller sleeps instead.
 template <class Pred>
 bool spin_until(Pred pred) {
-  auto start = std::chrono::steady_clock::now();
-  bool yielding = false;
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto last = start;
   for (int i = 0;; ++i) {
     if (pred()) return true;
-    if (yielding)
-      std::this_thread::yield();
-    else
-      cpu_relax();
+    cpu_relax();
     if ((i & 63) == 63) {
-      auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > kSpin) return pred();
-      yielding = waited > std::chrono::microseconds(5);
+      const auto now = clock::now();
+      if (now - start > kSpin || now - last > kPreempted) return pred();
+      last = now;
     }
   }
 }
@@ -67,6 +74,11 @@ class Pool {
   void run(int64_t n, int chunks, const std::function<void(int64_t, int64_t)>& fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
     ensure_workers(chunks - 1);
+    // Spin only while spinning has been paying off (see kBackoffRegions).
+    const int backoff = backoff_.load();
+    const bool spin = backoff == 0;
+    if (!spin) backoff_.store(backoff - 1);
+    spin_.store(spin);
     fn_ = &fn;
     n_ = n;
     per_ = (n + chunks - 1) / chunks;
@@ -75,9 +87,10 @@ class Pool {
     pending_.store(chunks - 1);
     generation_.fetch_add(1);  // publishes the fields above to the workers
     if (sleepers_.load() > 0) {
-      // A worker that saw the old generation is, or is about to be, in cv_.wait holding
-      // mu_ until it sleeps: taking mu_ orders this notify after its wait.
-      std::lock_guard<std::mutex> lk(mu_);
+      // A worker that saw the old generation holds mu_ until cv_.wait releases it: taking
+      // (and dropping) mu_ orders this notify after its wait. Notifying outside the lock
+      // spares the woken worker from blocking on mu_ again.
+      { std::lock_guard<std::mutex> lk(mu_); }
       cv_.notify_all();
     }
     std::exception_ptr mine;
@@ -86,7 +99,9 @@ class Pool {
     } catch (...) {
       mine = std::current_exception();
     }
-    if (!spin_until([&] { return pending_.load() == 0; })) {
+    if (!(spin && spin_until([&] { return pending_.load() == 0; }))) {
+      // The workers were late (descheduled, or sharing this core): stop spinning for a while.
+      if (spin) backoff_.store(kBackoffRegions);
       std::unique_lock<std::mutex> lk(mu_);
       caller_sleeping_.store(true);
       done_cv_.wait(lk, [&] { return pending_.load() == 0; });
@@ -118,7 +133,7 @@ class Pool {
 
   void loop(int id, uint64_t seen) {
     for (;;) {
-      if (!spin_until([&] { return generation_.load() != seen || stop_.load(); })) {
+      if (!(spin_.load() && spin_until([&] { return generation_.load() != seen || stop_.load(); }))) {
         std::unique_lock<std::mutex> lk(mu_);
         sleepers_.fetch_add(1);
         cv_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
@@ -137,7 +152,7 @@ class Pool {
         }
       }
       if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
-        std::lock_guard<std::mutex> lk(mu_);
+        { std::lock_guard<std::mutex> lk(mu_); }
         done_cv_.notify_one();
       }
     }
@@ -156,6 +171,8 @@ class Pool {
   alignas(64) std::atomic<int> pending_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
+  std::atomic<bool> spin_{true};    // whether this region's threads spin before sleeping
+  std::atomic<int> backoff_{0};     // regions left to run without spinning
 };
 
 thread_local bool t_in_parallel = false;

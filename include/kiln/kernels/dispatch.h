@@ -73,6 +73,10 @@ struct KernelTable {
   TileKernel tile[16][2] = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
+  // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions
+  // computed on a grid wider than the output compact it this way).
+  void (*epilogue_copy)(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows, int64_t cols,
+                        const TileEpilogue& e) = nullptr;
   // y = softmax(x) over n elements (x == y allowed).
   void (*softmax_row)(const float* x, float* y, int64_t n) = nullptr;
   // y = (x - mean) / sqrt(var + eps) * scale + bias (bias may be null; x == y allowed).
@@ -84,6 +88,8 @@ struct KernelTable {
   // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
   // B panels (panel stride kc*nr), zero past ncols.
   void (*pack_b_rows)(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) = nullptr;
+  // One mr-row A panel: out[q*mr + r] = A[r*lda + q] for r < rows (<= mr), 0 for r >= rows.
+  void (*pack_a_panel)(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) = nullptr;
   // dst[j] = src[j * stride] for j < n (vectorised for strides 1 and 2).
   void (*strided_copy)(const float* src, int64_t stride, int64_t n, float* dst) = nullptr;
 };

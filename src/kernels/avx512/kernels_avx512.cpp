@@ -15,9 +15,55 @@ constexpr int64_t KC = 256, MC = 14 * 12, NC = 1024;
 #include "simd/gemm_tile.inl"
 #include "simd/rows.inl"
 #include "simd/table.inl"
+
+// In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4g + j]: rows 4g..4g+3 at columns j + 4L of 128-bit lane L.
+  for (int g = 0; g < 4; ++g) {
+    __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+    __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+    r[j] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[j + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[j + 12] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+
+// A panel of MR (14) rows, 16 columns of A at a time through transpose16.
+void pack_a_panel_transpose(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
+  const __mmask16 panel = static_cast<__mmask16>((1u << MR) - 1u);
+  int64_t q = 0;
+  for (; q < kc; q += 16) {
+    const int n = kc - q < 16 ? static_cast<int>(kc - q) : 16;
+    const __mmask16 cols = static_cast<__mmask16>((1u << n) - 1u);
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(cols, A + i * lda + q) : _mm512_setzero_ps();
+    transpose16(r);
+    for (int i = 0; i < n; ++i) _mm512_mask_storeu_ps(out + (q + i) * MR, panel, r[i]);
+  }
+  (void)mr;
+}
 }  // namespace kiln::kernels::avx512
 
 namespace kiln::kernels {
-KernelTable make_avx512_table() { return avx512::make_table(); }
+KernelTable make_avx512_table() {
+  KernelTable t = avx512::make_table();
+  t.pack_a_panel = avx512::pack_a_panel_transpose;
+  return t;
+}
 }  // namespace kiln::kernels
 #endif

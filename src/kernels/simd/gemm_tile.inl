@@ -5,6 +5,9 @@
 // folds into the FMAs as embedded broadcasts on AVX-512).
 // Needs constexpr MR (A panel stride) and NR (B panel stride) in the including namespace.
 
+// Floats ahead of the B read pointer prefetched by the few-row tiles.
+constexpr int64_t kStreamAhead = 512;
+
 template <int ROWS, int NVEC>
 void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
                int nr, bool load_c) {
@@ -30,7 +33,16 @@ void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
       for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
     }
   };
-  for (; p < kc; ++p, a += MR, b += NR) step(a, b);
+  // Few rows: the kernel streams B (a GEMV reads each packed weight once), so fetch it well
+  // ahead, across page boundaries the hardware prefetcher stops at.
+  if constexpr (ROWS <= 2) {
+    for (; p < kc; ++p, a += MR, b += NR) {
+      prefetch(b + kStreamAhead);
+      step(a, b);
+    }
+  } else {
+    for (; p < kc; ++p, a += MR, b += NR) step(a, b);
+  }
 
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r) {

@@ -70,9 +70,16 @@ void strided_copy(const float* src, int64_t stride, int64_t n, float* dst) {
   int64_t j = 0;
   if (stride == 1) {
     for (; j + V::W <= n; j += V::W) V::load(src + j).store(dst + j);
+    if (j < n) V::load_first(src + j, static_cast<int>(n - j)).store_first(dst + j, static_cast<int>(n - j));
+    return;
   } else if (stride == 2) {
     // load_even reads 2W floats: stop while the last one read is still inside the row.
     for (; j + V::W <= n && 2 * (j + V::W) - 1 <= 2 * (n - 1); j += V::W) V::load_even(src + 2 * j).store(dst + j);
+    for (; j < n; j += V::W) {
+      const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+      V::load_even_first(src + 2 * j, rest).store_first(dst + j, rest);
+    }
+    return;
   }
   for (; j < n; ++j) dst[j] = src[j * stride];
 }
@@ -193,6 +200,20 @@ void attention_tile(const AttentionTile& t) {
   for (int64_t i = 0; i < t.rows; ++i) {
     const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
     for (int64_t dv = 0; dv < t.Dv; ++dv) t.y[i * t.y_rs + dv] = o[i * t.Dv + dv] * inv;
+  }
+}
+
+// ---- panel packing ---------------------------------------------------------------------------
+
+// The portable A panel packer (AVX-512 replaces it with a register transpose).
+void pack_a_panel_portable(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
+  for (int64_t r = 0; r < mr; ++r) {
+    if (r < rows) {
+      const float* src = A + r * lda;
+      for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = src[q];
+    } else {
+      for (int64_t q = 0; q < kc; ++q) out[q * mr + r] = 0.f;
+    }
   }
 }
 

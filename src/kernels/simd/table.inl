@@ -7,11 +7,13 @@ KernelTable make_table() {
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
   t.epilogue_tile = epilogue_tile;
+  t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
   t.attention_tile = attention_tile;
   t.pack_b_rows = pack_b_rows;
   t.strided_copy = strided_copy;
+  t.pack_a_panel = pack_a_panel_portable;
   return t;
 }

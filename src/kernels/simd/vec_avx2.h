@@ -27,6 +27,13 @@ struct Vec256 {
     __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
     return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)))};
   }
+  // The first n (< W) even elements, reading only the 2n - 1 floats they need.
+  static Vec256 load_even_first(const float* p, int n) {
+    const int m = 2 * n - 1;
+    __m256 lo = _mm256_maskload_ps(p, first(m < 8 ? m : 8)), hi = _mm256_maskload_ps(p + 8, first(m > 8 ? m - 8 : 0));
+    __m256 ev = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)))};
+  }
   float sum() const {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

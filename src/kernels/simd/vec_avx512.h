@@ -23,6 +23,14 @@ struct Vec512 {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return {_mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16))};
   }
+  // The first n (< W) even elements, reading only the 2n - 1 floats they need.
+  static Vec512 load_even_first(const float* p, int n) {
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const int m = 2 * n - 1;
+    __m512 lo = _mm512_maskz_loadu_ps(first(m < 16 ? m : 16), p);
+    __m512 hi = _mm512_maskz_loadu_ps(first(m > 16 ? m - 16 : 0), p + 16);
+    return {_mm512_permutex2var_ps(lo, idx, hi)};
+  }
   float sum() const { return _mm512_reduce_add_ps(v); }
   float max() const { return _mm512_reduce_max_ps(v); }
 };

@@ -30,6 +30,11 @@ struct Vec4 {
     for (int i = 0; i < n; ++i) p[i] = v[i];
   }
   static Vec4 load_even(const float* p) { return {F{p[0], p[2], p[4], p[6]}}; }
+  static Vec4 load_even_first(const float* p, int n) {
+    Vec4 r = zero();
+    for (int i = 0; i < n; ++i) r.v[i] = p[2 * i];
+    return r;
+  }
   float sum() const { return (v[0] + v[1]) + (v[2] + v[3]); }
   float max() const {
     float a = v[0] > v[1] ? v[0] : v[1], b = v[2] > v[3] ? v[2] : v[3];

@@ -91,10 +91,12 @@ inline V activate(V x, V a, V b) {
 }
 
 template <Act A>
-void epilogue_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
+void epilogue_rows(const float* src, int64_t lds, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                   const TileEpilogue& e) {
   const V alpha = V::set1(e.alpha), a = V::set1(e.act_alpha), b = V::set1(e.act_beta);
   const bool scale = e.alpha != 1.f;
   for (int64_t r = 0; r < rows; ++r) {
+    const float* sr = src + r * lds;
     float* cr = c + r * ldc;
     const float* res = e.residual ? e.residual + r * e.ldr : nullptr;
     V row_bias = V::zero();
@@ -104,7 +106,7 @@ void epilogue_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, const Tile
     for (int64_t j = 0; j < cols; j += V::W) {
       const int n = cols - j < V::W ? static_cast<int>(cols - j) : V::W;
       const bool full = n == V::W;
-      V x = full ? V::load(cr + j) : V::load_first(cr + j, n);
+      V x = full ? V::load(sr + j) : V::load_first(sr + j, n);
       if (scale) x = x * alpha;
       x = x + row_bias;
       if (col_bias) x = x + (full ? V::load(e.bias + j) : V::load_first(e.bias + j, n));
@@ -118,18 +120,26 @@ void epilogue_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, const Tile
   }
 }
 
-void epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
+void epilogue_copy(const float* src, int64_t lds, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                   const TileEpilogue& e) {
   switch (e.act) {
-    case Act::None: return epilogue_rows<Act::None>(c, ldc, rows, cols, e);
-    case Act::Relu: return epilogue_rows<Act::Relu>(c, ldc, rows, cols, e);
-    case Act::LeakyRelu: return epilogue_rows<Act::LeakyRelu>(c, ldc, rows, cols, e);
-    case Act::Clip: return epilogue_rows<Act::Clip>(c, ldc, rows, cols, e);
-    case Act::Sigmoid: return epilogue_rows<Act::Sigmoid>(c, ldc, rows, cols, e);
-    case Act::Tanh: return epilogue_rows<Act::Tanh>(c, ldc, rows, cols, e);
-    case Act::Silu: return epilogue_rows<Act::Silu>(c, ldc, rows, cols, e);
-    case Act::HardSigmoid: return epilogue_rows<Act::HardSigmoid>(c, ldc, rows, cols, e);
-    case Act::HardSwish: return epilogue_rows<Act::HardSwish>(c, ldc, rows, cols, e);
-    case Act::Gelu: return epilogue_rows<Act::Gelu>(c, ldc, rows, cols, e);
-    case Act::GeluTanh: return epilogue_rows<Act::GeluTanh>(c, ldc, rows, cols, e);
+#define KILN_EPILOGUE_CASE(a) \
+  case Act::a: return epilogue_rows<Act::a>(src, lds, c, ldc, rows, cols, e);
+    KILN_EPILOGUE_CASE(None)
+    KILN_EPILOGUE_CASE(Relu)
+    KILN_EPILOGUE_CASE(LeakyRelu)
+    KILN_EPILOGUE_CASE(Clip)
+    KILN_EPILOGUE_CASE(Sigmoid)
+    KILN_EPILOGUE_CASE(Tanh)
+    KILN_EPILOGUE_CASE(Silu)
+    KILN_EPILOGUE_CASE(HardSigmoid)
+    KILN_EPILOGUE_CASE(HardSwish)
+    KILN_EPILOGUE_CASE(Gelu)
+    KILN_EPILOGUE_CASE(GeluTanh)
+#undef KILN_EPILOGUE_CASE
   }
+}
+
+void epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
+  epilogue_copy(c, ldc, c, ldc, rows, cols, e);
 }
