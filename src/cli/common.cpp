@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kiln/frontend/onnx.h"
+#include "kiln/frontend/load.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 
@@ -30,21 +30,7 @@ ShapeFlags parse_shape_flags(const Args& a) {
 }
 
 Model load_model(const std::string& path, const ShapeFlags& flags) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), path, ": cannot open");
-  char head[10] = {};
-  in.read(head, sizeof head);
-  Model m;
-  if (std::string(head, static_cast<size_t>(in.gcount())).rfind("kiln.model", 0) == 0) {
-    in.seekg(0);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    m = parse_model(text);
-    m.source_path = path;
-    ops::verify_model(m);
-    ops::infer_shapes(m);
-  } else {
-    m = import_onnx(path);
-  }
+  Model m = load_model_file(path);
   // Range-only dims (--dim N=1..64) must still name a real dim.
   auto symbols = ops::input_dim_symbols(*m.graph);
   for (const auto& [name, r] : flags.ranges)

@@ -1,11 +1,9 @@
 #include <sys/stat.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "compile_internal.h"
-#include "kiln/frontend/onnx.h"
-#include "kiln/ir/text.h"
+#include "kiln/frontend/load.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
@@ -54,20 +52,7 @@ bool artifact_matches(const std::string& path, const std::string& key) {
 }
 
 Model load_source_model(const std::string& path, const ops::InputSpec& inputs) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), path, ": cannot open");
-  char head[10] = {};
-  in.read(head, sizeof head);
-  Model m;
-  if (std::string(head, static_cast<size_t>(in.gcount())).rfind("kiln.model", 0) == 0) {
-    in.seekg(0);
-    m = parse_model(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-    m.source_path = path;
-    ops::verify_model(m);
-    ops::infer_shapes(m);
-  } else {
-    m = import_onnx(path);
-  }
+  Model m = load_model_file(path);
   if (!inputs.dims.empty() || !inputs.shapes.empty()) ops::specialize_inputs(m, inputs);
   return m;
 }

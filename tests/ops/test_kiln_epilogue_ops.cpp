@@ -126,7 +126,7 @@ TEST(KilnFusedConv, RefusesAPrePackedWeight) {
   Model m = parse_model(R"(kiln.model opset=13 opset.kiln=1
 graph g(%x: f32[1,1,2,2]) -> (%y) {
   %w = init f32[1,1,1,1] dense<1.0>
-  %y = kiln::FusedConv(%x, %w) {packed=1} @conv
+  %y = kiln::FusedConv(%x, %w) {packed=1, w_shape=[1,1,1,1]} @conv
 })");
   ops::verify_model(m);
   ops::infer_shapes(m);
@@ -223,7 +223,7 @@ TEST(KilnFusedMatMul, RefusesAPrePackedWeightAndUnknownActivations) {
   Model packed = parse_model(R"(kiln.model opset=13 opset.kiln=1
 graph g(%a: f32[1,2]) -> (%y) {
   %b = init f32[2,2] dense<1.0>
-  %y = kiln::FusedMatMul(%a, %b) {packed="avx512"} @mm
+  %y = kiln::FusedMatMul(%a, %b) {packed=1, w_shape=[2,2]} @mm
 })");
   ops::infer_shapes(packed);
   try {

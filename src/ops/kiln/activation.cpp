@@ -138,6 +138,7 @@ std::vector<AttrSpec> lowering_attrs() {
 
 std::optional<Node> logical_weight_node(const Node& n, Value& standin) {
   if (!n.has_attr("packed") || !n.input(1)) return std::nullopt;
+  KILN_CHECK(n.has_attr("w_shape"), n.describe(), ": a packed weight needs its logical shape (attribute w_shape)");
   standin.name = n.inputs[1]->name;
   standin.dtype = n.inputs[1]->dtype;
   standin.shape = Shape::of(n.attr_ints("w_shape", {}));

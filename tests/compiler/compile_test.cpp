@@ -1,0 +1,165 @@
+// The compile driver end to end on small textual-IR models: every level gives an artifact the
+// compiled runtime runs with the interpreter's answers; an unchanged recompile is a cache hit;
+// options that change the result are not; bad input fails with one line and keeps an old artifact.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/ir/text.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/ops/op.h"
+#include "kiln/runtime/artifact.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// conv + bias + relu and matmul + GELU (fuse-epilogue, packed weights), a softmax, and a SiLU
+// chain after it (fuse-elementwise -> generated code).
+constexpr const char* kModel = R"(
+kiln.model ir=8 opset=14
+graph g(%x: f32[N,2,6,6]) -> (%p) {
+  %w = init f32[4,2,3,3] dense<0.05>
+  %b = init f32[4] dense<-0.1>
+  %c = Conv(%x, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1]}
+  %r = Relu(%c)
+  %f = Flatten(%r) {axis=1}
+  %m = init f32[144,10] dense<0.01>
+  %h = MatMul(%f, %m)
+  %s2 = init f32[] dense<1.4142135>
+  %d = Div(%h, %s2)
+  %e = Erf(%d)
+  %one = init f32[] dense<1.0>
+  %a = Add(%e, %one)
+  %xh = Mul(%h, %a)
+  %half = init f32[] dense<0.5>
+  %g1 = Mul(%xh, %half)
+  %p0 = Softmax(%g1) {axis=-1}
+  %sg = Sigmoid(%p0)
+  %p = Mul(%p0, %sg)
+}
+)";
+
+struct Dir {
+  fs::path path;
+  Dir() {
+    path = fs::temp_directory_path() / ("kiln_compile_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Dir() { fs::remove_all(path); }
+};
+
+std::string write_model(const Dir& d) {
+  std::string p = (d.path / "m.kir").string();
+  std::ofstream(p) << kModel;
+  return p;
+}
+
+Tensor input(int64_t n) {
+  Tensor t(DType::f32, {n, 2, 6, 6});
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 13) % 17) * 0.2f - 1.5f;
+  return t;
+}
+
+CompileOptions options(const Dir& d, int level) {
+  CompileOptions o;
+  o.opt_level = level;
+  o.cache_dir = (d.path / "cache").string();
+  return o;
+}
+
+TEST(Compile, EveryLevelRunsWithTheInterpretersAnswers) {
+  Dir d;
+  std::string src = write_model(d);
+  Model ref = parse_model(kModel);
+  ops::verify_model(ref);
+  ops::infer_shapes(ref);
+  for (int level = 0; level <= 3; ++level) {
+    std::string out = (d.path / ("m" + std::to_string(level) + ".kiln")).string();
+    CompileReport rep = compile_file(src, out, options(d, level));
+    EXPECT_FALSE(rep.cache_hit);
+    auto exe = Executable::load(out);
+    for (int64_t n : {1, 3}) {  // N is symbolic: one artifact, two shapes
+      std::map<std::string, Tensor> in{{"x", input(n)}};
+      Tensor want = run_model(ref, in).at("p");
+      Tensor got = exe->run(in).at("p");
+      ASSERT_EQ(got.dims(), want.dims()) << "-O" << level;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << "-O" << level << " N=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(Compile, O2FusesAndGeneratesCode) {
+  Dir d;
+  std::string out = (d.path / "m.kiln").string();
+  CompileOptions o = options(d, 2);
+  o.dump_dir = (d.path / "dump").string();
+  CompileReport rep = compile_file(write_model(d), out, o);
+  std::map<std::string, int> tactics;
+  for (const auto& k : rep.kernels) ++tactics[k.tactic];
+  EXPECT_EQ(tactics["gemm"], 1) << rep.text;       // conv + bias + relu, packed
+  EXPECT_EQ(tactics["packed-b"], 1) << rep.text;   // matmul + GELU epilogue, constant weight
+  EXPECT_EQ(tactics["generated"], 1) << rep.text;  // the SiLU chain
+  EXPECT_TRUE(fs::exists(d.path / "dump" / "00-input.kir"));
+  EXPECT_TRUE(fs::exists(d.path / "dump" / "kernels.cpp"));
+  EXPECT_NE(rep.text.find("arena (peak)"), std::string::npos) << rep.text;
+  ArtifactManifest man = read_artifact_manifest(out);
+  EXPECT_EQ(man.target_isa, std::string(kernels::gemm_isa()));
+  EXPECT_FALSE(man.passes.empty());
+}
+
+TEST(Compile, UnchangedRecompileIsACacheHitOtherOptionsAreNot) {
+  Dir d;
+  std::string src = write_model(d), out = (d.path / "m.kiln").string();
+  EXPECT_FALSE(compile_file(src, out, options(d, 2)).cache_hit);
+  CompileReport again = compile_file(src, out, options(d, 2));
+  EXPECT_TRUE(again.cache_hit);
+  EXPECT_LT(again.seconds, 2.0);
+  EXPECT_FALSE(compile_file(src, out, options(d, 1)).cache_hit);
+  CompileOptions dims = options(d, 1);
+  dims.inputs.dims["N"] = 4;
+  EXPECT_FALSE(compile_file(src, out, dims).cache_hit);
+  // A changed source is not a hit either.
+  std::ofstream(src, std::ios::app) << "# changed\n";
+  EXPECT_FALSE(compile_file(src, out, dims).cache_hit);
+}
+
+TEST(Compile, BadInputFailsWithOneLineAndKeepsTheOldArtifact) {
+  Dir d;
+  std::string src = write_model(d), out = (d.path / "m.kiln").string();
+  compile_file(src, out, options(d, 2));
+  auto size = fs::file_size(out);
+  auto expect_error = [&](const std::function<void()>& f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "no error (wanted: " << part << ")";
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(part), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  };
+  expect_error([&] { compile_file((d.path / "missing.onnx").string(), out, options(d, 2)); }, "cannot open");
+  expect_error([&] { compile_file(src, out, options(d, 7)); }, "-O7");
+  CompileOptions bad_pass = options(d, 2);
+  bad_pass.passes = "dce,no-such-pass";
+  expect_error([&] { compile_file(src, out, bad_pass); }, "no-such-pass");
+  std::string corrupt = (d.path / "bad.onnx").string();
+  std::ofstream(corrupt) << "this is not a model";
+  expect_error([&] { compile_file(corrupt, out, options(d, 2)); }, "bad.onnx");
+  CompileOptions bad_dim = options(d, 2);
+  bad_dim.inputs.dims["M"] = 2;
+  expect_error([&] { compile_file(src, out, bad_dim); }, "M");
+  EXPECT_EQ(fs::file_size(out), size);
+  EXPECT_NO_THROW(Executable::load(out));
+}
+
+}  // namespace
+}  // namespace kiln::compiler

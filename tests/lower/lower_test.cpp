@@ -1,0 +1,164 @@
+// Lowering: plain Conv/MatMul/Gemm become kiln.FusedConv/FusedMatMul (textual IR before -> after),
+// each node gets a tactic with a reason, constant weights are replaced by packed ones whose
+// logical shape keeps inference and cost unchanged.
+#include <gtest/gtest.h>
+
+#include "kiln/ir/text.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/lower/lower.h"
+#include "kiln/ops/op.h"
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln::lower {
+namespace {
+
+Model parse_inferred(const std::string& text) {
+  Model m = parse_model(text);
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  return m;
+}
+
+std::string structure(const Model& m) {
+  PrintOptions p;
+  p.show_names = false;
+  p.elide_weights = true;
+  p.elide_over = 0;
+  return print_model(m, p);
+}
+
+const KernelChoice& choice(const LowerReport& r, const std::string& node) {
+  for (const auto& k : r.kernels)
+    if (k.node == node) return k;
+  throw Error("no kernel choice for " + node);
+}
+
+constexpr const char* kConvs = R"(
+kiln.model ir=8 opset=14
+graph g(%x: f32[1,8,10,10]) -> (%y3, %yd, %y1) {
+  %w3 = init f32[8,8,3,3] dense<0.01>
+  %b = init f32[8] dense<0.5>
+  %wd = init f32[8,1,3,3] dense<0.1>
+  %w1 = init f32[8,8,1,1] dense<0.2>
+  %y3 = Conv(%x, %w3, %b) {kernel_shape=[3,3], pads=[1,1,1,1]} @c3
+  %yd = Conv(%x, %wd) {group=8, kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @dw
+  %y1 = Conv(%x, %w1) @pw
+}
+)";
+
+TEST(Lower, ConvsBecomeFusedConvWithTheirTactic) {
+  Model m = parse_inferred(kConvs);
+  LowerReport r = lower_model(m, {.pack_weights = false});
+  std::string text = structure(m);
+  EXPECT_NE(text.find("%y3 = kiln::FusedConv(%x, %w3, %b) {kernel_shape=[3,3], pads=[1,1,1,1], tactic=\"gemm\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(choice(r, "c3").tactic, "gemm");
+  EXPECT_EQ(choice(r, "dw").tactic, "depthwise");
+  EXPECT_EQ(choice(r, "pw").tactic, "pointwise");
+  // The reason names why the earlier tactics did not apply.
+  EXPECT_NE(choice(r, "c3").why.find("pointwise: kernel is not 1x1"), std::string::npos) << choice(r, "c3").why;
+  EXPECT_EQ(m.opset("kiln"), 1);
+  EXPECT_EQ(r.reference_nodes, 0);
+}
+
+TEST(Lower, PackedWeightsKeepShapesCostAndReplaceTheOriginal) {
+  Model before = parse_inferred(kConvs);
+  Model m = parse_inferred(kConvs);
+  std::vector<double> flops;
+  for (const auto& n : before.graph->nodes()) flops.push_back(ops::node_cost(*n)->flops);
+  LowerReport r = lower_model(m);
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  ASSERT_EQ(m.graph->nodes().size(), flops.size());
+  size_t i = 0;
+  for (const auto& n : m.graph->nodes()) {
+    EXPECT_EQ(n->attr_i("packed", 0), 1) << n->name;
+    EXPECT_EQ(n->attr_s("isa", ""), kernels::gemm_isa());
+    EXPECT_EQ(n->outputs[0]->shape, before.graph->nodes()[i]->outputs[0]->shape) << n->name;
+    EXPECT_DOUBLE_EQ(ops::node_cost(*n)->flops, flops[i]) << n->name;
+    ++i;
+  }
+  // The 3x3 weight is now the packed tensor the conv kernel asked for; the unpacked ones are gone.
+  const Node& c3 = *m.graph->nodes()[0];
+  kernels::Conv2dShape s{.N = 1, .C = 8, .H = 10, .W = 10, .K = 8, .R = 3, .S = 3};
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+  EXPECT_EQ(static_cast<size_t>(c3.inputs[1]->initializer->numel()),
+            kernels::conv_packed_weight_floats(kernels::ConvTactic::Gemm, s));
+  for (const Value* v : m.graph->initializers) EXPECT_NE(v->name, "w3");
+  EXPECT_GT(r.packed_bytes, 0);
+}
+
+constexpr const char* kGemms = R"(
+kiln.model ir=8 opset=14
+graph g(%a: f32[4,16], %q: f32[2,4,16], %k: f32[2,16,4], %at: f32[16,4]) -> (%y, %z, %s, %t) {
+  %w = init f32[16,8] dense<0.25>
+  %wt = init f32[8,16] dense<0.5>
+  %c = init f32[8] dense<1.0>
+  %y = MatMul(%a, %w) @mm
+  %z = Gemm(%a, %wt, %c) {transB=1, beta=2.0} @gemm
+  %s = MatMul(%q, %k) @scores
+  %t = Gemm(%at, %w) {transA=1} @gemm_ta
+}
+)";
+
+TEST(Lower, GemmsWithConstantWeightsArePackedOthersSayWhy) {
+  Model m = parse_inferred(kGemms);
+  LowerReport r = lower_model(m, {.pack_weights = false});
+  std::string text = structure(m);
+  EXPECT_NE(text.find("%y = kiln::FusedMatMul(%a, %w) {tactic=\"packed-b\"}"), std::string::npos) << text;
+  // beta * C becomes the bias: a new initializer of 8 values equal to 2.
+  EXPECT_NE(text.find("kiln::FusedMatMul(%a, %wt, %"), std::string::npos) << text;
+  EXPECT_NE(text.find("trans_b=1"), std::string::npos) << text;
+  const Node* gemm = nullptr;
+  for (const auto& n : m.graph->nodes())
+    if (n->name == "gemm") gemm = n.get();
+  ASSERT_NE(gemm, nullptr);
+  const Tensor& bias = *gemm->inputs[2]->initializer;
+  ASSERT_EQ(bias.numel(), 8);
+  EXPECT_FLOAT_EQ(bias.data<float>()[3], 2.0f);
+  EXPECT_EQ(choice(r, "scores").tactic, "reference");
+  EXPECT_NE(choice(r, "scores").why.find("not a constant"), std::string::npos);
+  EXPECT_EQ(choice(r, "gemm_ta").tactic, "reference");
+  EXPECT_NE(choice(r, "gemm_ta").why.find("transA=1"), std::string::npos);
+  EXPECT_EQ(r.reference_nodes, 2);
+}
+
+TEST(Lower, UnpackedLoweringComputesWhatTheSourceComputes) {
+  // Without packing the lowered graph still runs in the reference interpreter: same outputs.
+  Model src = parse_inferred(kGemms);
+  Model m = parse_inferred(kGemms);
+  lower_model(m, {.pack_weights = false});
+  std::map<std::string, Tensor> in;
+  for (const Value* v : src.graph->inputs) {
+    Tensor t(DType::f32, v->shape.static_dims());
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.1f - 0.5f;
+    in[v->name] = t;
+  }
+  auto want = run_model(src, in);
+  auto got = run_model(m, in);
+  for (const auto& [name, t] : want) {
+    ASSERT_EQ(got[name].dims(), t.dims()) << name;
+    for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(got[name].data<float>()[i], t.data<float>()[i], 1e-5) << name;
+  }
+}
+
+TEST(Lower, NothingToLowerLeavesTheGraphAsItWas) {
+  constexpr const char* kText = R"(
+kiln.model ir=8 opset=14
+graph g(%x: f32[2,3]) -> (%y) {
+  %y = Relu(%x)
+}
+)";
+  Model m = parse_inferred(kText);
+  std::string before = structure(m);
+  LowerReport r = lower_model(m);
+  EXPECT_EQ(structure(m), before);
+  EXPECT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].tactic, "reference");
+  EXPECT_EQ(r.packed_bytes, 0);
+}
+
+}  // namespace
+}  // namespace kiln::lower
