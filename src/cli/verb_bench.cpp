@@ -14,7 +14,7 @@
 #include "bench_inputs.h"
 #include "bench_measure.h"
 #include "bench_report.h"
-#include "bench_sha256.h"
+#include "kiln/ir/sha256.h"
 #include "common.h"
 #include "kiln/kernels/parallel.h"
 #include "verbs.h"

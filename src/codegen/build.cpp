@@ -18,7 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "kiln/codegen/sha256.h"
+#include "kiln/ir/sha256.h"
 #include "process.h"
 
 namespace kiln::codegen {

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "kernel_body.h"
-#include "kiln/codegen/sha256.h"
+#include "kiln/ir/sha256.h"
 #include "op_emit.h"
 
 namespace kiln::codegen {

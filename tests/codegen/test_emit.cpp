@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "codegen/codegen_test_util.h"
-#include "kiln/codegen/sha256.h"
+#include "kiln/ir/sha256.h"
 #include "kiln/ir/text.h"
 
 namespace kiln::codegen::test {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kiln/ir/graph.h"
+#include "kiln/ir/sha256.h"
 #include "kiln/runtime/executable.h"
 
 namespace kiln {
@@ -71,8 +72,5 @@ bool host_supports_isa(std::string_view isa);
 // The one-line refusal "<path>: built for avx512, but this CPU supports only avx2; ..." (read_artifact
 // calls it with host_isa()).
 void check_artifact_isa(const std::string& path, std::string_view built_for, std::string_view cpu);
-// Lower-case hex SHA-256 of a file's bytes (source model hash for the manifest).
-std::string sha256_file(const std::string& path);
-std::string sha256_hex(const void* data, size_t size);
 
 }  // namespace kiln
