@@ -92,6 +92,16 @@ void summarize(Profile& p, const SourceMap& sources) {
   }
 }
 
+void attach_predictions(Profile& p, const PerfRow& row) {
+  std::unordered_map<std::string, double> ms;
+  for (const auto& e : row.ops)
+    if (e.node) ms[e.node->name] += e.time.total_s() * 1e3;
+  for (auto& k : p.kernels) {
+    auto it = ms.find(k.name);
+    k.predicted_ms = it != ms.end() ? it->second : -1;
+  }
+}
+
 Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const Model& costed, const SourceMap& sources,
                       const Roof& roof, const ProfileOptions& opt) {
   KILN_CHECK(opt.runs >= 1, "profile: runs must be at least 1");

@@ -39,8 +39,10 @@ std::string profile_to_text(const Profile& p, size_t top) {
                 "(profiler overhead %+.1f%%)\n\n",
                 p.kernels.size(), p.kernel_ms, p.plain_ms, p.profiled_ms, 100 * p.overhead_fraction);
   o << buf;
-  std::snprintf(buf, sizeof buf, "%-32s %-22s %-10s %9s %6s %9s %9s %7s %8s %7s %5s %-8s %s\n", "kernel", "op", "tactic",
-                "ms", "share", "MFLOP", "KiB", "FLOP/B", "GFLOP/s", "GB/s", "roof", "verdict", "onnx nodes");
+  const bool predicted = std::any_of(p.kernels.begin(), p.kernels.end(), [](const auto& k) { return k.predicted_ms >= 0; });
+  std::snprintf(buf, sizeof buf, "%-32s %-22s %-10s %9s %6s %9s %9s %7s %8s %7s %5s %-8s %s%s\n", "kernel", "op", "tactic",
+                "ms", "share", "MFLOP", "KiB", "FLOP/B", "GFLOP/s", "GB/s", "roof", "verdict", predicted ? "pred_ms  " : "",
+                "onnx nodes");
   o << buf;
   std::vector<const KernelProfile*> sorted = by_time(p);
   double rest_ms = 0;
@@ -50,10 +52,12 @@ std::string profile_to_text(const Profile& p, size_t top) {
       rest_ms += k.ms;
       continue;
     }
-    std::snprintf(buf, sizeof buf, "%-32.32s %-22.22s %-10.10s %9.4f %5.1f%% %9.3f %9.1f %7.2f %8.2f %7.2f %4.0f%% %-8s %s%s\n",
+    char pred[32] = "";
+    if (predicted) std::snprintf(pred, sizeof pred, "%8.4f ", k.predicted_ms);
+    std::snprintf(buf, sizeof buf, "%-32.32s %-22.22s %-10.10s %9.4f %5.1f%% %9.3f %9.1f %7.2f %8.2f %7.2f %4.0f%% %-8s %s%s%s\n",
                   k.name.c_str(), k.op.c_str(), k.tactic.empty() ? "-" : k.tactic.c_str(), k.ms, 100 * k.share,
                   k.flops / 1e6, k.bytes / 1024, k.j.intensity, k.j.gflops, k.j.gbs, 100 * k.j.roof_fraction,
-                  k.costed ? std::string(bound_name(k.j.verdict)).c_str() : "?", nodes_brief(k.nodes, 3).c_str(),
+                  k.costed ? std::string(bound_name(k.j.verdict)).c_str() : "?", pred, nodes_brief(k.nodes, 3).c_str(),
                   k.fast ? "" : "  [reference kernel]");
     o << buf;
   }
@@ -119,6 +123,7 @@ std::string profile_to_json(const Profile& p) {
     w.key("roof_ms").value(k.j.roof_ms);
     w.key("roof_fraction").value(k.j.roof_fraction);
     w.key("verdict").value(bound_name(k.j.verdict));
+    if (k.predicted_ms >= 0) w.key("predicted_ms").value(k.predicted_ms);
     w.end_object();
   }
   w.end_array();

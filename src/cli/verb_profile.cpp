@@ -153,8 +153,10 @@ int verb_profile(int argc, char** argv) {
 
   std::optional<analysis::Diagnosis> diag;
   if (a.has("--explain")) {
-    analysis::Chip chip = analysis::chip_from_machine(machine);
+    // The perf model for kiln's runtime on these threads, on the graph as compiled.
+    analysis::Chip chip = analysis::chip_from_machine(machine, opt.threads);
     analysis::PerfOptions po;
+    analysis::attach_predictions(p, analysis::estimate(costed, inputs.batch, chip, po, true));
     diag = analysis::diagnose(costed, chip, po, p.plain_ms, inputs.batch);
   }
   std::string out;

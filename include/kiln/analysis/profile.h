@@ -59,6 +59,7 @@ struct KernelProfile {
   double flops = 0, bytes = 0;
   bool costed = true;               // the op table had a cost for it
   KernelJudgement j;
+  double predicted_ms = -1;         // the perf model's time for it (--explain; -1: not predicted)
 };
 
 struct SourceNodeProfile {
@@ -116,6 +117,9 @@ void summarize(Profile& p, const SourceMap& sources);
 //   reference-kernel  kernels the op table's reference kernel ran, with their time.
 // `g` (the optimized graph) gives the producer/consumer links; kernels are found by name.
 std::vector<Suggestion> suggest(const Profile& p, const Graph& g);
+
+// Fills kernels[].predicted_ms from a perf-model row computed with keep_ops on `costed`.
+void attach_predictions(Profile& p, const PerfRow& row);
 
 // Top-N kernels by time, then the suggestions.
 std::string profile_to_text(const Profile& p, size_t top);
