@@ -8,6 +8,7 @@
 
 #include "json_reader.h"
 #include "kiln/analysis/chip.h"
+#include "kiln/analysis/profile.h"
 #include "kiln/ir/error.h"
 
 namespace kiln::analysis {
@@ -175,6 +176,22 @@ Chip chip_from_machine(const MachinePeaks& m) {
   c.memory_bytes = m.memory_bytes;
   // Handing a kernel to a warm thread pool and joining it: a few microseconds, not measured.
   c.launch_overhead_us = 2;
+  c.machine = m;
+  c.threads = m.cores;
+  return c;
+}
+
+Chip chip_from_machine(const MachinePeaks& m, int threads) {
+  KILN_CHECK(threads >= 1, "--threads must be at least 1");
+  Chip c = chip_from_machine(m);
+  Roof r = roof_for(m, threads);
+  double scale = r.peak_gflops / m.fp32_gflops_all_cores;  // every precision's peak scales as FP32's
+  for (auto& [p, tflops] : c.peak_tflops) tflops *= scale;
+  c.vector_tflops = r.peak_gflops / 1e3;
+  c.memory_gbs = r.bandwidth_gbs;
+  c.launch_overhead_us = measure_dispatch_us(threads);
+  c.threads = std::min(threads, m.cores);
+  c.name = m.cpu + " (" + std::to_string(c.threads) + (c.threads == 1 ? " thread)" : " threads)");
   return c;
 }
 

@@ -42,6 +42,18 @@ std::string machine_to_json(const MachinePeaks& m) {
     w.end_object();
   }
   w.end_array();
+  w.key("kernels").begin_array();
+  for (const auto& k : m.kernels) {
+    w.begin_object();
+    w.key("name").value(k.name);
+    w.key("shape").value(k.shape);
+    w.key("gflops_one_core").value(k.gflops_one_core);
+    w.key("gbs_one_core").value(k.gbs_one_core);
+    w.key("seconds").value(k.seconds);
+    w.key("planes").value(k.planes);
+    w.end_object();
+  }
+  w.end_array();
   w.key("memory_bytes").value(m.memory_bytes);
   w.key("measure_seconds").value(m.measure_seconds);
   w.key("key").value(m.key);
@@ -96,6 +108,16 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
                         static_cast<int64_t>(number(c, "cache_bytes", origin)),
                         static_cast<int64_t>(number(c, "working_set_bytes", origin)), number(c, "gbs_one_core", origin)});
   }
+  if (const JsonValue* ks = j.find("kernels")) {  // absent in caches written before kernel rates
+    KILN_CHECK(ks->is_array(), origin, ": \"kernels\" must be an array");
+    for (const auto& k : ks->items()) {
+      KILN_CHECK(k.is_object(), origin, ": \"kernels\" must list objects");
+      m.kernels.push_back({field(k, "name", JsonValue::Kind::string, origin).string(),
+                           field(k, "shape", JsonValue::Kind::string, origin).string(),
+                           number(k, "gflops_one_core", origin), number(k, "gbs_one_core", origin),
+                           number(k, "seconds", origin), static_cast<int64_t>(number(k, "planes", origin))});
+    }
+  }
   m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
   m.measure_seconds = number(j, "measure_seconds", origin);
   m.key = field(j, "key", JsonValue::Kind::string, origin).string();
@@ -128,6 +150,12 @@ std::string machine_to_text(const MachinePeaks& m) {
                   static_cast<long long>(c.cache_bytes >> 10));
     o << buf;
   }
+  if (!m.kernels.empty()) o << "\nkiln kernels, one core:\n";
+  for (const auto& k : m.kernels) {
+    std::snprintf(buf, sizeof buf, "%-22s %8.1f GFLOP/s %8.1f GB/s   %s\n", k.name.c_str(), k.gflops_one_core,
+                  k.gbs_one_core, k.shape.c_str());
+    o << buf;
+  }
   std::snprintf(buf, sizeof buf, "\nmemory %.1f GiB; measured in %.1f s\n", static_cast<double>(m.memory_bytes) / (1 << 30),
                 m.measure_seconds);
   o << buf;
@@ -152,7 +180,8 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       try {
         MachinePeaks cached = machine_from_json(text, path);
-        if (cached.key == key) {
+        // A cache from before kernel rates were measured is re-measured once.
+        if (cached.key == key && !cached.kernels.empty()) {
           if (measured) *measured = false;
           return cached;
         }

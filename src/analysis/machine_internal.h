@@ -15,4 +15,9 @@ CpuFeatures cpu_features();
 // Logical CPU ids, one per physical core this process may run on.
 std::vector<int> one_cpu_per_core();
 
+struct MeasureOptions;
+struct MachinePeaks;
+// Fills m.kernels: kiln's kernels at calibration shapes on one core (machine_kernel_rates.cpp).
+void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt);
+
 }  // namespace kiln::analysis

@@ -200,6 +200,7 @@ MachinePeaks measure_machine(const MeasureOptions& opt) {
   }
   measure_dram(m, isa, cpus, opt);
   measure_caches(m, isa, cpus[0], opt);
+  measure_kernel_rates(m, opt);
   m.measure_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;
 }

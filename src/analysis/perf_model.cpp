@@ -6,6 +6,7 @@
 
 #include "kiln/ir/error.h"
 #include "kiln/ops/op.h"
+#include "perf_cpu.h"
 #include "perf_graph.h"
 
 namespace kiln::analysis {
@@ -191,6 +192,9 @@ PerfRow estimate(const Model& m, int64_t batch, const Chip& chip, const PerfOpti
   double matrix_peak = chip.peak_flops(opt.precision);
   double vector_peak = chip.vector_tflops > 0 ? chip.vector_tflops * 1e12 : matrix_peak;
   std::set<const Value*> constants = pg::constant_values(g);
+  // On a measured CPU in fp32, kernels run at kiln's measured kernel rates (perf_cpu.h).
+  const bool kiln_runtime = has_kernel_rates(chip) && opt.precision == Precision::fp32;
+  const double model_weights = kiln_runtime ? weight_bytes(g, opt.precision) : 0;
   double compute_s = 0, memory_s = 0, overhead_s = 0;
   for (const auto& ref : pg::all_nodes(g)) {
     const Node& n = *ref.node;
@@ -210,7 +214,8 @@ PerfRow estimate(const Model& m, int64_t batch, const Chip& chip, const PerfOpti
     e.flops = cost->flops;
     e.bytes = scaled_bytes(n, cost->bytes_read + cost->bytes_written, opt.precision);
     e.matrix = pg::is_matrix(n);
-    e.time = op_time(e.flops, e.bytes, e.matrix ? matrix_peak : vector_peak, chip);
+    e.time = kiln_runtime ? cpu_kernel_time(n, e.flops, e.bytes, model_weights, chip)
+                          : op_time(e.flops, e.bytes, e.matrix ? matrix_peak : vector_peak, chip);
     row.flops += e.flops;
     row.bytes += e.bytes;
     ++row.kernels;

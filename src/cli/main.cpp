@@ -35,6 +35,7 @@ const char* kUsage =
     "  perf --llm layers=L,hidden=H,heads=A,kv_heads=K,ffn=F,vocab=V | --llm MODEL --context N --chip ..\n"
     "       [--tp 1,2,4,8] [--batch ..] [--precision ..(bf16)] [--link nvlink|pcie|GBPS] [--json]\n"
     "      analytic latency, memory and throughput per batch; LLM prefill/decode, KV cache, tensor parallelism\n"
+    "  profile MODEL|ARTIFACT [-O0..3] [--threads N] [--runs R] [--top N] [--trace FILE.json] [--html FILE.html] [--json] [--explain] [--batch B] [--input NAME=FILE.npy ..]\n      time per compiled kernel against the measured roofline: verdicts, ONNX nodes covered, suggestions\n"
     "  ops\n"
     "      list the op table\n"
     "  opt MODEL [-O0..3] [--passes a,b*,c] [--disable-pass NAME] [--print-after-all] [--dump-dir DIR]\n"
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "perf") return kiln::cli::verb_perf(argc - 2, argv + 2);
+    if (verb == "profile") return kiln::cli::verb_profile(argc - 2, argv + 2);
     if (verb == "ops") return kiln::cli::verb_ops(argc - 2, argv + 2);
     if (verb == "opt") return kiln::cli::verb_opt(argc - 2, argv + 2);
     if (verb == "passes") return kiln::cli::verb_passes(argc - 2, argv + 2);

@@ -9,6 +9,7 @@
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/perf_model.h"
 #include "kiln/ir/error.h"
+#include "kiln/runtime/artifact.h"
 #include "verbs.h"
 
 namespace kiln::cli {
@@ -88,10 +89,14 @@ int verb_perf(int argc, char** argv) {
   std::vector<char*> args = split_batch_dim(argc, argv, batch_dim);
   Args a("perf", static_cast<int>(args.size()), args.data(),
          {"--chip", "--batch", "--precision", "--max-latency", "--svg", "--dim", "--shape", "--measured", "--cache",
-          "--llm", "--context", "--tp", "--link"},
+          "--llm", "--context", "--tp", "--link", "--threads"},
          {"--json"});
   KILN_CHECK(a.has("--chip"), "kiln perf: --chip is required (h100, a100, l4, orin, cpu or FILE.json)");
   analysis::Chip chip = analysis::resolve_chip(*a.get("--chip"), analysis::default_chip_dirs(), a.get_or("--cache", ""));
+  if (a.has("--threads")) {  // kiln's runtime on that many threads of this machine
+    KILN_CHECK(chip.id == "cpu" && chip.machine, "kiln perf: --threads goes with --chip cpu");
+    chip = analysis::chip_from_machine(*chip.machine, static_cast<int>(a.get_int("--threads", 1)));
+  }
   if (a.has("--llm")) return llm_mode(a, chip);
   for (const char* f : {"--context", "--tp", "--link"})
     KILN_CHECK(!a.has(f), "kiln perf: ", f, " belongs to --llm mode");
@@ -103,7 +108,10 @@ int verb_perf(int argc, char** argv) {
   std::optional<double> max_latency;
   if (auto s = a.get("--max-latency")) max_latency = parse_positive("--max-latency", *s);
 
-  Model m = load_model(a.positional()[0], parse_shape_flags(a));
+  // A compiled artifact is costed as compiled: its optimized graph, kernel by kernel.
+  const std::string& path = a.positional()[0];
+  Model m = is_artifact_file(path) ? read_artifact(path).model : load_model(path, parse_shape_flags(a));
+  if (is_artifact_file(path)) ops::specialize_inputs(m, parse_shape_flags(a).spec);
   analysis::PerfReport report = analysis::predict(m, batches, chip, opt, max_latency);
   std::optional<analysis::Diagnosis> diag;
   if (auto s = a.get("--measured")) {

@@ -9,5 +9,6 @@ int verb_machine(int argc, char** argv);
 int verb_opt(int argc, char** argv);
 int verb_passes(int argc, char** argv);
 int verb_perf(int argc, char** argv);
+int verb_profile(int argc, char** argv);
 int verb_compile(int argc, char** argv);
 }  // namespace kiln::cli

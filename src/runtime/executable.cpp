@@ -81,6 +81,26 @@ class CompiledExecutable final : public Executable {
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const RunOptions& opt) override {
     std::lock_guard<std::mutex> lk(mu_);  // one run at a time: the arena is shared
+    int threads = 0;
+    ShapeInstance* inst = begin_run(inputs, opt, threads);
+    inst->run(resolved_, outputs, threads);
+  }
+
+  std::vector<StepTiming> profile_run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                                      const RunOptions& opt) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    int threads = 0;
+    ShapeInstance* inst = begin_run(inputs, opt, threads);
+    return runtime::timed_run(*inst, resolved_, outputs, threads);
+  }
+
+  size_t cached_plans() const override { return instances_.size(); }
+  const plan::Plan* last_plan() const override { return last_ ? &last_->plan() : nullptr; }
+
+ private:
+  // Resolves the inputs into resolved_, finds (or plans) their shape instance and sets the
+  // thread count: everything a run does before its steps.
+  ShapeInstance* begin_run(const std::vector<Tensor>& inputs, const RunOptions& opt, int& threads) {
     const Graph& g = *art_.model.graph;
     KILN_CHECK(inputs.size() == g.inputs.size(), "model takes ", g.inputs.size(), " inputs, got ", inputs.size());
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -96,17 +116,13 @@ class CompiledExecutable final : public Executable {
     ShapeInstance* inst = instance_for(resolved_);
     inst->last_used = ++clock_;
     last_ = inst;
-    const int threads = opt.threads > 0          ? opt.threads
-                        : art_.manifest.threads > 0 ? static_cast<int>(art_.manifest.threads)
-                                                    : kernels::hardware_threads();
+    threads = opt.threads > 0                ? opt.threads
+              : art_.manifest.threads > 0 ? static_cast<int>(art_.manifest.threads)
+                                          : kernels::hardware_threads();
     kernels::set_default_threads(threads);
-    inst->run(resolved_, outputs, threads);
+    return inst;
   }
 
-  size_t cached_plans() const override { return instances_.size(); }
-  const plan::Plan* last_plan() const override { return last_ ? &last_->plan() : nullptr; }
-
- private:
   ShapeInstance* instance_for(const std::vector<const Tensor*>& inputs) {
     if (last_ && last_->matches(inputs)) return last_;
     for (auto& i : instances_)

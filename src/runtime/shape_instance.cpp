@@ -1,6 +1,7 @@
 // Building and running one input shape of a compiled model (shape_instance.h).
 #include "shape_instance.h"
 
+#include <chrono>
 #include <cstring>
 #include <tuple>
 
@@ -225,7 +226,9 @@ void ShapeInstance::run_reference(Step& st, int threads) {
   }
 }
 
-void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads) {
+void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
+                        double* step_end_ms) {
+  const auto start = step_end_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   for (size_t k = 0; k < borrowed_.size(); ++k)
     if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
   // An output buffer still held by the caller (other than through `outputs` itself, which is
@@ -238,7 +241,8 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
     if (j < outputs.size() && outputs[j].defined() && outputs[j].storage() == slot.storage()) --refs;
     if (refs > 1) slot = Tensor(vp.dtype, vp.dims);
   }
-  for (Step& st : steps_) {
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& st = steps_[s];
     if (st.fast) {
       st.ctx.threads = std::min(threads, st.ctx.max_threads);
       st.fast->run(st.ctx);
@@ -246,6 +250,8 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
       st.ctx.threads = threads;
       run_reference(st, threads);
     }
+    if (step_end_ms)
+      step_end_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   outputs.resize(output_values_.size());
   const Graph& g = *model_.graph;

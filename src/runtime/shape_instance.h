@@ -8,6 +8,7 @@
 
 #include "kiln/ops/op.h"
 #include "kiln/plan/plan.h"
+#include "kiln/runtime/executable.h"
 #include "kiln/runtime/step.h"
 
 namespace kiln::runtime {
@@ -36,7 +37,14 @@ class ShapeInstance {
   // Same dtypes and dims as the inputs this instance was made for (allocation-free).
   bool matches(const std::vector<const Tensor*>& inputs) const;
   // Runs the steps; outputs in graph-output order (see Executable::run for buffer reuse).
-  void run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads);
+  // `step_end_ms` (profile_run): when given, receives per step the time since the start of the run
+  // at which the step ended (size: steps()).
+  void run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
+           double* step_end_ms = nullptr);
+  // The steps in run order: their node and whether a fast kernel runs it.
+  size_t steps() const { return steps_.size(); }
+  const Node& step_node(size_t i) const { return *steps_[i].ctx.node; }
+  bool step_is_fast(size_t i) const { return steps_[i].fast != nullptr; }
 
   const plan::Plan& plan() const { return plan_; }
   uint64_t last_used = 0;
@@ -78,5 +86,9 @@ class ShapeInstance {
 // node (filling `prepared`) and plans memory with the workspace they ask for.
 plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, int max_threads,
                             std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared);
+
+// One run of `inst` with every step timed (src/runtime/profile_run.cpp; Executable::profile_run).
+std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const Tensor*>& inputs,
+                                  std::vector<Tensor>& outputs, int threads);
 
 }  // namespace kiln::runtime

@@ -74,12 +74,24 @@ TEST(Machine, CacheIsUsedOnlyForThisMachine) {
   fake.fp32_gflops_all_cores = 2469;
   fake.dram_gbs_one_core = 7;
   fake.dram_gbs_all_cores = 9;
+  fake.kernels = {{"gemm", "[1,1] x [1,1]", 99, 9, 1e-3, 0}};
   std::ofstream(path) << machine_to_json(fake);
   bool measured = true;
   MachinePeaks got = load_or_measure_machine(path.string(), false, &measured, quick());
   EXPECT_FALSE(measured);
   EXPECT_DOUBLE_EQ(got.fp32_gflops_per_core, 1234.5);
+  ASSERT_NE(got.kernel("gemm"), nullptr);
+  EXPECT_DOUBLE_EQ(got.kernel("gemm")->gflops_one_core, 99);
 
+  // A cache written before kernel rates were measured is measured again.
+  fake.kernels.clear();
+  std::ofstream(path) << machine_to_json(fake);
+  got = load_or_measure_machine(path.string(), false, &measured, quick());
+  EXPECT_TRUE(measured);
+  EXPECT_NE(got.kernel("conv_gemm"), nullptr);
+  EXPECT_NE(got.kernel("reference_pool"), nullptr);
+
+  fake.kernels = {{"gemm", "[1,1] x [1,1]", 99, 9, 1e-3, 0}};
   fake.key = "some other CPU x64";
   std::ofstream(path) << machine_to_json(fake);
   got = load_or_measure_machine(path.string(), false, &measured, quick());

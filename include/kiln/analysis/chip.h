@@ -36,6 +36,10 @@ struct Chip {
   double nvlink_gbs = 0;
   double pcie_gbs = 0;
   double link_latency_us = 0;         // per step of a ring collective
+  // `--chip cpu`: the measured machine (kiln machine) and the threads the runtime uses. With
+  // its kernel rates, fp32 kernels are timed as kiln's compiled runtime runs them (perf_cpu.h).
+  std::optional<MachinePeaks> machine;
+  int threads = 0;
 
   // Peak for `p` in FLOP/s (OP/s for int8); throws naming the chip and the precisions it has.
   double peak_flops(Precision p) const;
@@ -47,6 +51,10 @@ Chip load_chip_file(const std::string& path);
 // This machine as a chip: measured all-core peaks and triad bandwidth; no launch overhead
 // beyond a thread-pool wake-up (a few microseconds).
 Chip chip_from_machine(const MachinePeaks& m);
+// The same for a runtime on `threads` threads: peaks and bandwidth of that many cores (one
+// core's figures times the threads, the all-core ones from all cores on), and a launch
+// overhead measured as an empty parallel region of kiln's thread pool on those threads.
+Chip chip_from_machine(const MachinePeaks& m, int threads);
 
 // Folders searched for data/chips/<name>.json: next to the executable (build tree and
 // install tree layouts).

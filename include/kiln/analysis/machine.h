@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::analysis {
@@ -16,6 +17,19 @@ struct CacheBandwidth {
   int64_t cache_bytes = 0;         // size the OS reports (L3: the whole socket's, shared)
   int64_t working_set_bytes = 0;   // buffer read to measure it
   double gbs_one_core = 0;
+};
+
+// One of kiln's own kernels timed on one core at a fixed calibration shape: what the compiled
+// runtime reaches, next to the FMA peak it could reach. The perf model (--chip cpu) predicts
+// kiln's kernels with these rates rather than with the bare peak (perf_cpu.h).
+struct KernelRate {
+  std::string name;            // "conv_gemm", "conv_pointwise", "conv_depthwise", "gemm",
+                               // "reference_pool", "reference_elementwise"
+  std::string shape;           // the calibration shape, for the record
+  double gflops_one_core = 0;  // the op table's FLOPs / time
+  double gbs_one_core = 0;     // the op table's bytes / time
+  double seconds = 0;          // one call, best of the repetitions
+  int64_t planes = 0;          // convolutions: output planes (N x K); 0 otherwise
 };
 
 struct MachinePeaks {
@@ -33,9 +47,12 @@ struct MachinePeaks {
   double dram_gbs_all_cores = 0;
   int64_t triad_array_bytes = 0;   // size of each of the three triad arrays
   std::vector<CacheBandwidth> caches;
+  std::vector<KernelRate> kernels; // kiln's kernels at calibration shapes, one core
   int64_t memory_bytes = 0;        // physical memory
   double measure_seconds = 0;      // how long the measurement took
   std::string key;                 // cache key: cpu model + core count
+
+  const KernelRate* kernel(std::string_view name) const;  // nullptr when not measured
 };
 
 struct MeasureOptions {

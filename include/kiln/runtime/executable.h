@@ -30,6 +30,16 @@ struct ArtifactManifest {
   std::string compile_key;          // hash of everything that decides the content (recompile cache)
 };
 
+// One step of a profiled run (Executable::profile_run): a kernel of the optimized graph.
+struct StepTiming {
+  std::string node;      // node name in the optimized graph
+  std::string op;        // "kiln.FusedConv", "Softmax", ...
+  std::string tactic;    // lowering's `tactic` attribute ("" when none was chosen)
+  bool fast = false;     // a fast kernel ran it (false: the op table's reference kernel)
+  double start_ms = 0;   // since the start of the run
+  double ms = 0;         // wall time of the step, steady_clock around the kernel call
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -46,6 +56,13 @@ class Executable {
   // the caller hands back the tensors of the previous run (or dropped them): a steady loop of
   // run(inputs, outputs) allocates nothing for tensors.
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const RunOptions& opt = {}) = 0;
+
+  // Runs once exactly like run() and times every step (one clock read between steps, so the
+  // steps' times add up to the run's). Steps whose outputs are all views are skipped by the
+  // runtime and do not appear. The original ONNX nodes a step covers are not in the artifact:
+  // kiln profile derives them from the source model (analysis/source_map.h).
+  virtual std::vector<StepTiming> profile_run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                                              const RunOptions& opt = {}) = 0;
 
   // Plans made so far, one per distinct set of input shapes (least recently used dropped past
   // a small limit), and the plan of the last run (nullptr before the first).

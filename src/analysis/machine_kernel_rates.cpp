@@ -1,0 +1,164 @@
+// `kiln machine`: kiln's own kernels timed on one core at fixed calibration shapes (machine.h
+// KernelRate). The shapes are mid-network layers of the usual vision and transformer models: a
+// 3x3 conv at 56x56, a 1x1 conv, a depthwise 3x3 on large and on 7x7 planes, a 128x768x768 weight GEMM, and two reference
+// kernels of the op table (a 3x3 max pool and a broadcast multiply) for ops the compiled runtime
+// leaves to them. FLOPs and bytes are the op table's for the same node, so a rate divides the
+// same numbers the perf model and the profiler use.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "kiln/analysis/machine.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/ops/op.h"
+#include "kiln/runtime/interpreter.h"
+#include "machine_internal.h"
+
+namespace kiln::analysis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Best seconds of one call over `reps` repetitions of about `seconds` each (calls repeated
+// within a repetition when one is shorter).
+double best_call_seconds(const std::function<void()>& call, int reps, double seconds) {
+  call();  // warm: caches, page faults, lazily made plans
+  auto t0 = Clock::now();
+  call();
+  double once = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-7);
+  int per_rep = std::max(1, static_cast<int>(seconds / once));
+  double best = once;
+  for (int r = 0; r < reps; ++r) {
+    t0 = Clock::now();
+    for (int i = 0; i < per_rep; ++i) call();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / per_rep);
+  }
+  return best;
+}
+
+// A one-node model: inputs (random values), the node, shapes inferred.
+struct OneNode {
+  Model model;
+  std::map<std::string, Tensor> inputs;
+  ops::Cost cost;
+};
+
+OneNode one_node(const std::string& op, const std::vector<std::vector<int64_t>>& input_dims,
+                 std::map<std::string, Attribute> attrs) {
+  OneNode o;
+  o.model.opsets[""] = 17;
+  Graph& g = *o.model.graph;
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < input_dims.size(); ++i) {
+    std::string name = "x" + std::to_string(i);
+    std::vector<Dim> dims(input_dims[i].begin(), input_dims[i].end());
+    ins.push_back(g.add_input(name, DType::f32, Shape(dims)));
+    Tensor t(DType::f32, input_dims[i]);
+    // Pseudo-random values in [-1, 1): a regular pattern would let branchy reference kernels
+    // (max pooling) predict every comparison and run faster than on real activations.
+    float* p = t.data<float>();
+    uint64_t state = 0x9e3779b97f4a7c15ull * (i + 1);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      p[k] = static_cast<float>(state >> 40) / static_cast<float>(1 << 23) - 1.f;
+    }
+    o.inputs[name] = t;
+  }
+  Node* n = g.add_node(op, ins, {"y"}, std::move(attrs), "calibration");
+  g.outputs = {n->outputs[0]};
+  ops::infer_shapes(o.model);
+  auto c = ops::node_cost(*n);
+  KILN_CHECK(c.has_value(), "kiln machine: no cost for the calibration ", op);
+  o.cost = *c;
+  return o;
+}
+
+KernelRate rate(const std::string& name, const std::string& shape, const ops::Cost& c, double seconds,
+                int64_t planes = 0) {
+  return {name, shape, c.flops / seconds / 1e9, (c.bytes_read + c.bytes_written) / seconds / 1e9, seconds, planes};
+}
+
+KernelRate conv_rate(const std::string& name, kernels::ConvTactic t, const kernels::Conv2dShape& s,
+                     const MeasureOptions& opt) {
+  // The op table's cost of the same convolution (an ONNX Conv node of this geometry).
+  std::map<std::string, Attribute> attrs = {
+      {"kernel_shape", std::vector<int64_t>{s.R, s.S}},
+      {"pads", std::vector<int64_t>{s.pad_top, s.pad_left, s.pad_bottom, s.pad_right}},
+      {"strides", std::vector<int64_t>{s.stride_h, s.stride_w}},
+      {"group", s.group}};
+  OneNode node = one_node("Conv", {{s.N, s.C, s.H, s.W}, {s.K, s.C / s.group, s.R, s.S}}, attrs);
+  std::vector<float> w(static_cast<size_t>(node.inputs["x1"].numel()), 0.01f);
+  std::vector<float> packed(kernels::conv_packed_weight_floats(t, s));
+  kernels::conv_pack_weight(t, s, w.data(), packed.data());
+  std::vector<float> y(static_cast<size_t>(s.N * s.K * s.out_h() * s.out_w()));
+  std::vector<float> ws(kernels::conv_workspace_floats(t, s, 1));
+  const float* x = node.inputs["x0"].data<float>();
+  kernels::Epilogue epi;
+  double sec = best_call_seconds([&] { kernels::conv2d(t, s, x, packed.data(), y.data(), epi, ws.data(), 1); },
+                                 opt.repetitions, opt.seconds_per_rep);
+  return rate(name,
+              str_cat("x[", s.N, ",", s.C, ",", s.H, ",", s.W, "] w[", s.K, ",", s.C / s.group, ",", s.R, ",", s.S,
+                      "] group ", s.group),
+              node.cost, sec, s.N * s.K);
+}
+
+KernelRate gemm_rate(int64_t M, int64_t N, int64_t K, const MeasureOptions& opt) {
+  OneNode node = one_node("MatMul", {{M, K}, {K, N}}, {});
+  std::vector<float> packed(kernels::packed_b_floats(K, N));
+  kernels::pack_b(node.inputs["x1"].data<float>(), N, false, K, N, packed.data());
+  std::vector<float> c(static_cast<size_t>(M * N));
+  const float* a = node.inputs["x0"].data<float>();
+  double sec = best_call_seconds([&] { kernels::gemm_packed_b(M, N, K, a, K, packed.data(), c.data(), N, {}, 1); },
+                                 opt.repetitions, opt.seconds_per_rep);
+  return rate("gemm", str_cat("[", M, ",", K, "] x packed [", K, ",", N, "]"), node.cost, sec);
+}
+
+KernelRate reference_rate(const std::string& name, const std::string& op, const std::vector<std::vector<int64_t>>& dims,
+                          std::map<std::string, Attribute> attrs, const MeasureOptions& opt) {
+  OneNode node = one_node(op, dims, std::move(attrs));
+  RunOptions ro;
+  ro.threads = 1;
+  double sec = best_call_seconds([&] { run_model(node.model, node.inputs, ro); }, opt.repetitions, opt.seconds_per_rep);
+  std::string shape = op;
+  for (const auto& d : dims) shape += " " + dims_str(d);
+  return rate(name, shape, node.cost, sec);
+}
+
+}  // namespace
+
+void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
+  using kernels::ConvTactic;
+  kernels::Conv2dShape c3;  // ResNet's layer1 3x3
+  c3.C = c3.K = 64, c3.H = c3.W = 56, c3.R = c3.S = 3, c3.pad_top = c3.pad_left = c3.pad_bottom = c3.pad_right = 1;
+  kernels::Conv2dShape c1;  // a bottleneck's 1x1 reduction
+  c1.C = 256, c1.K = 64, c1.H = c1.W = 56;
+  kernels::Conv2dShape dw = c3;  // MobileNet's expanded depthwise
+  dw.C = dw.K = dw.group = 144;
+  // The same late in the network (7x7 planes): against the large planes, it tells the fixed
+  // cost per plane from the cost per output (perf_cpu.cpp).
+  kernels::Conv2dShape dw_small = dw;
+  dw_small.C = dw_small.K = dw_small.group = 960;
+  dw_small.H = dw_small.W = 7;
+  m.kernels.clear();
+  m.kernels.push_back(conv_rate("conv_gemm", ConvTactic::Gemm, c3, opt));
+  m.kernels.push_back(conv_rate("conv_pointwise", ConvTactic::Pointwise, c1, opt));
+  m.kernels.push_back(conv_rate("conv_depthwise", ConvTactic::Depthwise, dw, opt));
+  m.kernels.push_back(conv_rate("conv_depthwise_small", ConvTactic::Depthwise, dw_small, opt));
+  m.kernels.push_back(gemm_rate(128, 768, 768, opt));
+  m.kernels.push_back(reference_rate("reference_pool", "MaxPool", {{1, 64, 112, 112}},
+                                     {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                      {"strides", std::vector<int64_t>{2, 2}},
+                                      {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                                     opt));
+  m.kernels.push_back(reference_rate("reference_elementwise", "Mul", {{1, 256, 28, 28}, {1, 256, 1, 1}}, {}, opt));
+}
+
+const KernelRate* MachinePeaks::kernel(std::string_view name) const {
+  for (const auto& k : kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace kiln::analysis

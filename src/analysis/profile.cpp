@@ -1,0 +1,161 @@
+// `kiln profile`: timing the steps of a compiled model and judging each against the roofline.
+#include "kiln/analysis/profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+#include "kiln/ir/error.h"
+#include "kiln/kernels/parallel.h"
+#include "kiln/ops/op.h"
+
+namespace kiln::analysis {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+Roof roof_for(const MachinePeaks& m, int threads) {
+  KILN_CHECK(threads >= 1, "profile: threads must be at least 1");
+  KILN_CHECK(m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, "profile: the machine numbers are not measured");
+  Roof r;
+  r.threads = threads;
+  bool all = m.cores > 0 && threads >= m.cores;
+  r.peak_gflops = all ? m.fp32_gflops_all_cores : m.fp32_gflops_per_core * threads;
+  r.bandwidth_gbs = all || threads > 1 ? std::max(m.dram_gbs_all_cores, m.dram_gbs_one_core) : m.dram_gbs_one_core;
+  return r;
+}
+
+double measure_dispatch_us(int threads) {
+  // Enough chunks that every thread gets one; the body does nothing, so what is left is the
+  // pool's fork and join.
+  std::vector<double> us;
+  for (int i = 0; i < 201; ++i) {
+    auto t0 = Clock::now();
+    kernels::parallel_for(threads, threads, [](int64_t, int64_t) {});
+    us.push_back(ms_since(t0) * 1e3);
+  }
+  return median(us);
+}
+
+KernelJudgement judge_kernel(double flops, double bytes, double ms, const Roof& roof) {
+  KILN_CHECK(roof.peak_gflops > 0 && roof.bandwidth_gbs > 0, "profile: roof peak and bandwidth must be positive");
+  KernelJudgement j;
+  double compute_ms = flops / (roof.peak_gflops * 1e9) * 1e3;
+  double memory_ms = bytes / (roof.bandwidth_gbs * 1e9) * 1e3;
+  j.intensity = bytes > 0 ? flops / bytes : 0;
+  j.gflops = ms > 0 ? flops / (ms * 1e-3) / 1e9 : 0;
+  j.gbs = ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0;
+  j.roof_ms = std::max(compute_ms, memory_ms);
+  j.roof_fraction = ms > 0 ? j.roof_ms / ms : 0;
+  if (j.roof_ms * 1e3 < roof.dispatch_us) j.verdict = Bound::overhead;
+  else j.verdict = compute_ms >= memory_ms ? Bound::compute : Bound::memory;
+  return j;
+}
+
+void summarize(Profile& p, const SourceMap& sources) {
+  p.kernel_ms = 0;
+  for (const auto& k : p.kernels) p.kernel_ms += k.ms;
+  p.sources.clear();
+  std::unordered_map<std::string, size_t> source_index;
+  for (auto& k : p.kernels) {
+    k.share = p.kernel_ms > 0 ? k.ms / p.kernel_ms : 0;
+    k.j = judge_kernel(k.flops, k.bytes, k.ms, p.roof);
+    auto it = sources.find(k.name);
+    if (it == sources.end()) continue;
+    // The kernel's time split over the nodes it covers by their roof times in the source graph.
+    std::vector<double> weight;
+    double total = 0;
+    for (const SourceNode& s : it->second) {
+      weight.push_back(judge_kernel(s.flops, s.bytes, 0, p.roof).roof_ms);
+      total += weight.back();
+    }
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      const SourceNode& s = it->second[i];
+      k.nodes.push_back(s.name);
+      double ms = k.ms * (total > 0 ? weight[i] / total : 1.0 / static_cast<double>(weight.size()));
+      auto [pos, fresh] = source_index.emplace(s.name, p.sources.size());
+      if (fresh) p.sources.push_back({s.name, s.op, k.name, 0});
+      p.sources[pos->second].ms += ms;
+    }
+  }
+}
+
+void attach_predictions(Profile& p, const PerfRow& row) {
+  std::unordered_map<std::string, double> ms;
+  for (const auto& e : row.ops)
+    if (e.node) ms[e.node->name] += e.time.total_s() * 1e3;
+  for (auto& k : p.kernels) {
+    auto it = ms.find(k.name);
+    k.predicted_ms = it != ms.end() ? it->second : -1;
+  }
+}
+
+Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const Model& costed, const SourceMap& sources,
+                      const Roof& roof, const ProfileOptions& opt) {
+  KILN_CHECK(opt.runs >= 1, "profile: runs must be at least 1");
+  KILN_CHECK(opt.threads >= 1, "profile: threads must be at least 1");
+  Profile p;
+  p.threads = opt.threads;
+  p.runs = opt.runs;
+  p.roof = roof;
+  RunOptions ro;
+  ro.threads = opt.threads;
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < opt.warmup; ++i) {
+    exe.run(inputs, outputs, ro);
+    exe.profile_run(inputs, outputs, ro);
+  }
+  std::vector<double> plain, profiled;
+  const auto first = Clock::now();
+  for (int r = 0; r < opt.runs; ++r) {
+    auto t0 = Clock::now();
+    exe.run(inputs, outputs, ro);
+    plain.push_back(ms_since(t0));
+    t0 = Clock::now();
+    p.run_start_ms.push_back(std::chrono::duration<double, std::milli>(t0 - first).count());
+    p.timeline.push_back(exe.profile_run(inputs, outputs, ro));
+    profiled.push_back(ms_since(t0));
+  }
+  p.plain_ms = median(plain);
+  p.profiled_ms = median(profiled);
+  p.overhead_fraction = p.plain_ms > 0 ? p.profiled_ms / p.plain_ms - 1 : 0;
+
+  std::unordered_map<std::string, const Node*> by_name;
+  for (const auto& n : costed.graph->nodes()) by_name[n->name] = n.get();
+  const std::vector<StepTiming>& steps = p.timeline.front();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    KernelProfile k;
+    k.name = steps[s].node;
+    k.op = steps[s].op;
+    k.tactic = steps[s].tactic;
+    k.fast = steps[s].fast;
+    std::vector<double> ms;
+    for (const auto& run : p.timeline) ms.push_back(run.at(s).ms);
+    k.ms = median(ms);
+    auto it = by_name.find(k.name);
+    std::optional<ops::Cost> c = it != by_name.end() ? ops::node_cost(*it->second) : std::nullopt;
+    k.costed = c.has_value();
+    if (c) {
+      k.flops = c->flops;
+      k.bytes = c->bytes_read + c->bytes_written;
+    }
+    p.kernels.push_back(std::move(k));
+  }
+  summarize(p, sources);
+  p.suggestions = suggest(p, *costed.graph);
+  return p;
+}
+
+}  // namespace kiln::analysis

@@ -1,0 +1,186 @@
+// kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
+// this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
+// --json, --explain (measured against the perf model's prediction for the compiled graph).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_inputs.h"
+#include "common.h"
+#include "kiln/analysis/chip.h"
+#include "kiln/analysis/perf_diagnose.h"
+#include "kiln/analysis/profile.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/kernels/parallel.h"
+#include "kiln/runtime/artifact.h"
+#include "verbs.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The artifact compiled from MODEL lives in the temporary directory for the verb's duration.
+class TempArtifact {
+ public:
+  TempArtifact() : path_((fs::temp_directory_path() / str_cat("kiln-profile-", getpid(), ".kiln")).string()) {}
+  ~TempArtifact() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  KILN_CHECK(f.good(), path, ": cannot write");
+}
+
+std::string parent_dir(const std::string& path) {
+  std::string d = fs::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
+// The source model of an artifact, when its manifest names one that still exists.
+std::string artifact_source(const std::string& artifact, const ArtifactManifest& m) {
+  if (m.source_model.empty()) return "";
+  fs::path src = m.source_model;
+  if (!fs::exists(src) && src.is_relative()) src = fs::path(artifact).parent_path() / src;
+  return fs::exists(src) ? src.string() : "";
+}
+
+ops::InputSpec shapes_of(const TensorMap& t) {
+  ops::InputSpec spec;
+  for (const auto& [name, tensor] : t) spec.shapes[name] = tensor.dims();
+  return spec;
+}
+
+}  // namespace
+
+int verb_profile(int argc, char** argv) {
+  std::vector<char*> rest;
+  int level = take_opt_level("profile", argc, argv, rest, 2);
+  Args a("profile", static_cast<int>(rest.size()), rest.data(),
+         {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
+          "--shape", "--cache"},
+         {"--json", "--explain", "--quiet"});
+  KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
+  const std::string path = a.positional()[0];
+  KILN_CHECK(fs::exists(path), "kiln profile: ", path, ": cannot open");
+  analysis::ProfileOptions opt;
+  opt.threads = static_cast<int>(a.get_int("--threads", kernels::hardware_threads()));
+  opt.runs = static_cast<int>(a.get_int("--runs", 10));
+  opt.warmup = static_cast<int>(a.get_int("--warmup", 2));
+  int64_t top = a.get_int("--top", 15);
+  KILN_CHECK(opt.threads >= 1, "--threads must be >= 1");
+  KILN_CHECK(opt.runs >= 1, "--runs must be >= 1");
+  KILN_CHECK(opt.warmup >= 0, "--warmup must be >= 0");
+  KILN_CHECK(top >= 1, "--top must be >= 1");
+  KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
+  const bool quiet = a.has("--quiet") || a.has("--json");
+  auto progress = [&](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "profile: %s\n", line.c_str());
+  };
+
+  // The artifact: given, or compiled from MODEL for exactly the shapes profiled.
+  ShapeFlags sf = parse_shape_flags(a);
+  TempArtifact temp;
+  std::string artifact = path, source_path;
+  std::unique_ptr<Model> source;
+  const bool given_artifact = is_artifact_file(path);
+  if (given_artifact) source_path = artifact_source(path, read_artifact_manifest(path));
+  else source_path = path;
+  if (!source_path.empty()) source = std::make_unique<Model>(load_model(source_path, sf));
+
+  InputRequest req;
+  req.dims = sf.spec.dims;
+  std::unique_ptr<Executable> exe;
+  if (given_artifact) exe = Executable::load(path);
+  const Graph& fed = exe ? *exe->model().graph : *source->graph;
+  if (a.has("--batch")) {
+    req.batch = a.get_int("--batch", 1);
+    DimBindings b = batch_bindings(fed, *req.batch);
+    req.dims.insert(b.begin(), b.end());
+  }
+  for (const auto& s : a.all("--input")) {
+    auto eq = s.find('=');
+    KILN_CHECK(eq != std::string::npos && eq > 0, "--input: expected NAME=FILE.npy, got '", s, "'");
+    req.files[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  req.zoo_dirs.push_back(parent_dir(path));
+  if (!source_path.empty()) req.zoo_dirs.push_back(parent_dir(source_path));
+  req.seed = static_cast<uint64_t>(a.get_int("--seed", 0));
+  BenchInputs inputs = make_bench_inputs(fed, req);
+  ops::InputSpec shapes = shapes_of(inputs.tensors);
+  if (source) ops::specialize_inputs(*source, shapes);
+
+  if (!exe) {
+    progress("compiling " + path + " at -O" + std::to_string(level));
+    compiler::CompileOptions copt;
+    copt.opt_level = level;
+    copt.inputs = shapes;
+    copt.threads = opt.threads;
+    compiler::compile_file(path, temp.path(), copt);
+    artifact = temp.path();
+    exe = Executable::load(artifact);
+  }
+  // The optimized graph at the profiled shapes, for FLOPs and bytes per kernel.
+  Model costed = read_artifact(artifact).model;
+  ops::specialize_inputs(costed, shapes);
+  analysis::SourceMap sources = source ? analysis::map_sources(*source->graph, *costed.graph) : analysis::SourceMap{};
+
+  analysis::MachinePeaks machine =
+      analysis::load_or_measure_machine(a.get_or("--cache", analysis::default_machine_cache_path()), false);
+  analysis::Roof roof = analysis::roof_for(machine, opt.threads);
+  roof.dispatch_us = analysis::measure_dispatch_us(opt.threads);
+
+  std::vector<Tensor> ordered;
+  for (const Value* v : exe->model().graph->inputs) {
+    auto it = inputs.tensors.find(v->name);
+    ordered.push_back(it != inputs.tensors.end() ? it->second : Tensor());
+  }
+  progress(str_cat(opt.warmup, " warm-up and ", opt.runs, " profiled runs, each after a plain run"));
+  analysis::Profile p = analysis::profile_model(*exe, ordered, costed, sources, roof, opt);
+  p.model = path;
+  p.machine = machine.cpu + " x" + std::to_string(machine.cores);
+
+  std::optional<analysis::Diagnosis> diag;
+  if (a.has("--explain")) {
+    // The perf model for kiln's runtime on these threads, on the graph as compiled.
+    analysis::Chip chip = analysis::chip_from_machine(machine, opt.threads);
+    analysis::PerfOptions po;
+    analysis::attach_predictions(p, analysis::estimate(costed, inputs.batch, chip, po, true));
+    diag = analysis::diagnose(costed, chip, po, p.plain_ms, inputs.batch);
+  }
+  std::string out;
+  if (a.has("--json")) {
+    out = analysis::profile_to_json(p);
+    if (diag) {  // splice the comparison in as "explain": {...}
+      out.erase(out.find_last_of('}'));
+      out += ",\"explain\":" + analysis::diagnosis_to_json(*diag) + "}\n";
+    }
+  } else {
+    out = analysis::profile_to_text(p, static_cast<size_t>(top));
+    if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (auto f = a.get("--trace")) {
+    write_text(*f, analysis::profile_to_trace(p));
+    std::fprintf(stderr, "wrote %s\n", f->c_str());
+  }
+  if (auto f = a.get("--html")) {
+    write_text(*f, analysis::profile_to_html(p));
+    std::fprintf(stderr, "wrote %s\n", f->c_str());
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli

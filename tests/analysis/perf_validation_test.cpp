@@ -1,0 +1,148 @@
+// Issue 5 item 6: with --chip cpu (this machine's measured ceilings and kernel rates), the perf
+// model's predicted latency of each compiled zoo model is within +-30% of the measured compiled
+// latency, at batch 1, 4 and 16. Prints the table; fails beyond the bound.
+//
+// Rows: every zoo model at batch 1; batches 4 and 16 for the vision models and digits_cnn (the
+// zoo's bert_base and gpt2 exports fix batch 1 in their Reshape targets; gpt2_decode's KV cache
+// and Silero's state are batch-1 inputs too).
+// One thread: the machine is shared by other builds and benchmarks, and a single-threaded run is
+// disturbed by them far less than one that waits for a second core at every parallel region.
+// Measured = the CPU time of the running thread (one thread: every kernel runs on it), fastest of
+// a few runs (at least 2, up to ~0.25 s per row), as kiln machine keeps the best of its
+// repetitions: time the thread spends descheduled by other work on the machine is not the
+// model's to predict. Wall time is printed beside it. Artifacts persist in the build directory, so a
+// rerun finds them up to date (kiln compile's recompile cache) and only measures.
+#include <gtest/gtest.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "kiln/analysis/chip.h"
+#include "kiln/analysis/machine.h"
+#include "kiln/analysis/perf_model.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/ir/npy.h"
+#include "kiln/frontend/onnx.h"
+#include "kiln/runtime/artifact.h"
+
+namespace kiln::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kBound = 0.30;
+constexpr int kMinRuns = 2, kMaxRuns = 50;
+constexpr double kRowSeconds = 0.25;
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+// The zoo input `t` with its leading dim made `batch`: rows cycled (or cut).
+Tensor with_batch(const Tensor& t, int64_t batch) {
+  std::vector<int64_t> dims = t.dims();
+  if (dims.empty() || dims[0] == batch) return t;
+  int64_t rows = dims[0];
+  size_t row_bytes = t.nbytes() / static_cast<size_t>(rows);
+  dims[0] = batch;
+  Tensor out(t.dtype(), dims);
+  for (int64_t r = 0; r < batch; ++r)
+    std::memcpy(static_cast<char*>(out.raw()) + r * row_bytes,
+                static_cast<const char*>(t.raw()) + (r % rows) * row_bytes, row_bytes);
+  return out;
+}
+
+struct Row {
+  std::string model;
+  int64_t batch = 0;
+  double predicted_ms = 0, measured_ms = 0, wall_ms = 0;
+  std::string bound;
+  int64_t uncosted = 0;  // nodes whose shapes are known only at run time (If branches)
+};
+
+Row validate(const fs::path& zoo, const std::string& name, int64_t batch, const Chip& chip) {
+  fs::path model = zoo / name / "model.onnx";
+  Model src = import_onnx(model.string());
+  std::vector<Tensor> inputs;
+  ops::InputSpec shapes;
+  for (const Value* v : src.graph->inputs) {
+    Tensor t = read_npy((zoo / name / "inputs" / (v->name + ".npy")).string());
+    // Only a symbolic leading dim is the batch (Silero's state is [2, batch, 64]).
+    if (v->shape.rank() > 0 && !v->shape.dims[0].is_static()) t = with_batch(t, batch);
+    shapes.shapes[v->name] = t.dims();
+    inputs.push_back(t);
+  }
+  fs::path dir = fs::path(KILN_BINARY_DIR) / "perf_validation";
+  fs::create_directories(dir);
+  std::string art = (dir / (name + "_b" + std::to_string(batch) + ".kiln")).string();
+  compiler::CompileOptions copt;
+  copt.inputs = shapes;
+  copt.threads = 1;
+  copt.cache_dir = (dir / "kernel_cache").string();
+  compiler::compile_file(model.string(), art, copt);
+
+  auto exe = Executable::load(art);
+  RunOptions ro;
+  ro.threads = 1;
+  std::vector<Tensor> outputs;
+  exe->run(inputs, outputs, ro);  // warm: plan, first touch of the arena and weights
+  double best = 1e30, best_wall = 1e30, spent = 0;
+  for (int r = 0; r < kMaxRuns && (r < kMinRuns || spent < kRowSeconds * 1e3); ++r) {
+    double c0 = thread_cpu_ms();
+    auto t0 = std::chrono::steady_clock::now();
+    exe->run(inputs, outputs, ro);
+    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, thread_cpu_ms() - c0);
+    best_wall = std::min(best_wall, wall);
+    spent += wall;
+  }
+  Model costed = read_artifact(art).model;
+  ops::specialize_inputs(costed, shapes);
+  PerfRow row = estimate(costed, batch, chip, PerfOptions{});
+  return {name, batch, row.latency_ms, best, best_wall, std::string(bound_name(row.bound)), row.uncosted_nodes};
+}
+
+TEST(PerfValidation, CompiledZooWithin30PercentOfThePrediction) {
+  fs::path zoo = fs::path(KILN_BINARY_DIR) / "zoo";
+  if (!fs::exists(zoo / "resnet18" / "model.onnx")) GTEST_SKIP() << "no model zoo at " << zoo;
+  MachinePeaks machine = load_or_measure_machine(default_machine_cache_path(), false);
+  Chip chip = chip_from_machine(machine, 1);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> plan = {
+      {"digits_cnn", {1, 4, 16}},   {"resnet18", {1, 4, 16}}, {"resnet50", {1, 4, 16}},
+      {"mobilenet_v2", {1, 4, 16}}, {"efficientnet_b0", {1, 4, 16}}, {"bert_base", {1}},
+      {"gpt2", {1}},                {"gpt2_decode", {1}},       {"silero_vad_legacy", {1}},
+      {"silero_vad_v5", {1}},       {"silero_vad_v6", {1}}};
+  std::vector<Row> rows;
+  for (const auto& [name, batches] : plan) {
+    if (!fs::exists(zoo / name / "model.onnx")) continue;
+    for (int64_t b : batches) rows.push_back(validate(zoo, name, b, chip));
+  }
+  std::printf("perf model (--chip cpu, 1 thread) vs compiled kiln (thread CPU time, fastest run):\n");
+  std::printf("%-18s %6s %13s %12s %9s %9s %9s\n", "model", "batch", "predicted_ms", "measured_ms", "wall_ms", "pred/meas",
+              "bound");
+  for (const Row& r : rows)
+    std::printf("%-18s %6lld %13.3f %12.3f %9.3f %9.2f %9s%s\n", r.model.c_str(), static_cast<long long>(r.batch),
+                r.predicted_ms, r.measured_ms, r.wall_ms, r.predicted_ms / r.measured_ms, r.bound.c_str(),
+                r.uncosted ? str_cat("  not checked: ", r.uncosted, " nodes have run-time shapes").c_str()
+                : std::abs(r.predicted_ms / r.measured_ms - 1) > kBound ? "  <-- beyond 30%" : "");
+  int checked = 0;
+  for (const Row& r : rows) {
+    // Silero's compiled graph is one If whose branches the runtime interprets with shapes it
+    // learns only when running: there is nothing static to cost, and the model says so.
+    if (r.uncosted > 0) continue;
+    ++checked;
+    EXPECT_LE(std::abs(r.predicted_ms / r.measured_ms - 1), kBound)
+        << r.model << " at batch " << r.batch << ": predicted " << r.predicted_ms << " ms, measured " << r.measured_ms;
+  }
+  EXPECT_GE(checked, 16);  // 5 models x 3 batches + bert, gpt2, gpt2_decode
+}
+
+}  // namespace
+}  // namespace kiln::analysis

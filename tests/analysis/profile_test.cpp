@@ -1,0 +1,332 @@
+// kiln profile: verdicts on synthetic numbers, suggestions derived from the numbers, the JSON /
+// trace / HTML renderings of a real profiled run, the source map, and the CLI's one-line errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/json_reader.h"
+#include "kiln/analysis/profile.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/ir/error.h"
+#include "kiln/ir/text.h"
+#include "kiln/ops/op.h"
+#include "kiln/runtime/artifact.h"
+
+namespace kiln::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path test_dir() {
+  fs::path d = fs::temp_directory_path() / ("kiln_profile_test_" + std::to_string(getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+Roof toy_roof() {
+  Roof r;
+  r.peak_gflops = 100;
+  r.bandwidth_gbs = 10;
+  r.dispatch_us = 5;
+  return r;
+}
+
+TEST(ProfileVerdict, ComputeMemoryAndOverheadFromTheNumbers) {
+  Roof r = toy_roof();
+  // 1 GFLOP over 1 MB: 10 ms of compute against 0.1 ms of memory; measured 20 ms = half the roof.
+  KernelJudgement c = judge_kernel(1e9, 1e6, 20, r);
+  EXPECT_EQ(c.verdict, Bound::compute);
+  EXPECT_DOUBLE_EQ(c.roof_ms, 10);
+  EXPECT_DOUBLE_EQ(c.roof_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(c.gflops, 50);
+  EXPECT_DOUBLE_EQ(c.intensity, 1000);
+  // 100 MB at 10 GB/s: 10 ms of memory; 1 MFLOP is nothing.
+  KernelJudgement m = judge_kernel(1e6, 1e8, 12.5, r);
+  EXPECT_EQ(m.verdict, Bound::memory);
+  EXPECT_DOUBLE_EQ(m.roof_ms, 10);
+  EXPECT_DOUBLE_EQ(m.roof_fraction, 0.8);
+  EXPECT_DOUBLE_EQ(m.gbs, 8);
+  // 10 KFLOP and 10 KB: 1 us at the roof, under the 5 us dispatch: overhead, however slow.
+  KernelJudgement o = judge_kernel(1e4, 1e4, 0.05, r);
+  EXPECT_EQ(o.verdict, Bound::overhead);
+  EXPECT_NEAR(o.roof_ms, 1e-3, 1e-12);
+  // Just above the dispatch cost it is judged by its roof again.
+  EXPECT_EQ(judge_kernel(1e4, 6e4, 0.05, r).verdict, Bound::memory);
+}
+
+TEST(ProfileVerdict, RoofForThreadsUsesPerCoreOrAllCoreFigures) {
+  MachinePeaks m;
+  m.cores = 4;
+  m.fp32_gflops_per_core = 100;
+  m.fp32_gflops_all_cores = 380;
+  m.dram_gbs_one_core = 20;
+  m.dram_gbs_all_cores = 50;
+  EXPECT_DOUBLE_EQ(roof_for(m, 1).peak_gflops, 100);
+  EXPECT_DOUBLE_EQ(roof_for(m, 1).bandwidth_gbs, 20);
+  EXPECT_DOUBLE_EQ(roof_for(m, 2).peak_gflops, 200);
+  EXPECT_DOUBLE_EQ(roof_for(m, 2).bandwidth_gbs, 50);
+  EXPECT_DOUBLE_EQ(roof_for(m, 4).peak_gflops, 380);
+  EXPECT_DOUBLE_EQ(roof_for(m, 8).peak_gflops, 380);
+  EXPECT_THROW(roof_for(m, 0), Error);
+}
+
+// x[8,64] -> MatMul(w) -> Add(b) -> Relu -> Transpose, shapes inferred.
+Model mlp() {
+  Model m;
+  m.opsets[""] = 17;
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", DType::f32, Shape({Dim(8), Dim(64)}));
+  Value* w = g.add_initializer("w", Tensor(DType::f32, {64, 64}));
+  Value* b = g.add_initializer("b", Tensor(DType::f32, {64}));
+  Value* y = g.add_node("MatMul", {x, w}, {"y"}, {}, "mm")->outputs[0];
+  Value* z = g.add_node("Add", {y, b}, {"z"}, {}, "bias")->outputs[0];
+  Value* r = g.add_node("Relu", {z}, {"r"}, {}, "act")->outputs[0];
+  Value* t = g.add_node("Transpose", {r}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}, "tr")->outputs[0];
+  g.outputs = {t};
+  ops::infer_shapes(m);
+  return m;
+}
+
+KernelProfile kernel(const std::string& name, const std::string& op, double ms, double flops, double bytes,
+                     bool fast = true) {
+  KernelProfile k;
+  k.name = name;
+  k.op = op;
+  k.ms = ms;
+  k.flops = flops;
+  k.bytes = bytes;
+  k.fast = fast;
+  return k;
+}
+
+const Suggestion* find(const std::vector<Suggestion>& s, const std::string& kind) {
+  for (const auto& x : s)
+    if (x.kind == kind) return &x;
+  return nullptr;
+}
+
+TEST(ProfileSuggest, UnfusedChainAndReferenceKernelComeFromTheNumbers) {
+  Model m = mlp();
+  Profile p;
+  p.roof = toy_roof();
+  p.kernels = {kernel("mm", "MatMul", 1.0, 2 * 8 * 64 * 64, 4 * (8 * 64 * 2 + 64 * 64)),
+               kernel("bias", "Add", 0.4, 512, 4 * (512 * 2 + 64)), kernel("act", "Relu", 0.3, 512, 4 * 1024),
+               kernel("tr", "Transpose", 0.2, 0, 4 * 1024, false)};
+  summarize(p, {});
+  std::vector<Suggestion> s = suggest(p, *m.graph);
+  const Suggestion* fuse = find(s, "fuse");
+  ASSERT_NE(fuse, nullptr);
+  // The chain is MatMul -> Add -> Relu (the Transpose is no elementwise consumer); fusing folds
+  // away the two elementwise kernels: 0.4 + 0.3 ms.
+  EXPECT_NE(fuse->detail.find("'mm'"), std::string::npos) << fuse->detail;
+  EXPECT_NE(fuse->detail.find("'bias'"), std::string::npos);
+  EXPECT_NE(fuse->detail.find("'act'"), std::string::npos);
+  EXPECT_EQ(fuse->detail.find("'tr'"), std::string::npos);
+  EXPECT_NEAR(fuse->ms, 0.7, 1e-12);
+  const Suggestion* ref = find(s, "reference-kernel");
+  ASSERT_NE(ref, nullptr);
+  EXPECT_NE(ref->detail.find("Transpose"), std::string::npos);
+  EXPECT_NEAR(ref->ms, 0.2, 1e-12);
+  EXPECT_EQ(s.front().kind, "fuse");  // largest time at stake first
+
+  // The same graph with the elementwise kernels taking no time: nothing to gain from fusing.
+  p.kernels[1].ms = p.kernels[2].ms = 0;
+  summarize(p, {});
+  EXPECT_EQ(find(suggest(p, *m.graph), "fuse"), nullptr);
+}
+
+TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
+  Model m = mlp();
+  Profile p;
+  p.roof = toy_roof();
+  // 16 KiB of weights out of 20 KiB moved: memory-bound at 10 GB/s (2 us), measured 40 us.
+  double bytes = 4 * (8 * 64 * 2 + 64 * 64);
+  p.kernels = {kernel("mm", "MatMul", 0.04, 2 * 8 * 64 * 64, bytes)};
+  p.roof.dispatch_us = 1;
+  summarize(p, {});
+  ASSERT_EQ(p.kernels[0].j.verdict, Bound::memory);
+  std::vector<Suggestion> s = suggest(p, *m.graph);
+  const Suggestion* q = find(s, "quantize-weights");
+  ASSERT_NE(q, nullptr);
+  EXPECT_NE(q->detail.find("8 rows"), std::string::npos) << q->detail;
+  EXPECT_NEAR(q->ms, 0.04 * 0.75 * (4 * 64 * 64) / bytes, 1e-12);
+  EXPECT_EQ(find(s, "tune"), nullptr);
+
+  // The same kernel with 100x the FLOPs: compute-bound at 6.6 ms of roof, measured 20 ms (33%).
+  p.kernels[0].flops = 6.6e8;
+  p.kernels[0].ms = 20;
+  summarize(p, {});
+  ASSERT_EQ(p.kernels[0].j.verdict, Bound::compute);
+  s = suggest(p, *m.graph);
+  const Suggestion* t = find(s, "tune");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NEAR(t->ms, 20 - 6.6, 1e-9);
+  EXPECT_EQ(find(s, "quantize-weights"), nullptr);
+  // At 60% of the roof there is nothing to tune.
+  p.kernels[0].ms = 11;
+  summarize(p, {});
+  EXPECT_EQ(find(suggest(p, *m.graph), "tune"), nullptr);
+}
+
+TEST(ProfileSourceMap, FusedNodesCoverTheNodesTheyReplaced) {
+  Model original = mlp();
+  // What epilogue fusion makes of it: one node taking over 'r' (MatMul + Add + Relu), the
+  // transpose kept, and a node with a new output that covers nothing.
+  Model compiled;
+  compiled.opsets[""] = 17;
+  Graph& g = *compiled.graph;
+  Value* x = g.add_input("x", DType::f32, Shape({Dim(8), Dim(64)}));
+  Value* w = g.add_initializer("w.packed", Tensor(DType::f32, {64, 64}));
+  Value* r = g.add_node("MatMul", {x, w}, {"r"}, {}, "fused")->outputs[0];
+  Value* t = g.add_node("Transpose", {r}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}, "tr")->outputs[0];
+  Value* n = g.add_node("Relu", {t}, {"new_value"}, {}, "extra")->outputs[0];
+  g.outputs = {n};
+  SourceMap map = map_sources(*original.graph, g);
+  ASSERT_EQ(map.count("fused"), 1u);
+  std::vector<std::string> names;
+  for (const auto& s : map.at("fused")) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"mm", "bias", "act"}));
+  EXPECT_GT(map.at("fused")[0].flops, 0);  // costs read from the original graph
+  ASSERT_EQ(map.count("tr"), 1u);
+  EXPECT_EQ(map.at("tr").size(), 1u);
+  EXPECT_EQ(map.count("extra"), 0u);
+}
+
+// A real compiled run of the MLP: the JSON has the documented fields, the trace is well-formed
+// and has one event per step per run, the HTML has one circle per kernel.
+class ProfileRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::path dir = test_dir();
+    Model m = mlp();
+    std::string kir = (dir / "mlp.kir").string();
+    std::ofstream(kir) << print_model(m);
+    std::string art = (dir / "mlp.kiln").string();
+    compiler::CompileOptions copt;
+    copt.cache_dir = (dir / "cache").string();
+    compiler::compile_file(kir, art, copt);
+    auto exe = Executable::load(art);
+    Model costed = read_artifact(art).model;
+    ops::infer_shapes(costed);
+    SourceMap sources = map_sources(*m.graph, *costed.graph);
+    std::vector<Tensor> inputs = {Tensor(DType::f32, {8, 64})};
+    ProfileOptions opt;
+    opt.runs = 3;
+    opt.warmup = 1;
+    profile_ = new Profile(profile_model(*exe, inputs, costed, sources, toy_roof(), opt));
+    profile_->model = kir;
+  }
+  static void TearDownTestSuite() {
+    delete profile_;
+    std::error_code ec;
+    fs::remove_all(test_dir(), ec);
+  }
+  static Profile* profile_;
+};
+Profile* ProfileRun::profile_ = nullptr;
+
+TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
+  const Profile& p = *profile_;
+  ASSERT_FALSE(p.kernels.empty());
+  EXPECT_EQ(p.timeline.size(), 3u);
+  EXPECT_GT(p.plain_ms, 0);
+  EXPECT_GT(p.profiled_ms, 0);
+  JsonValue j = parse_json(profile_to_json(p), "profile json");
+  for (const char* k : {"total_ms", "plain_ms", "profiled_ms", "overhead_fraction", "threads", "runs"})
+    ASSERT_TRUE(j.find(k) && j.find(k)->is_number()) << k;
+  const JsonValue* ks = j.find("kernels");
+  ASSERT_TRUE(ks && ks->is_array());
+  ASSERT_EQ(ks->items().size(), p.kernels.size());
+  double sum = 0;
+  bool covers_mm = false;
+  for (const JsonValue& k : ks->items()) {
+    ASSERT_TRUE(k.find("name") && k.find("name")->is_string());
+    ASSERT_TRUE(k.find("nodes") && k.find("nodes")->is_array());
+    for (const char* f : {"ms", "flops", "bytes", "share", "gflops", "gbs", "roof_fraction"})
+      ASSERT_TRUE(k.find(f) && k.find(f)->is_number()) << f;
+    const std::string& v = k.find("verdict")->string();
+    EXPECT_TRUE(v == "compute" || v == "memory" || v == "overhead") << v;
+    sum += k.find("ms")->number();
+    for (const JsonValue& n : k.find("nodes")->items()) covers_mm |= n.string() == "mm";
+  }
+  EXPECT_NEAR(sum, j.find("total_ms")->number(), 1e-9);
+  EXPECT_TRUE(covers_mm);  // the MatMul's kernel names the ONNX node it came from
+  // The GEMM kernel's FLOPs are the op table's: 2 x 8 x 64 x 64.
+  bool found = false;
+  for (const auto& k : p.kernels)
+    if (std::find(k.nodes.begin(), k.nodes.end(), "mm") != k.nodes.end()) {
+      EXPECT_DOUBLE_EQ(k.flops, 2.0 * 8 * 64 * 64 + (k.nodes.size() > 1 ? 2.0 * 8 * 64 : 0)) << k.op;
+      found = true;
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ProfileRun, TraceIsChromeTraceJsonWithOneEventPerStepPerRun) {
+  const Profile& p = *profile_;
+  JsonValue j = parse_json(profile_to_trace(p), "trace");
+  const JsonValue* ev = j.find("traceEvents");
+  ASSERT_TRUE(ev && ev->is_array());
+  size_t complete = 0;
+  double last_end_in_run0 = 0;
+  for (const JsonValue& e : ev->items()) {
+    ASSERT_TRUE(e.find("ph") && e.find("pid") && e.find("tid")) << "every event names its process and thread";
+    if (e.find("ph")->string() != "X") continue;
+    ++complete;
+    ASSERT_TRUE(e.find("ts")->is_number() && e.find("dur")->is_number() && e.find("name")->is_string());
+    EXPECT_GE(e.find("dur")->number(), 0);
+    if (e.find("args")->find("run")->number() == 0) {
+      EXPECT_GE(e.find("ts")->number() + 1e-9, last_end_in_run0);  // steps follow each other
+      last_end_in_run0 = e.find("ts")->number() + e.find("dur")->number();
+    }
+  }
+  EXPECT_EQ(complete, p.kernels.size() * p.timeline.size());
+}
+
+TEST_F(ProfileRun, HtmlHasAnSvgRooflineWithOnePointPerKernel) {
+  const Profile& p = *profile_;
+  std::string html = profile_to_html(p);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  ASSERT_NE(html.find("<svg"), std::string::npos);
+  size_t circles = 0;
+  for (size_t pos = html.find("class=\"kernel\""); pos != std::string::npos; pos = html.find("class=\"kernel\"", pos + 1))
+    ++circles;
+  EXPECT_EQ(circles, p.kernels.size());
+  EXPECT_NE(html.find("class=\"roof\""), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained, no script
+  for (const auto& k : p.kernels) EXPECT_NE(html.find(k.name), std::string::npos);
+}
+
+// Runs the CLI; returns its exit code and stdout + stderr.
+std::pair<int, std::string> run_cli(const std::string& args) {
+  fs::path kiln = fs::path(KILN_BINARY_DIR) / "bin" / "kiln";
+  std::string cmd = kiln.string() + " profile " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  int rc = p ? pclose(p) : -1;
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+TEST(ProfileCli, ErrorsAreOneLine) {
+  if (!fs::exists(fs::path(KILN_BINARY_DIR) / "bin" / "kiln")) GTEST_SKIP() << "kiln CLI not built";
+  std::string digits = std::string(KILN_SOURCE_DIR) + "/build/zoo/digits_cnn/model.onnx";
+  auto [rc, out] = run_cli("/nonexistent/model.onnx");
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(out, "kiln: kiln profile: /nonexistent/model.onnx: cannot open\n");
+  for (const char* bad : {"--top 0", "--runs 0", "--threads 0"}) {
+    auto [rc2, out2] = run_cli(digits + " " + bad);
+    EXPECT_EQ(rc2, 1) << bad;
+    EXPECT_EQ(std::count(out2.begin(), out2.end(), '\n'), 1) << out2;
+    EXPECT_NE(out2.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << out2;
+  }
+  auto [rc3, out3] = run_cli(digits + " --top many");
+  EXPECT_EQ(rc3, 1);
+  EXPECT_EQ(std::count(out3.begin(), out3.end(), '\n'), 1) << out3;
+}
+
+}  // namespace
+}  // namespace kiln::analysis
