@@ -2,6 +2,10 @@
 // model's predicted latency of each compiled zoo model is within +-30% of the measured compiled
 // latency, at batch 1, 4 and 16. Prints the table; fails beyond the bound.
 //
+// It times real runs, so it is a benchmark, not part of `make test` (timed tests on a shared
+// machine are flaky): disabled by default, run by scripts/perf_validate.sh, results recorded in
+// BENCHMARKS.md.
+//
 // Rows: every zoo model at batch 1; batches 4 and 16 for the vision models and digits_cnn (the
 // zoo's bert_base and gpt2 exports fix batch 1 in their Reshape targets; gpt2_decode's KV cache
 // and Silero's state are batch-1 inputs too).
@@ -109,7 +113,7 @@ Row validate(const fs::path& zoo, const std::string& name, int64_t batch, const 
   return {name, batch, row.latency_ms, best, best_wall, std::string(bound_name(row.bound)), row.uncosted_nodes};
 }
 
-TEST(PerfValidation, CompiledZooWithin30PercentOfThePrediction) {
+TEST(PerfValidation, DISABLED_CompiledZooWithin30PercentOfThePrediction) {
   fs::path zoo = fs::path(KILN_BINARY_DIR) / "zoo";
   if (!fs::exists(zoo / "resnet18" / "model.onnx")) GTEST_SKIP() << "no model zoo at " << zoo;
   MachinePeaks machine = load_or_measure_machine(default_machine_cache_path(), false);
