@@ -10,4 +10,5 @@ int verb_opt(int argc, char** argv);
 int verb_passes(int argc, char** argv);
 int verb_perf(int argc, char** argv);
 int verb_compile(int argc, char** argv);
+int verb_quantize(int argc, char** argv);
 }  // namespace kiln::cli

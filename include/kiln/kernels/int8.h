@@ -92,6 +92,28 @@ inline void store_output(const QEpilogue& e, float v, void* p) {
   else *static_cast<int8_t*>(p) = static_cast<int8_t>(quantize_value(v, e.out_inv_scale, e.out_zp, e.out));
 }
 
+// Dynamic quantization of f32 activations to u8, exactly DynamicQuantizeLinear: the range
+// [min(0, lo), max(0, hi)] over 255 steps (scale 1 when it is empty), zero point
+// saturate(round(-min / scale)), values saturate(round_half_even(x / scale) + zero point).
+struct DynamicQParams {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+};
+inline DynamicQParams dynamic_qparams(float lo, float hi) {
+  lo = std::min(lo, 0.f), hi = std::max(hi, 0.f);
+  DynamicQParams p;
+  p.scale = hi == lo ? 1.f : (hi - lo) / 255.f;
+  float z = std::nearbyint((0.f - lo) / p.scale);
+  p.zero_point = static_cast<int32_t>(std::min(std::max(z, 0.f), 255.f));
+  return p;
+}
+inline int32_t quantize_dynamic(float x, const DynamicQParams& p) {
+  float v = x / p.scale;
+  if (std::isnan(v)) return p.zero_point;
+  v = std::min(std::max(v, -1073741824.f), 1073741824.f);
+  return std::min(std::max(static_cast<int32_t>(std::nearbyint(v)) + p.zero_point, 0), 255);
+}
+
 // The micro-kernels and epilogue of one ISA.
 struct QKernels {
   QIsa isa = QIsa::Scalar;
