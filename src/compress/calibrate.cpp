@@ -115,14 +115,16 @@ std::map<std::string, Tensor> run_with_taps(Model& m, const Inputs& inputs, cons
 }
 
 std::map<std::string, Observer> calibrate(Model& m, const std::vector<std::string>& tensors, const BatchSource& data,
+                                          const std::map<std::string, int>& channel_axis,
                                           const std::function<void(size_t, size_t)>& progress) {
   std::map<std::string, Observer> obs;
   for (const auto& t : tensors) obs[t];
+  for (const auto& [t, axis] : channel_axis) obs[t].track_channels(axis);
   for (size_t i = 0; i < data.size(); ++i) {
     std::map<std::string, Tensor> taps = run_with_taps(m, data.batch(i), tensors);
     for (auto& [name, t] : taps) {
       KILN_CHECK(t.dtype() == DType::f32, "calibration: tensor ", name, " is ", dtype_name(t.dtype()), ", not f32");
-      obs[name].observe(t.data<float>(), t.numel());
+      obs[name].observe(t);
     }
     if (progress) progress(i + 1, data.size());
   }

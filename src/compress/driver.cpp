@@ -56,7 +56,8 @@ Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result) {
   }
   auto t0 = Clock::now();
   std::map<std::string, Observer> obs =
-      calibrate(m, result.plan.tensors, data, [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
+      calibrate(m, result.plan.tensors, data, result.plan.channel_axis,
+                [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
   result.calibrate_seconds = since(t0);
   result.lines = apply_static(m, result.plan, obs, job.options);
   for (const auto& s : result.plan.skipped) result.lines.push_back("kept in float: " + s);

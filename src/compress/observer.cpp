@@ -43,6 +43,29 @@ void Observer::observe(const float* x, int64_t n) {
   count_ += finite;
 }
 
+void Observer::observe(const Tensor& t) {
+  KILN_CHECK(t.dtype() == DType::f32, "observer: expected an f32 tensor, got ", dtype_name(t.dtype()));
+  observe(t.data<float>(), t.numel());
+  if (channel_axis_ == -1000 || t.rank() == 0) return;
+  const int64_t rank = static_cast<int64_t>(t.rank());
+  const int64_t axis = channel_axis_ < 0 ? channel_axis_ + rank : channel_axis_;
+  if (axis < 0 || axis >= rank) return;
+  const int64_t channels = t.dim(static_cast<size_t>(axis));
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= t.dim(static_cast<size_t>(d));
+  if (channel_sum_.empty()) channel_sum_.assign(static_cast<size_t>(channels), 0.0);
+  if (static_cast<int64_t>(channel_sum_.size()) != channels) return;  // shape changed between batches: keep the first
+  const float* x = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) channel_sum_[(i / inner) % channels] += x[i];
+  channel_samples_ += channels ? t.numel() / channels : 0;
+}
+
+std::vector<double> Observer::channel_means() const {
+  std::vector<double> m = channel_sum_;
+  for (double& v : m) v /= static_cast<double>(std::max<int64_t>(channel_samples_, 1));
+  return m;
+}
+
 float Observer::quantile(double q) const {
   if (count_ == 0) return 0.f;
   const double target = q * static_cast<double>(count_);

@@ -2,6 +2,7 @@
 // the standard QDQ form (apply_static). The calibration in between is calibrate.cpp's.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "kiln/compress/quantize.h"
@@ -53,6 +54,40 @@ int64_t channel_axis(const Node& n) { return n.op == "Conv" || (n.op == "Gemm" &
 Tensor scalar_or_vector(const std::vector<float>& v) {
   if (v.size() == 1) return Tensor::scalar<float>(v[0]);
   return Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+}
+
+// (Wq * scale - W) E[x] per output channel: the mean shift weight rounding adds to the output,
+// from the calibration means of the input channels. Empty when the means do not fit.
+std::vector<double> weight_shift(const Node& n, const Tensor& w, const QuantizedWeight& qw, int64_t axis,
+                                 const std::vector<double>& mean) {
+  const int64_t channels = w.dim(static_cast<size_t>(axis));
+  const float* wf = w.data<float>();
+  const int8_t* q = qw.q.data<int8_t>();
+  const float* sc = qw.scale.data<float>();
+  auto scale = [&](int64_t c) { return qw.scale.numel() == 1 ? sc[0] : sc[c]; };
+  std::vector<double> shift(static_cast<size_t>(channels), 0.0);
+  if (n.op == "Conv") {
+    const int64_t group = n.attr_i("group", 1), per_ch = w.numel() / channels, cg = w.dim(1), taps = per_ch / cg;
+    if (static_cast<int64_t>(mean.size()) != cg * group) return {};
+    for (int64_t m = 0; m < channels; ++m)
+      for (int64_t c = 0; c < cg; ++c) {
+        const double e = mean[(m / (channels / group)) * cg + c];
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t i = (m * cg + c) * taps + t;
+          shift[m] += (q[i] * static_cast<double>(scale(m)) - wf[i]) * e;
+        }
+      }
+    return shift;
+  }
+  // Matrices: [K, N] with the channel on axis 1, or [N, K] (Gemm transB) on axis 0.
+  const int64_t K = w.dim(axis == 1 ? 0 : 1);
+  if (static_cast<int64_t>(mean.size()) != K) return {};
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t i = axis == 1 ? k * channels + c : c * K + k;
+      shift[c] += (q[i] * static_cast<double>(scale(c)) - wf[i]) * mean[k];
+    }
+  return shift;
 }
 
 }  // namespace
@@ -107,6 +142,7 @@ QuantPlan plan_static(const Model& m, const QuantizeOptions& opt) {
       continue;
     }
     plan.nodes.push_back(n.name);
+    plan.channel_axis[n.inputs[0]->name] = n.op == "Conv" ? 1 : -1;
     chosen.insert(n.inputs[0]);
     Value* t = after_activation(n.outputs[0]);
     if (!passes::is_graph_output(t)) chosen.insert(t);
@@ -124,14 +160,17 @@ QuantPlan plan_static(const Model& m, const QuantizeOptions& opt) {
       if (!passes::is_graph_output(t) && chosen.insert(t).second) grew = true;
     }
   }
-  // Data-movement ops between two quantized tensors share the parameters of their input.
+  // Data-movement ops (pooling by max, reshapes, transposes) of a quantized tensor give a
+  // quantized tensor with the same parameters, so they can run on int8 (fold-qdq).
   for (const auto& up : g.nodes()) {
     const Node& n = *up;
     static const char* kMovers[] = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"};
     if (!std::any_of(std::begin(kMovers), std::end(kMovers), [&](const char* op) { return is_op(&n, op); })) continue;
-    if (!n.input(0) || !chosen.count(n.inputs[0]) || !chosen.count(n.outputs[0])) continue;
+    if (!n.input(0) || !chosen.count(n.inputs[0]) || passes::is_graph_output(n.outputs[0])) continue;
+    if (n.outputs.size() > 1 && n.outputs[1]) continue;  // MaxPool's indices
     std::string root = n.inputs[0]->name;
     if (auto it = plan.shared.find(root); it != plan.shared.end()) root = it->second;
+    chosen.insert(n.outputs[0]);
     plan.shared[n.outputs[0]->name] = root;
   }
   for (const Value* v : g.inputs)
@@ -180,23 +219,41 @@ std::vector<std::string> apply_static(Model& m, const QuantPlan& plan, const std
     n->inputs[1] = dqw->outputs[0];
     std::string line = n->name + ": " + n->op + ", weight " + (per_channel ? "per channel" : "per tensor") + " (" +
                        std::to_string(qw.scale.numel()) + " scales)";
-    if (Value* b = n->input(2)) {
+    if (n->op == "Gemm" && !n->input(2)) n->attrs["beta"] = 1.f;  // a bias may be added below
+    // The float bias, corrected for the weight rounding's mean shift, then quantized to i32.
+    const int64_t channels = w.dim(static_cast<size_t>(axis));
+    std::optional<std::vector<double>> bias;
+    if (const Value* b = n->input(2)) {
       const Tensor& bt = *constant_of(b);
-      const int64_t channels = w.dim(static_cast<size_t>(axis));
+      bias.emplace(static_cast<size_t>(channels));
+      for (int64_t c = 0; c < channels; ++c) (*bias)[c] = bt.data<float>()[bt.numel() == 1 ? 0 : c];
+    }
+    auto obs = observers.find(n->inputs[0]->name);
+    if (opt.bias_correction && n->op != "MatMul" && obs != observers.end()) {  // MatMul has no bias input
+      std::vector<double> shift = weight_shift(*n, w, qw, axis, obs->second.channel_means());
+      if (!shift.empty()) {
+        if (!bias) bias.emplace(static_cast<size_t>(channels), 0.0);
+        for (int64_t c = 0; c < channels; ++c) (*bias)[c] -= shift[c];
+        line += ", bias corrected";
+      }
+    }
+    if (bias) {
       std::vector<float> bs(static_cast<size_t>(per_channel ? channels : 1));
       for (size_t c = 0; c < bs.size(); ++c) bs[c] = px.scale * qw.scale.data<float>()[c];
       Tensor bq(DType::i32, {channels});
       for (int64_t c = 0; c < channels; ++c) {
-        double v = std::nearbyint(bt.data<float>()[bt.numel() == 1 ? 0 : c] / bs[per_channel ? c : 0]);
+        double v = std::nearbyint((*bias)[c] / bs[per_channel ? c : 0]);
         bq.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
       }
       Tensor bscale = scalar_or_vector(bs);
       Tensor bz(DType::i32, bscale.dims());
+      const std::string bn = n->input(2) ? n->inputs[2]->name : n->name + "_bias";
       Node* dqb = rw.create("DequantizeLinear",
-                            {rw.constant(b->name + "_quantized", bq), rw.constant(b->name + "_scale", bscale),
-                             rw.constant(b->name + "_zero_point", bz)},
+                            {rw.constant(bn + "_quantized", bq), rw.constant(bn + "_scale", bscale),
+                             rw.constant(bn + "_zero_point", bz)},
                             per_channel ? std::map<std::string, Attribute>{{"axis", int64_t{0}}}
                                         : std::map<std::string, Attribute>{});
+      if (n->inputs.size() < 3) n->inputs.resize(3, nullptr);
       n->inputs[2] = dqb->outputs[0];
       line += ", bias i32";
     }

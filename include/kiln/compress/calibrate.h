@@ -35,8 +35,10 @@ class BatchSource {
 };
 
 // Runs `m` with the reference interpreter on every batch and feeds each tensor named in
-// `tensors` (values of the main graph) to its observer. `progress(i, n)` is called after each batch.
+// `tensors` (values of the main graph) to its observer; tensors in `channel_axis` also get
+// per-channel means along that axis. `progress(i, n)` is called after each batch.
 std::map<std::string, Observer> calibrate(Model& m, const std::vector<std::string>& tensors, const BatchSource& data,
+                                          const std::map<std::string, int>& channel_axis = {},
                                           const std::function<void(size_t, size_t)>& progress = nullptr);
 
 // Runs `m` on `inputs` and returns the named tensors (graph outputs or any value of the main graph).

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/ir/dtype.h"
+#include "kiln/ir/tensor.h"
 
 namespace kiln::compress {
 
@@ -18,6 +18,12 @@ class Observer {
  public:
   static constexpr int kBins = 4096;
   void observe(const float* x, int64_t n);
+  // Also keep the mean of each channel along `axis` of the observed tensors (bias correction
+  // needs E[x] per input channel of a quantized layer): call before observing.
+  void track_channels(int axis) { channel_axis_ = axis; }
+  void observe(const Tensor& t);  // f32; histogram and, when tracked, the channel sums
+  // Empty unless track_channels was called.
+  std::vector<double> channel_means() const;
   bool empty() const { return count_ == 0; }
   float min() const { return min_; }
   float max() const { return max_; }
@@ -30,6 +36,9 @@ class Observer {
  private:
   void widen_to(double a);
   std::vector<int64_t> bins_;
+  int channel_axis_ = -1000;  // none
+  std::vector<double> channel_sum_;
+  int64_t channel_samples_ = 0;  // values per channel so far
   double range_ = 0;
   float min_ = 0, max_ = 0;
   int64_t count_ = 0;

@@ -30,6 +30,10 @@ struct QuantizeOptions {
   bool per_channel = true;              // weights per output channel (else per tensor)
   DType activations = DType::u8;        // u8 or i8
   std::vector<std::string> exclude;     // node names kept in float
+  // Bias correction: the mean output shift the weight rounding causes, (Wq - W) E[x] with E[x]
+  // the calibration mean of each input channel, is subtracted from the bias (after DFQ, Nagel
+  // et al. 2019). Post-ReLU inputs have a large mean, so this removes most of the weight error.
+  bool bias_correction = true;
 };
 
 // What the static quantizer will quantize in `m` (a float model, shapes inferred).
@@ -37,6 +41,7 @@ struct QuantPlan {
   std::vector<std::string> nodes;                  // Conv/MatMul/Gemm node names, in graph order
   std::vector<std::string> tensors;                // activation tensors to calibrate, in graph order
   std::map<std::string, std::string> shared;       // tensor -> tensor whose parameters it reuses
+  std::map<std::string, int> channel_axis;         // quantized nodes' inputs: their channel axis
   std::vector<std::string> skipped;                // "node: why" for compute nodes left in float
 };
 QuantPlan plan_static(const Model& m, const QuantizeOptions& opt);
