@@ -1,4 +1,5 @@
-// quantize-dynamic: kiln.FusedMatMul with a constant float weight -> kiln.QMatMul whose f32
+// quantize-dynamic: kiln.FusedMatMul, MatMul and Gemm with a constant float weight -> kiln.QMatMul whose
+// f32
 // input is quantized to u8 on every run (DynamicQuantizeLinear's range and rounding) and whose
 // weight is int8, symmetric per output column. Bias, residual and activation stay in the node's
 // f32 epilogue. Runs after the -O2 fusions, so the epilogue chains are already folded in.
@@ -20,7 +21,7 @@ class QuantizeDynamic : public passes::Pass {
  public:
   std::string_view name() const override { return kName; }
   std::string_view summary() const override {
-    return "FusedMatMul with a constant weight -> kiln.QMatMul (int8 weight, input quantized per run)";
+    return "FusedMatMul/MatMul/Gemm with a constant weight -> kiln.QMatMul (int8 weight, input quantized per run)";
   }
   bool run(Model& m, passes::PassContext& ctx) override {
     Graph& g = *m.graph;
@@ -29,11 +30,14 @@ class QuantizeDynamic : public passes::Pass {
     std::vector<Node*> nodes;
     for (const auto& up : g.nodes()) nodes.push_back(up.get());
     for (Node* n : nodes) {
-      if (n->domain != ops::kKilnDomain || n->op != "FusedMatMul") continue;
+      const bool fused = n->domain == ops::kKilnDomain && n->op == "FusedMatMul";
+      if (!fused && !(n->domain.empty() && (n->op == "MatMul" || n->op == "Gemm"))) continue;
+      const std::string what = n->describe();  // n is erased when the rewrite succeeds
       passes::Decision d = quantize(*n, rw);
-      if (!d) ctx.decline(kName, *n, d);
-      else {
-        ctx.applied(kName, *n, "-> kiln.QMatMul (dynamic u8 input, i8 weight)");
+      if (!d) {
+        ctx.decline(kName, *n, d);
+      } else {
+        ctx.remarks.push_back({std::string(kName), what, true, "-> kiln.QMatMul (dynamic u8 input, i8 weight)"});
         changed = true;
       }
     }
@@ -44,14 +48,25 @@ class QuantizeDynamic : public passes::Pass {
  private:
   passes::Decision quantize(Node& n, passes::Rewriter& rw) {
     if (n.has_attr("packed")) return passes::Decision::no("the weight is already packed for the float kernel");
+    const bool gemm = n.op == "Gemm";
     const Value* a = n.input(0);
     const Tensor* w = constant_of(n.input(1));
     if (!a || a->dtype != DType::f32) return passes::Decision::no("the input is not f32");
     if (!w || w->dtype() != DType::f32 || w->rank() != 2) return passes::Decision::no("the weight is not a constant f32 matrix");
-    const bool trans_b = n.attr_i("trans_b", 0) != 0;
+    if (gemm && n.attr_i("transA", 0) != 0) return passes::Decision::no("Gemm with transA");
+    const bool trans_b = n.attr_i(gemm ? "transB" : "trans_b", 0) != 0;
     const int64_t N = trans_b ? w->dim(0) : w->dim(1);
     Value* bias = n.input(2);
-    if (bias) {
+    if (gemm && bias) {
+      // Gemm's beta * C as a per-column constant bias.
+      const Tensor* c = constant_of(bias);
+      if (!c || c->dtype() != DType::f32 || (c->numel() != N && c->numel() != 1))
+        return passes::Decision::no("Gemm's C is not a per-column f32 constant");
+      Tensor b(DType::f32, {N});
+      for (int64_t j = 0; j < N; ++j) b.data<float>()[j] = n.attr_f("beta", 1.f) * c->data<float>()[c->numel() == 1 ? 0 : j];
+      rw.set_insertion_point(&n);
+      bias = rw.constant(bias->name + "_beta", std::move(b));
+    } else if (bias) {
       std::optional<int64_t> count = bias->shape.numel();
       if (!count || *count != N || bias->dtype != DType::f32)
         return passes::Decision::no("the bias is not one f32 value per output column");
@@ -69,7 +84,7 @@ class QuantizeDynamic : public passes::Pass {
     rw.set_insertion_point(&n);
     const std::string& wn = n.inputs[1]->name;
     std::vector<Value*> inputs = {n.inputs[0], rw.constant(wn + "_i8", q), rw.constant(wn + "_scale", qw.scale)};
-    Value* z = n.input(3);
+    Value* z = gemm ? nullptr : n.input(3);
     if (bias && bias->shape.rank() != 1) {
       // QMatMul takes the bias as a vector.
       if (const Tensor* bt = constant_of(bias)) bias = rw.constant(bias->name + "_vector", bt->clone().reshaped({N}));

@@ -17,12 +17,12 @@
 // and transA = 0. Without a Q after it the quantized op outputs f32 and may take any activation.
 //
 // Numerics: the folded ops compute what the QDQ graph computes except that an intermediate
-// rounding disappears where a residual Add is folded (the conv output is not rounded to u8
-// before the add), and float products are int32 sums (exact, where the QDQ graph's float
-// convolution rounds). Outputs agree to about one quantization step.
+// rounding disappears where a residual Add is folded (the conv output is clamped to the range
+// its quantization had, `pre_min`/`pre_max`, but not rounded before the add), and float products
+// are int32 sums (exact, where the QDQ graph's float convolution rounds). Outputs agree to about
+// one quantization step.
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "builtin_passes.h"
 #include "fuse_activation.h"
@@ -171,11 +171,9 @@ class FoldQdq : public Pass {
         if (!rw.was_erased(n) && is_op(n, "QuantizeLinear")) changed |= fold_requantize(*n, rw, ctx);
     }
     {
-      std::map<const Node*, size_t> position;
-      for (const auto& n : g.nodes()) position[n.get()] = position.size();
       Rewriter rw(m, g, nullptr);
       for (Node* n : node_list(g))
-        if (!rw.was_erased(n) && is_op(n, "Add")) changed |= fold_residual(*n, position, rw, ctx);
+        if (!rw.was_erased(n) && is_op(n, "Add")) changed |= fold_residual(g, *n, rw, ctx);
     }
     if (changed) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
     return changed;
@@ -289,10 +287,11 @@ class FoldQdq : public Pass {
     return true;
   }
 
-  // Q(Relu?(DQ(a) + DQ(b))) where a comes from a QConv/QMatMul with no residual or activation yet.
-  bool fold_residual(Node& add, const std::map<const Node*, size_t>& position, Rewriter& rw, PassContext& ctx) {
+  // Q(Relu?(DQ(a) + DQ(b))) where a comes from a QConv/QMatMul with no residual or activation yet:
+  // that node moves down to the Add (so b is computed before it) and takes b as its residual.
+  bool fold_residual(Graph& g, Node& add, Rewriter& rw, PassContext& ctx) {
     Node* dq[2] = {add.input(0) ? add.input(0)->producer : nullptr, add.input(1) ? add.input(1)->producer : nullptr};
-    if (!is_op(dq[0], "DequantizeLinear") || !is_op(dq[1], "DequantizeLinear")) return false;
+    if (!is_op(dq[0], "DequantizeLinear") || !is_op(dq[1], "DequantizeLinear") || dq[0] == dq[1]) return false;
     Value* out = add.outputs[0];
     Node* relu = nullptr;
     if (has_single_use(out) && is_op(users_of(out)[0], "Relu")) {
@@ -303,7 +302,11 @@ class FoldQdq : public Pass {
     Node* q = users_of(out)[0];
     std::optional<PerTensor> qp = per_tensor(q);
     if (!is_op(q, "QuantizeLinear") || !qp || is_graph_output(q->outputs[0])) return false;
-    // The later of the two producers takes the residual (the other's value exists by then).
+    auto& nodes = g.mutable_nodes();
+    auto position = [&](const Node* n) {
+      return std::find_if(nodes.begin(), nodes.end(), [&](const auto& up) { return up.get() == n; }) - nodes.begin();
+    };
+    // Either side may take the residual; the later producer moves the least.
     Node* best = nullptr;
     int side = -1;
     for (int s = 0; s < 2; ++s) {
@@ -311,17 +314,24 @@ class FoldQdq : public Pass {
       Node* p = a->producer;
       if (!is_quantized(p) || p->input(4) || p->attr_s("activation", "") != "" || p->attr_s("out_dtype", "f32") == "f32")
         continue;
-      if (!has_single_use(a) || !has_single_use(dq[s]->outputs[0]) || dq[0] == dq[1]) continue;
-      if (!per_tensor(dq[s])) continue;
-      const Value* b = dq[1 - s]->inputs[0];
-      if (b->producer && position.at(b->producer) > position.at(p)) continue;  // b not ready at p
-      if (!best || position.at(p) > position.at(best)) best = p, side = s;
+      if (!has_single_use(a) || !has_single_use(dq[s]->outputs[0]) || !per_tensor(dq[s]) || !per_tensor(dq[1 - s]))
+        continue;
+      if (!best || position(p) > position(best)) best = p, side = s;
     }
-    if (!best || !per_tensor(dq[1 - side])) {
+    if (!best) {
       ctx.decline(kName, add, Decision::no("neither input comes from a quantized op that can take the residual"));
       return false;
     }
+    // Move `best` to just before the Add: its inputs are defined earlier still, its only reader was dq[side].
+    const auto from = position(best), to = position(&add);
+    std::rotate(nodes.begin() + from, nodes.begin() + from + 1, nodes.begin() + to);
     PerTensor zp = *per_tensor(dq[1 - side]);
+    // The product was quantized before the Add: keep its saturation as a clamp (its rounding goes).
+    const float a_scale = best->attr_f("y_scale", 1.f);
+    const int64_t a_zp = best->attr_i("y_zero_point", 0);
+    const bool a_u8 = best->attr_s("out_dtype", "") == "u8";
+    best->attrs["pre_min"] = static_cast<float>((a_u8 ? 0 : -128) - a_zp) * a_scale;
+    best->attrs["pre_max"] = static_cast<float>((a_u8 ? 255 : 127) - a_zp) * a_scale;
     best->inputs.resize(5, nullptr);
     best->inputs[4] = dq[1 - side]->inputs[0];
     set_params(*best, "z", zp);

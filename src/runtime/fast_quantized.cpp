@@ -46,6 +46,7 @@ void build_epilogue(const Node& n, const QuantizedConstants& c, const std::vecto
     e.residual_type = ops::qtype_of(z->dtype);
     e.residual_scale = out.attrs.z_scale;
     e.residual_zp = out.attrs.z_zero_point;
+    e.res_lo = out.attrs.pre_min, e.res_hi = out.attrs.pre_max;
   }
 }
 

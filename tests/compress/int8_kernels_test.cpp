@@ -132,6 +132,7 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
         e.ldr = N;
         e.residual_scale = 0.02f;
         e.residual_zp = c.residual == QType::U8 ? 121 : -3;
+        e.res_lo = -30.f, e.res_hi = 25.f;  // a folded intermediate quantization's range
       }
       e.lo = c.lo;
       e.hi = c.hi;

@@ -48,6 +48,10 @@ struct QEpilogue {
   int64_t ldr = 0;
   float residual_scale = 1.f;
   int32_t residual_zp = 0;
+  // With a residual: the product's value is first clamped to [res_lo, res_hi] (a folded QDQ graph
+  // quantized it there, saturating to its type's range, before adding the residual).
+  float res_lo = -std::numeric_limits<float>::infinity();
+  float res_hi = std::numeric_limits<float>::infinity();
   float lo = -std::numeric_limits<float>::infinity();  // clamp: ReLU lo = 0; Clip [lo, hi]
   float hi = std::numeric_limits<float>::infinity();
   QType out = QType::F32;
@@ -57,12 +61,14 @@ struct QEpilogue {
 
 // The real value before quantization. Every path computes exactly these float operations:
 //   v = float(acc + bias[ch]) * scale[ch];  v = v + bias_f[ch];
+//   with a residual r: v = min(max(v, res_lo), res_hi), then
 //   v = fma(float(r - residual_zp), residual_scale, v)   (u8/s8 residual)  or  v = v + r  (f32);
 //   v = min(max(v, lo), hi)
 inline float epilogue_real(const QEpilogue& e, int32_t acc, int64_t ch, const void* residual_elem) {
   float v = static_cast<float>(acc + (e.bias ? e.bias[ch] : 0)) * e.scale[ch];
   if (e.bias_f) v = v + e.bias_f[ch];
   if (residual_elem) {
+    v = std::min(std::max(v, e.res_lo), e.res_hi);
     switch (e.residual_type) {
       case QType::U8:
         v = std::fma(static_cast<float>(*static_cast<const uint8_t*>(residual_elem) - e.residual_zp), e.residual_scale, v);

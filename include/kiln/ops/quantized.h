@@ -12,6 +12,7 @@
 //   acc = sum (x - x_zero_point) * w                       (exact, int32)
 //   v   = float(acc + B[c]) * (x_scale * w_scale[c])       B i32 (scale x_scale * w_scale[c])
 //   v  += B[c]                                             B f32 instead: added after scaling
+//   v   = min(max(v, pre_min), pre_max)                   with Z only (attributes, default +-inf)
 //   v  += (Z - z_zero_point) * z_scale  (u8/i8 Z)  or  Z (f32 Z)            Z has Y's shape
 //   v   = activation(v)                                   Relu / Clip (a clamp); any activation for f32 Y
 //   Y   = v (out_dtype "f32") or saturate(round_half_even(v / y_scale) + y_zero_point) (u8/i8)
@@ -36,6 +37,7 @@ struct QuantAttrs {
   int32_t y_zero_point = 0;
   float z_scale = 1.f;
   int32_t z_zero_point = 0;
+  float pre_min, pre_max;  // clamp before the residual (+-inf when absent)
   ActivationSpec act;
   float lo, hi;  // the activation as a clamp (Relu, Clip) or +-inf
   bool clamp_only = true;  // act is None, Relu or Clip (else applied after the epilogue; f32 Y only)

@@ -82,6 +82,7 @@ void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilog
       if (e.bias_f) v = _mm256_add_ps(v, e.per_row ? _mm256_set1_ps(e.bias_f[row]) : _mm256_loadu_ps(e.bias_f + col));
       if (e.residual) {
         const char* rp = static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize;
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.res_lo)), _mm256_set1_ps(e.res_hi));
         if (e.residual_type == QType::F32) {
           v = _mm256_add_ps(v, _mm256_loadu_ps(reinterpret_cast<const float*>(rp)));
         } else {

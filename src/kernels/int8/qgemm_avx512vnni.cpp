@@ -63,6 +63,7 @@ void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpil
       if (e.residual) {
         const void* rp = static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize;
         __m512 rv = residual_lanes(e, rp, mask);
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.res_lo)), _mm512_set1_ps(e.res_hi));
         v = e.residual_type == QType::F32 ? _mm512_add_ps(v, rv) : _mm512_fmadd_ps(rv, rscale, v);
       }
       v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);

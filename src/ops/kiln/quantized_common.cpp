@@ -47,6 +47,8 @@ QuantAttrs quant_attrs(const Node& n) {
   KILN_CHECK(q.x_scale > 0 && std::isfinite(q.x_scale), n.describe(), ": x_scale must be positive and finite");
   q.act = activation_of(n);
   const float inf = std::numeric_limits<float>::infinity();
+  q.pre_min = n.attr_f("pre_min", -inf);
+  q.pre_max = n.attr_f("pre_max", inf);
   q.lo = -inf, q.hi = inf;
   switch (q.act.act) {
     case Activation::None: break;
@@ -65,7 +67,8 @@ std::vector<AttrSpec> quant_attr_specs() {
   std::vector<AttrSpec> a = {{"x_scale", AttrKind::Float},      {"x_zero_point", AttrKind::Int},
                              {"out_dtype", AttrKind::String},   {"y_scale", AttrKind::Float},
                              {"y_zero_point", AttrKind::Int},   {"z_scale", AttrKind::Float},
-                             {"z_zero_point", AttrKind::Int}};
+                             {"z_zero_point", AttrKind::Int},   {"pre_min", AttrKind::Float},
+                             {"pre_max", AttrKind::Float}};
   for (const AttrSpec& s : activation_attrs()) a.push_back(s);
   return a;
 }
@@ -126,6 +129,7 @@ Tensor quantized_output(const KernelContext& c, const QuantAttrs& q, const std::
     e.residual_type = qtype_of(z->dtype());
     e.residual_scale = q.z_scale;
     e.residual_zp = q.z_zero_point;
+    e.res_lo = q.pre_min, e.res_hi = q.pre_max;
   }
   e.lo = q.lo, e.hi = q.hi;
   e.out = q.out;
