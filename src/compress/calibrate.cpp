@@ -12,29 +12,37 @@ namespace kiln::compress {
 namespace fs = std::filesystem;
 
 BatchSource BatchSource::from_dir(const Model& m, const std::string& dir) {
-  KILN_CHECK(fs::is_directory(dir), "--calib ", dir, ": not a directory");
+  KILN_CHECK(fs::is_directory(dir), "", dir, ": not a directory");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".npy" && e.path().filename() != "labels.npy")
       files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
-  KILN_CHECK(!files.empty(), "--calib ", dir, ": no .npy files");
+  KILN_CHECK(!files.empty(), "", dir, ": no .npy files");
   BatchSource s;
   const auto& ins = m.graph->inputs;
   if (ins.size() == 1) {
     for (const auto& f : files) s.batches_.push_back({{ins[0]->name, f}});
+  } else if (std::all_of(ins.begin(), ins.end(), [&](const Value* in) {
+               return in->is_constant() || fs::exists(fs::path(dir) / (in->name + ".npy"));
+             })) {
+    // One batch as <input>.npy per input (a zoo model's inputs/ folder).
+    std::map<std::string, std::string> batch;
+    for (const Value* in : ins)
+      if (fs::exists(fs::path(dir) / (in->name + ".npy"))) batch[in->name] = (fs::path(dir) / (in->name + ".npy")).string();
+    s.batches_.push_back(batch);
   } else {
     // <input>.<k>.npy
     std::map<std::string, std::map<std::string, std::string>> by_k;
     for (const auto& f : files) {
       std::string stem = fs::path(f).stem().string();
       size_t dot = stem.rfind('.');
-      KILN_CHECK(dot != std::string::npos, "--calib ", f, ": with several model inputs name files <input>.<k>.npy");
+      KILN_CHECK(dot != std::string::npos, "", f, ": with several model inputs name files <input>.<k>.npy");
       by_k[stem.substr(dot + 1)][stem.substr(0, dot)] = f;
     }
     for (auto& [k, batch] : by_k) {
       for (const Value* in : ins)
-        KILN_CHECK(batch.count(in->name) || in->is_constant(), "--calib ", dir, ": batch ", k, " has no ", in->name,
+        KILN_CHECK(batch.count(in->name) || in->is_constant(), "", dir, ": batch ", k, " has no ", in->name,
                    ".", k, ".npy");
       s.batches_.push_back(batch);
     }

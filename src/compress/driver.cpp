@@ -11,6 +11,7 @@
 #include "kiln/frontend/onnx.h"
 #include "kiln/ops/op.h"
 #include "kiln/passes/manager.h"
+#include "kiln/runtime/executable.h"
 
 namespace kiln::compress {
 namespace {
@@ -60,6 +61,7 @@ Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result) {
                 [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
   result.calibrate_seconds = since(t0);
   result.lines = apply_static(m, result.plan, obs, job.options);
+  result.quantized_nodes = static_cast<int>(result.plan.nodes.size());
   for (const auto& s : result.plan.skipped) result.lines.push_back("kept in float: " + s);
   return m;
 }
@@ -78,6 +80,14 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
     compiler::CompileReport rep = compiler::compile_file(job.model_path, job.out_path, c);
     for (const auto& r : rep.remarks)
       if (r.pass == "quantize-dynamic") result.lines.push_back(r.node + ": " + r.message);
+    result.quantized_nodes = static_cast<int>(result.lines.size());
+    if (rep.cache_hit) {
+      // Up to date: nothing ran, so say what the artifact holds.
+      result.quantized_nodes = 0;
+      for (const auto& n : Executable::load(job.out_path)->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
+      result.lines.push_back(job.out_path + " is up to date (" + std::to_string(result.quantized_nodes) +
+                             " kiln.QMatMul nodes)");
+    }
     result.total_seconds = since(t0);
     return result;
   }

@@ -1,7 +1,6 @@
-// quantize-dynamic: kiln.FusedMatMul, MatMul and Gemm with a constant float weight -> kiln.QMatMul whose
-// f32
-// input is quantized to u8 on every run (DynamicQuantizeLinear's range and rounding) and whose
-// weight is int8, symmetric per output column. Bias, residual and activation stay in the node's
+// quantize-dynamic: kiln.FusedMatMul, MatMul and Gemm with a constant float weight -> kiln.QMatMul
+// whose f32 input is quantized to u8 on every run (DynamicQuantizeLinear's range and rounding) and
+// whose weight is int8, symmetric per output column. Bias, residual and activation stay in the node's
 // f32 epilogue. Runs after the -O2 fusions, so the epilogue chains are already folded in.
 //
 // Declines (with the reason for --explain): a packed or non-constant weight, a weight that is not

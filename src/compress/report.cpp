@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "kiln/compiler/compile.h"
 #include "kiln/frontend/onnx.h"
@@ -48,7 +48,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Peak resident memory of `kiln run ARTIFACT --input ...` in a child process (bytes; 0 on failure).
+// Peak resident memory of `kiln run ARTIFACT --input ...` in a child process (bytes; 0 on
+// failure). The child's VmHWM (its address space's high-water mark, fresh after exec) is polled
+// until it exits: rusage's ru_maxrss would carry the parent's size over the exec.
 double peak_rss_of_run(const std::string& exe, const std::string& artifact, const std::vector<std::string>& inputs) {
   std::vector<std::string> args = {exe, "run", artifact, "--quiet"};
   for (const auto& in : inputs) args.push_back("--input"), args.push_back(in);
@@ -63,10 +65,19 @@ double peak_rss_of_run(const std::string& exe, const std::string& artifact, cons
   int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return 0;
+  const std::string status_path = "/proc/" + std::to_string(pid) + "/status";
+  double peak = 0;
   int status = 0;
-  struct rusage ru {};
-  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // ru_maxrss is in KiB on Linux
+  for (;;) {
+    std::ifstream st(status_path);
+    for (std::string line; std::getline(st, line);)
+      if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::atof(line.c_str() + 6) * 1024.0);  // kB
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? peak : 0;
 }
 
 // Index of the largest of n values.
@@ -130,7 +141,7 @@ Report make_report(const ReportJob& rj) {
   r.mode = job.dynamic ? "dynamic" : "static";
   r.calibration = job.dynamic ? "none (dynamic)" : calibration_name(job.options.calibration);
   r.random_calibration = res.random_calibration;
-  r.quantized_nodes = job.dynamic ? static_cast<int>(res.lines.size()) : static_cast<int>(res.plan.nodes.size());
+  r.quantized_nodes = res.quantized_nodes;
   r.float_nodes = res.plan.skipped;
   r.runs = rj.runs;
 

@@ -34,6 +34,7 @@ struct QuantizeResult {
   std::string qdq_path;              // the QDQ model (format qdq: out_path)
   std::shared_ptr<Model> qdq;        // static: the QDQ model as written / compiled
   bool random_calibration = false;
+  int quantized_nodes = 0;           // compute nodes made int8
   double calibrate_seconds = 0, total_seconds = 0;
 };
 
