@@ -295,3 +295,40 @@ TEST(Int8Kernels, ConvRequantizesWithResidualPerChannel) {
 
 }  // namespace
 }  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+namespace {
+
+TEST(Int8Kernels, MaxPoolMatchesNaiveWindowsWithPaddingIgnored) {
+  struct Case {
+    int64_t H, W, kh, kw, s, pad;
+  };
+  for (Case c : {Case{112, 112, 3, 3, 2, 1}, Case{7, 9, 2, 2, 2, 0}, Case{10, 11, 3, 2, 1, 1}, Case{5, 5, 5, 5, 1, 2}})
+    for (bool is_signed : {false, true}) {
+      Pool2d p;
+      p.planes = 3, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.stride_h = p.stride_w = c.s;
+      p.pad_top = p.pad_left = c.pad;
+      p.OH = (c.H + 2 * c.pad - c.kh) / c.s + 1, p.OW = (c.W + 2 * c.pad - c.kw) / c.s + 1;
+      auto x = random_bytes(p.planes * c.H * c.W, 40 + c.H);
+      std::vector<uint8_t> y(p.planes * p.OH * p.OW), ws(max_pool_workspace_bytes(p, 2));
+      max_pool_2d(p, is_signed, x.data(), y.data(), ws.data(), 2);
+      for (int64_t q = 0; q < p.planes; ++q)
+        for (int64_t oh = 0; oh < p.OH; ++oh)
+          for (int64_t ow = 0; ow < p.OW; ++ow) {
+            int best = -1000;
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                int64_t ih = oh * c.s - c.pad + i, iw = ow * c.s - c.pad + j;
+                if (ih < 0 || iw < 0 || ih >= c.H || iw >= c.W) continue;
+                uint8_t raw = x[(q * c.H + ih) * c.W + iw];
+                best = std::max(best, is_signed ? static_cast<int>(static_cast<int8_t>(raw)) : static_cast<int>(raw));
+              }
+            uint8_t got = y[(q * p.OH + oh) * p.OW + ow];
+            ASSERT_EQ(is_signed ? static_cast<int>(static_cast<int8_t>(got)) : static_cast<int>(got), best)
+                << "H" << c.H << " k" << c.kh << " s" << c.s << " signed " << is_signed;
+          }
+    }
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8

@@ -175,3 +175,18 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
 void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out);
 
 }  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+
+// 2-D max pooling of u8 (or, with is_signed, s8) planes: y[p, oh, ow] = max over the window
+// (oh * stride_h - pad_top + kh, ow * stride_w - pad_left + kw), taps outside the plane ignored
+// (ONNX MaxPool semantics: padding never wins). Separable: a horizontal pass per input row, then
+// a vertical pass, both over whole rows. Exact (max is order-free).
+struct Pool2d {
+  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+};
+size_t max_pool_workspace_bytes(const Pool2d& p, int threads);
+void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, uint8_t* workspace, int threads);
+
+}  // namespace kiln::kernels::int8

@@ -38,8 +38,8 @@ void gather_tap_row(const Conv2dShape& s, const uint8_t* plane, int64_t kh, int6
       continue;
     }
     const uint8_t* src = plane + ih * s.W + off;
-    std::memset(d, pad, static_cast<size_t>(ow_lo));
-    std::memset(d + ow_hi, pad, static_cast<size_t>(OW - ow_hi));
+    for (int64_t ow = 0; ow < ow_lo; ++ow) d[ow] = pad;  // a pixel or two: no call
+    for (int64_t ow = ow_hi; ow < OW; ++ow) d[ow] = pad;
     if (s.stride_w == 1 && flip == 0) {
       std::memcpy(d + ow_lo, src + ow_lo, static_cast<size_t>(ow_hi - ow_lo));
     } else {
