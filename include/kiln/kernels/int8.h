@@ -57,6 +57,10 @@ struct QEpilogue {
   QType out = QType::F32;
   float out_inv_scale = 1.f;        // 1 / y_scale
   int32_t out_zp = 0;
+  // Columns on a wider grid (0 = no): GEMM column j is output column (j / grid_w) * grid_valid +
+  // j % grid_w, and columns with j % grid_w >= grid_valid are dropped (a convolution computed
+  // over the padded input's width, see qconv2d).
+  int64_t grid_w = 0, grid_valid = 0;
 };
 
 // The real value before quantization. Every path computes exactly these float operations:

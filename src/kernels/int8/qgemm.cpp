@@ -130,7 +130,19 @@ void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int
       for (int64_t t = b * tiles_per_block; t < std::min(mt, (b + 1) * tiles_per_block); ++t) {
         tile_fn(kg, rows + t * kg * k.mr * 4, cp, acc);
         const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, M - t * k.mr));
-        k.epilogue(acc, k.nr, rows_here, cols_here, e, t * k.mr, c * k.nr, out, ldo);
+        if (e.grid_w == 0) {
+          k.epilogue(acc, k.nr, rows_here, cols_here, e, t * k.mr, c * k.nr, out, ldo);
+          continue;
+        }
+        // Wide grid: each run of valid columns within one grid row goes to its output columns.
+        for (int64_t j = c * k.nr, end = c * k.nr + cols_here; j < end;) {
+          const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
+          const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
+          if (j < valid_end)
+            k.epilogue(acc + (j - c * k.nr), k.nr, rows_here, static_cast<int>(valid_end - j), e, t * k.mr,
+                       (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
+          j = row_end;
+        }
       }
     }
   });
