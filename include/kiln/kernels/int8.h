@@ -124,6 +124,14 @@ inline int32_t quantize_dynamic(float x, const DynamicQParams& p) {
   return std::min(std::max(static_cast<int32_t>(std::nearbyint(v)) + p.zero_point, 0), 255);
 }
 
+// The epilogue of one element: accumulator acc of output (row, col), written to `out` (row stride
+// ldo, type e.out); the residual is read at (row, col) with stride e.ldr.
+inline void epilogue_element(const QEpilogue& e, int32_t acc, int64_t row, int64_t col, void* out, int64_t ldo) {
+  const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
+  const void* rp = e.residual ? static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize : nullptr;
+  store_output(e, epilogue_real(e, acc, e.per_row ? row : col, rp), static_cast<char*>(out) + (row * ldo + col) * osize);
+}
+
 // The micro-kernels and epilogue of one ISA.
 struct QKernels {
   QIsa isa = QIsa::Scalar;

@@ -106,12 +106,7 @@ void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilog
       __m128i q8 = e.out == QType::U8 ? _mm_packus_epi16(q16, q16) : _mm_packs_epi16(q16, q16);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(op), q8);
     }
-    for (; j < cols; ++j) {
-      const int64_t col = col0 + j, ch = e.per_row ? row : col;
-      const void* rp = e.residual ? static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize : nullptr;
-      float v = epilogue_real(e, acc[r * nr + j], ch, rp);
-      store_output(e, v, static_cast<char*>(out) + (row * ldo + col) * osize);
-    }
+    for (; j < cols; ++j) epilogue_element(e, acc[r * nr + j], row, col0 + j, out, ldo);
   }
 }
 

@@ -28,15 +28,8 @@ void tile_scalar(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int3
 
 void epilogue_scalar(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
                      void* out, int64_t ldo) {
-  const size_t osize = e.out == QType::F32 ? 4 : 1;
-  const size_t rsize = e.residual_type == QType::F32 ? 4 : 1;
   for (int r = 0; r < rows; ++r)
-    for (int j = 0; j < cols; ++j) {
-      const int64_t row = row0 + r, col = col0 + j;
-      const void* rp = e.residual ? static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize : nullptr;
-      float v = epilogue_real(e, acc[r * nr + j], e.per_row ? row : col, rp);
-      store_output(e, v, static_cast<char*>(out) + (row * ldo + col) * osize);
-    }
+    for (int j = 0; j < cols; ++j) epilogue_element(e, acc[r * nr + j], row0 + r, col0 + j, out, ldo);
 }
 
 }  // namespace
