@@ -100,6 +100,11 @@ std::vector<std::string> suggestions(const Report& r) {
     for (size_t i = 0; i < std::min<size_t>(3, worst.size()) && worst[i].error.sqnr_db < 20; ++i)
       names += (names.empty() ? "" : ",") + worst[i].node;
     s.push_back("keep the least accurate layers in float: --exclude " + names);
+    // Errors accumulate through the network, so the late layers look worst; on networks that
+    // amplify perturbations the early layers are usually where float helps most.
+    std::string first;
+    for (size_t i = 0; i < std::min<size_t>(3, r.layers.size()); ++i) first += (first.empty() ? "" : ",") + r.layers[i].node;
+    s.push_back("or, since the error grows layer by layer, the first ones: --exclude " + first);
     if (r.calibration == "minmax")
       s.push_back("clip outliers: --method percentile:99.99 or --method entropy (minmax spends the range on rare values)");
   }
