@@ -82,8 +82,17 @@ void run(StepContext& ctx) {
     // Range, parameters and quantization of A, as DynamicQuantizeLinear.
     const float* a = ctx.in(0).data<float>();
     const int64_t total = st.M * st.K;
+    const int qt = std::min(64, kernels::threads_for_work(static_cast<double>(total) * 4, threads));
+    float part_lo[64], part_hi[64];  // per worker (threads <= 64)
+    kernels::parallel_for(qt, qt, [&](int64_t tb, int64_t te) {
+      for (int64_t t = tb; t < te; ++t) {
+        float lo = 0.f, hi = 0.f;
+        for (int64_t i = total * t / qt; i < total * (t + 1) / qt; ++i) lo = std::min(lo, a[i]), hi = std::max(hi, a[i]);
+        part_lo[t] = lo, part_hi[t] = hi;
+      }
+    });
     float lo = 0.f, hi = 0.f;
-    for (int64_t i = 0; i < total; ++i) lo = std::min(lo, a[i]), hi = std::max(hi, a[i]);
+    for (int t = 0; t < qt; ++t) lo = std::min(lo, part_lo[t]), hi = std::max(hi, part_hi[t]);
     const kernels::int8::DynamicQParams p = kernels::int8::dynamic_qparams(lo, hi);
     uint8_t* aq = rows + (st.rows_bytes + 63) / 64 * 64;
     kernels::parallel_for(st.M, kernels::threads_for_work(static_cast<double>(total), threads), [&](int64_t b, int64_t en) {

@@ -14,6 +14,7 @@
 #include "kiln/compress/report.h"
 #include "kiln/frontend/onnx.h"
 #include "kiln/ir/npy.h"
+#include "kiln/kernels/int8.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/executable.h"
@@ -297,6 +298,38 @@ TEST(QuantizeDynamic, MatMulsBecomeDynamicQMatMulsCloseToFloat) {
   // Gelu runs in the float kernels' vectorised form after the int8 epilogue: not bit-exact.
   EXPECT_GT(same.result().sqnr_db, 60);
   EXPECT_GT(close.result().cosine, 0.999);
+}
+
+}  // namespace
+}  // namespace kiln::compress
+
+namespace kiln::compress {
+namespace {
+
+// The dynamic quantization the QMatMul kernels use is ONNX DynamicQuantizeLinear exactly,
+// ties (x / scale = k + 0.5) and saturation included.
+TEST(QuantizeDynamic, EqualsDynamicQuantizeLinear) {
+  Model m = parse_model(R"(kiln.model opset=13
+graph g(%x: f32[4099]) -> (%y, %s, %z) {
+  %y, %s, %z = DynamicQuantizeLinear(%x)
+})");
+  ops::infer_shapes(m);
+  Tensor x(DType::f32, {4099});
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
+  x.data<float>()[0] = -7.65f, x.data<float>()[1] = 12.75f;  // range endpoints
+  auto ref = run_model(m, {{"x", x}});
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) lo = std::min(lo, x.data<float>()[i]), hi = std::max(hi, x.data<float>()[i]);
+  ::kiln::kernels::int8::DynamicQParams p = ::kiln::kernels::int8::dynamic_qparams(lo, hi);
+  EXPECT_EQ(p.scale, ref["s"].data<float>()[0]);
+  EXPECT_EQ(p.zero_point, ref["z"].data<uint8_t>()[0]);
+  // Exact halves: (zp + k + 0.5) * scale must round to even like the reference.
+  for (int k = 0; k < 40; ++k) x.data<float>()[100 + k] = (static_cast<float>(k - 20) + 0.5f) * p.scale;
+  ref = run_model(m, {{"x", x}});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(::kiln::kernels::int8::quantize_dynamic(x.data<float>()[i], p), ref["y"].data<uint8_t>()[i]) << i;
 }
 
 }  // namespace

@@ -117,11 +117,14 @@ inline DynamicQParams dynamic_qparams(float lo, float hi) {
   p.zero_point = static_cast<int32_t>(std::min(std::max(z, 0.f), 255.f));
   return p;
 }
+// Rounds half to even by adding and subtracting 1.5 * 2^23 (exact for |v| <= 2^22, where v is
+// clamped first: beyond that every value saturates anyway), which compilers vectorise.
 inline int32_t quantize_dynamic(float x, const DynamicQParams& p) {
   float v = x / p.scale;
-  if (std::isnan(v)) return p.zero_point;
-  v = std::min(std::max(v, -1073741824.f), 1073741824.f);
-  return std::min(std::max(static_cast<int32_t>(std::nearbyint(v)) + p.zero_point, 0), 255);
+  if (v != v) return p.zero_point;  // NaN
+  v = std::min(std::max(v, -4194304.f), 4194304.f);
+  v = (v + 12582912.f) - 12582912.f;
+  return std::min(std::max(static_cast<int32_t>(v) + p.zero_point, 0), 255);
 }
 
 // The epilogue of one element: accumulator acc of output (row, col), written to `out` (row stride
