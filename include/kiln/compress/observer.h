@@ -62,8 +62,7 @@ struct QParams {
 
 // The clipping range [lo, hi] the method picks (always containing 0).
 //   minmax: the observed min and max.
-//   percentile: the (100-p)/2 and 100-(100-p)/2 percentiles... more precisely the values with a
-//     share (100-p)/200 of the samples beyond each end.
+//   percentile:P: the values with a share (100 - P) / 2 % of the samples below / above them.
 //   entropy: the threshold minimising the KL divergence between the histogram and its quantized
 //     version (TensorRT's calibration), on |x| (or on x when no value is negative).
 std::pair<float, float> choose_range(const Observer& o, const Calibration& c);
