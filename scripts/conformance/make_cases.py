@@ -35,6 +35,8 @@ NO_CASE = {
     "FusedElementwise": "kiln domain: runs its body graph; checked in tests/ops and tests/codegen",
     "FusedMatMul": "kiln domain: checked against MatMul/Gemm + Add + activation in tests/ops/test_kiln_epilogue_ops.cpp",
     "LayerNorm": "kiln domain: checked against ONNX LayerNormalization in tests/ops/test_kiln_norm_attention_ops.cpp",
+    "QConv": "kiln domain: checked against QLinearConv and DQ -> Conv -> Q in tests/compress/quantized_ops_test.cpp",
+    "QMatMul": "kiln domain: checked against QLinearMatMul and DynamicQuantizeLinear/MatMulInteger in tests/compress/quantized_ops_test.cpp",
 }
 
 # Variants deliberately left out, because ORT cannot serve as the reference for them:

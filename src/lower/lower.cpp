@@ -15,6 +15,7 @@ KernelChoice choice_for_other(const Node& n) {
     if (n.op == "FusedElementwise") return {n.name, "kiln::FusedElementwise", "generated", "one generated loop nest"};
     if (n.op == "Attention") return {n.name, "kiln::Attention", "flash", "tiled, online softmax"};
     if (n.op == "LayerNorm") return {n.name, "kiln::LayerNorm", "rows", "one pass per row"};
+    if (n.op == "QConv" || n.op == "QMatMul") return {n.name, "kiln::" + n.op, "int8", "INT8 kernels (kernels/int8.h)"};
   }
   if (n.op == "Softmax") return {n.name, n.op, "rows", "one pass per row"};
   if (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity")

@@ -17,11 +17,12 @@ const std::vector<std::string>& level_passes(int level) {
   // -O1: cleanup that never makes the graph slower and keeps every op an ONNX op.
   static const std::vector<std::string> o1 = {"fold-constants", "simplify-shapes", "eliminate-identity", "cse",
                                               "dce"};
-  // -O2: algebraic rewrites and fusion into kiln ops; dce sweeps what the fusions left.
+  // -O2: algebraic rewrites and fusion into kiln ops (QDQ patterns into quantized ops before the
+  // float fusions, which then see only what stays float); dce sweeps what the fusions left.
   static const std::vector<std::string> o2 = [] {
     std::vector<std::string> p = o1;
-    for (const char* n : {"fold-batchnorm", "fuse-layernorm", "fuse-attention", "fuse-epilogue", "fuse-elementwise",
-                          "dce"})
+    for (const char* n : {"fold-batchnorm", "fold-qdq", "fuse-layernorm", "fuse-attention", "fuse-epilogue",
+                          "fuse-elementwise", "dce"})
       p.push_back(n);
     return p;
   }();

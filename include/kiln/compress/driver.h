@@ -1,0 +1,47 @@
+// `kiln quantize` as a library call: load, prepare, plan, calibrate, rewrite, write (a QDQ ONNX
+// model or a compiled artifact), so the CLI stays a flag parser and tests drive the same path.
+#pragma once
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compress/calibrate.h"
+#include "kiln/compress/quantize.h"
+#include "kiln/ops/specialize.h"
+
+namespace kiln::compress {
+
+enum class OutputFormat { Kiln, Qdq };
+
+struct QuantizeJob {
+  std::string model_path;
+  std::string out_path;
+  OutputFormat format = OutputFormat::Kiln;
+  bool dynamic = false;          // dynamic quantization of MatMul weights (no calibration)
+  QuantizeOptions options;
+  std::string calib_dir;         // or calib_random > 0
+  int calib_random = 0;
+  uint64_t seed = 1;
+  ops::InputSpec inputs;         // dims fixed for compilation (and random calibration data)
+  std::string cache_dir;         // generated-kernel cache for compilation ("" = default)
+  std::ostream* log = nullptr;   // progress and notes (stderr in the CLI)
+};
+
+struct QuantizeResult {
+  std::vector<std::string> lines;    // what was quantized, one line per node; notes
+  QuantPlan plan;                    // static only
+  std::string qdq_path;              // the QDQ model (format qdq: out_path)
+  std::shared_ptr<Model> qdq;        // static: the QDQ model as written / compiled
+  bool random_calibration = false;
+  int quantized_nodes = 0;           // compute nodes made int8
+  double calibrate_seconds = 0, total_seconds = 0;
+};
+
+QuantizeResult quantize_file(const QuantizeJob& job);
+
+// The QDQ model of a static job without writing anything (for reports and tests): the float
+// model prepared, planned, calibrated and rewritten in memory.
+Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result);
+
+}  // namespace kiln::compress

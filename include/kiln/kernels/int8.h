@@ -1,0 +1,207 @@
+// INT8 GEMM and convolution: u8 x s8 products accumulated exactly in int32, with the
+// requantization (per-channel scale, int32 bias, zero point, residual, ReLU/Clip clamp) fused
+// into the epilogue that writes u8, s8 or f32.
+//
+// One operand of every product is unsigned (u8) and the other signed (s8), as vpdpbusd wants.
+// Signed activations are stored with their sign bit flipped (x + 128, zero point + 128) so they
+// are unsigned too; the caller folds -zero_point * sum_k(w) into the int32 bias.
+//
+// Packed layouts (4 consecutive k per 32-bit lane, the VNNI dot-product group):
+//   rows operand (broadcast by the micro-kernel): [ceil(M/mr)][Kp/4][mr][4] bytes
+//   cols operand (loaded as vectors):             [ceil(N/nr)][Kp/4][nr][4] bytes
+// with Kp = K rounded up to 4 and zeros past M, N and K. mr x nr is the ISA's register tile.
+//
+// ISA paths, chosen once from CPUID (kernels for every ISA the CPU has can be asked for, so tests
+// run them all):
+//   avx512-vnni  vpdpbusd on zmm, 8 x 32 tile
+//   avx-vnni     vpdpbusd on ymm (VEX), 6 x 16 tile
+//   avx2         no vpmaddubsw (its u8*s8 pair sums saturate at 16 bits): both operands are widened
+//                to 16 bits and multiplied with vpmaddwd, whose pair sums are exact in int32.
+//   scalar       plain loops.
+// Every path gives the same int32 accumulators and, through the epilogue below, bit-identical outputs.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kiln/kernels/conv.h"
+
+namespace kiln::kernels::int8 {
+
+enum class QIsa : uint8_t { Scalar, Avx2, AvxVnni, Avx512Vnni };
+const char* qisa_name(QIsa isa);  // "scalar", "avx2", "avx-vnni", "avx512-vnni"
+
+enum class QType : uint8_t { U8, S8, F32 };
+
+// What the epilogue does to accumulator acc of channel ch (a row of C for convolutions, a
+// column for matrix products); see epilogue_value for the exact arithmetic.
+struct QEpilogue {
+  bool per_row = true;              // channel = row index (true) or column index (false)
+  const int32_t* bias = nullptr;    // per channel, added to the accumulator (nullptr = none)
+  const float* scale = nullptr;     // per channel: accumulator units -> real value (required)
+  const float* bias_f = nullptr;    // per channel real bias added after scaling (nullptr = none)
+  // Residual with the output's layout: real value (r - residual_zp) * residual_scale for u8/s8.
+  const void* residual = nullptr;
+  QType residual_type = QType::F32;
+  int64_t ldr = 0;
+  float residual_scale = 1.f;
+  int32_t residual_zp = 0;
+  // With a residual: the product's value is first clamped to [res_lo, res_hi] (a folded QDQ graph
+  // quantized it there, saturating to its type's range, before adding the residual).
+  float res_lo = -std::numeric_limits<float>::infinity();
+  float res_hi = std::numeric_limits<float>::infinity();
+  float lo = -std::numeric_limits<float>::infinity();  // clamp: ReLU lo = 0; Clip [lo, hi]
+  float hi = std::numeric_limits<float>::infinity();
+  QType out = QType::F32;
+  float out_inv_scale = 1.f;        // 1 / y_scale
+  int32_t out_zp = 0;
+  // Columns on a wider grid (0 = no): GEMM column j is output column (j / grid_w) * grid_valid +
+  // j % grid_w, and columns with j % grid_w >= grid_valid are dropped (a convolution computed
+  // over the padded input's width, see qconv2d).
+  int64_t grid_w = 0, grid_valid = 0;
+};
+
+// The real value before quantization. Every path computes exactly these float operations:
+//   v = float(acc + bias[ch]) * scale[ch];  v = v + bias_f[ch];
+//   with a residual r: v = min(max(v, res_lo), res_hi), then
+//   v = fma(float(r - residual_zp), residual_scale, v)   (u8/s8 residual)  or  v = v + r  (f32);
+//   v = min(max(v, lo), hi)
+inline float epilogue_real(const QEpilogue& e, int32_t acc, int64_t ch, const void* residual_elem) {
+  float v = static_cast<float>(acc + (e.bias ? e.bias[ch] : 0)) * e.scale[ch];
+  if (e.bias_f) v = v + e.bias_f[ch];
+  if (residual_elem) {
+    v = std::min(std::max(v, e.res_lo), e.res_hi);
+    switch (e.residual_type) {
+      case QType::U8:
+        v = std::fma(static_cast<float>(*static_cast<const uint8_t*>(residual_elem) - e.residual_zp), e.residual_scale, v);
+        break;
+      case QType::S8:
+        v = std::fma(static_cast<float>(*static_cast<const int8_t*>(residual_elem) - e.residual_zp), e.residual_scale, v);
+        break;
+      case QType::F32: v = v + *static_cast<const float*>(residual_elem); break;
+    }
+  }
+  return std::min(std::max(v, e.lo), e.hi);
+}
+
+// Quantizes a real value: round half to even of v / y_scale (as v * out_inv_scale, kept within
+// +-2^30 so the conversion cannot overflow), plus the zero point, saturated to the type.
+inline int32_t quantize_value(float v, float inv_scale, int32_t zp, QType t) {
+  float x = std::min(std::max(v * inv_scale, -1073741824.f), 1073741824.f);
+  int32_t q = static_cast<int32_t>(std::nearbyint(x)) + zp;
+  int32_t lo = t == QType::U8 ? 0 : -128, hi = t == QType::U8 ? 255 : 127;
+  return std::min(std::max(q, lo), hi);
+}
+
+// Writes the epilogue's value v to the output element at p (f32, or quantized to u8/s8).
+inline void store_output(const QEpilogue& e, float v, void* p) {
+  if (e.out == QType::F32) *static_cast<float*>(p) = v;
+  else if (e.out == QType::U8) *static_cast<uint8_t*>(p) = static_cast<uint8_t>(quantize_value(v, e.out_inv_scale, e.out_zp, e.out));
+  else *static_cast<int8_t*>(p) = static_cast<int8_t>(quantize_value(v, e.out_inv_scale, e.out_zp, e.out));
+}
+
+// Dynamic quantization of f32 activations to u8, exactly DynamicQuantizeLinear: the range
+// [min(0, lo), max(0, hi)] over 255 steps (scale 1 when it is empty), zero point
+// saturate(round(-min / scale)), values saturate(round_half_even(x / scale) + zero point).
+struct DynamicQParams {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+};
+inline DynamicQParams dynamic_qparams(float lo, float hi) {
+  lo = std::min(lo, 0.f), hi = std::max(hi, 0.f);
+  DynamicQParams p;
+  p.scale = hi == lo ? 1.f : (hi - lo) / 255.f;
+  float z = std::nearbyint((0.f - lo) / p.scale);
+  p.zero_point = static_cast<int32_t>(std::min(std::max(z, 0.f), 255.f));
+  return p;
+}
+// Rounds half to even by adding and subtracting 1.5 * 2^23 (exact for |v| <= 2^22, where v is
+// clamped first: beyond that every value saturates anyway), which compilers vectorise.
+inline int32_t quantize_dynamic(float x, const DynamicQParams& p) {
+  float v = x / p.scale;
+  if (v != v) return p.zero_point;  // NaN
+  v = std::min(std::max(v, -4194304.f), 4194304.f);
+  v = (v + 12582912.f) - 12582912.f;
+  return std::min(std::max(static_cast<int32_t>(v) + p.zero_point, 0), 255);
+}
+
+// The epilogue of one element: accumulator acc of output (row, col), written to `out` (row stride
+// ldo, type e.out); the residual is read at (row, col) with stride e.ldr.
+inline void epilogue_element(const QEpilogue& e, int32_t acc, int64_t row, int64_t col, void* out, int64_t ldo) {
+  const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
+  const void* rp = e.residual ? static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize : nullptr;
+  store_output(e, epilogue_real(e, acc, e.per_row ? row : col, rp), static_cast<char*>(out) + (row * ldo + col) * osize);
+}
+
+// The micro-kernels and epilogue of one ISA.
+struct QKernels {
+  QIsa isa = QIsa::Scalar;
+  int mr = 0, nr = 0;  // register tile
+  // acc[r * nr + j] = sum over k of rows(r, k) * cols(k, j) for the whole tile (r < mr, j < nr),
+  // from one rows panel and one cols panel of `kgroups` 4-k groups. tile_s8u8: rows are s8 and
+  // cols u8 (convolution: weights x activations); tile_u8s8: rows u8, cols s8 (activations x weights).
+  void (*tile_s8u8)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) = nullptr;
+  void (*tile_u8s8)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) = nullptr;
+  // out(row0 + r, col0 + j) = epilogue(acc[r * nr + j]) for r < rows, j < cols; `out` and
+  // e.residual point at element (0, 0) of their matrices (row strides ldo and e.ldr).
+  void (*epilogue)(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
+                   void* out, int64_t ldo) = nullptr;
+};
+
+// The kernels for this CPU (best ISA it has), and those of one ISA (nullptr when the CPU lacks it).
+const QKernels& qkernels();
+const QKernels* qkernels_for(QIsa isa);
+
+// ---- packing -----------------------------------------------------------------------------
+size_t packed_rows_bytes(const QKernels& k, int64_t M, int64_t K);
+size_t packed_cols_bytes(const QKernels& k, int64_t K, int64_t N);
+// Rows operand from a row-major M x K byte matrix (row stride lda); every byte XORed with
+// `flip` (0x80 turns s8 activations into u8 ones, 0 keeps them).
+void pack_rows(const QKernels& k, const uint8_t* a, int64_t lda, int64_t M, int64_t K, uint8_t flip, uint8_t* out);
+// Cols operand from a K x N byte matrix: element (k, n) at b[k * ldb + n], or at b[n * ldb + k]
+// when `trans` (weights stored [N, K], e.g. Gemm with transB).
+void pack_cols(const QKernels& k, const uint8_t* b, int64_t ldb, bool trans, int64_t K, int64_t N, uint8_t* out);
+// One 4-k group of the cols operand from four rows of n bytes each (r[t] = row k0 + t; nullptr =
+// a zero row): writes group `kg` of every panel of `out` (panels kgroups * nr * 4 bytes apart).
+void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, int64_t kg, int64_t kgroups,
+                     uint8_t* out);
+
+// ---- GEMM ----------------------------------------------------------------------------------
+// C (M x N) = epilogue(rows x cols) from packed operands, written at out (row stride ldo, element
+// type e.out). rows_signed: the rows operand is s8 and cols u8 (else the reverse).
+void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int64_t K, const uint8_t* rows,
+                  const uint8_t* cols, const QEpilogue& e, void* out, int64_t ldo, int threads);
+
+// ---- convolution (NCHW, weights [K, C/group, R, S] s8, activations u8) ----------------------
+// Packed weight: each group's [K/group, (C/group)*R*S] matrix as a rows operand, groups back to back.
+size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s);
+void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed);
+// Scratch bytes of one qconv2d call.
+size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads);
+// y [N, K, out_h, out_w] = epilogue(conv(x ^ flip, w)) with padding taps reading `pad` (the
+// activations' zero point, after the flip). e.per_row must be true (channel = output channel);
+// e.residual, when set, has y's layout.
+void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+             const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
+
+// sum_k w[m][k] of an M x K s8 matrix (the zero-point compensation of each output channel).
+void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out);
+
+}  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+
+// 2-D max pooling of u8 (or, with is_signed, s8) planes: y[p, oh, ow] = max over the window
+// (oh * stride_h - pad_top + kh, ow * stride_w - pad_left + kw), taps outside the plane ignored
+// (ONNX MaxPool semantics: padding never wins). Separable: a horizontal pass per input row, then
+// a vertical pass, both over whole rows. Exact (max is order-free).
+struct Pool2d {
+  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+};
+size_t max_pool_workspace_bytes(const Pool2d& p, int threads);
+void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, uint8_t* workspace, int threads);
+
+}  // namespace kiln::kernels::int8

@@ -1,0 +1,115 @@
+// The quantize job: static (QDQ, then compiled unless --format qdq) or dynamic (compiled with the
+// quantize-dynamic pass after the -O2 fusions).
+#include "kiln/compress/driver.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/frontend/onnx.h"
+#include "kiln/ops/op.h"
+#include "kiln/passes/manager.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln::compress {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void progress_bar(std::ostream* log, size_t i, size_t n) {
+  if (!log) return;
+  const int width = 30;
+  int done = static_cast<int>(width * i / std::max<size_t>(n, 1));
+  *log << "\rcalibrating [" << std::string(done, '#') << std::string(width - done, '.') << "] " << i << "/" << n
+       << (i == n ? "\n" : "") << std::flush;
+}
+
+compiler::CompileOptions compile_options(const QuantizeJob& job) {
+  compiler::CompileOptions c;
+  c.opt_level = 2;
+  c.inputs = job.inputs;
+  c.cache_dir = job.cache_dir;
+  return c;
+}
+
+}  // namespace
+
+Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result) {
+  Model m = import_onnx(job.model_path);
+  prepare_float_model(m);
+  result.plan = plan_static(m, job.options);
+  KILN_CHECK(!result.plan.nodes.empty(), job.model_path, ": no Conv, MatMul or Gemm node can be quantized statically");
+  BatchSource data = [&] {
+    if (!job.calib_dir.empty()) return BatchSource::from_dir(m, job.calib_dir);
+    KILN_CHECK(job.calib_random > 0, "kiln quantize: give calibration data (--calib DIR) or --calib-random N");
+    result.random_calibration = true;
+    return BatchSource::random(m, job.calib_random, job.seed, job.inputs.dims);
+  }();
+  if (job.log) {
+    if (result.random_calibration)
+      *job.log << "warning: calibrating on random data: the ranges (and so the accuracy) are only a smoke test\n";
+    *job.log << "calibrating " << result.plan.tensors.size() << " tensors of " << result.plan.nodes.size()
+             << " quantized nodes on " << data.describe() << "\n";
+  }
+  auto t0 = Clock::now();
+  std::map<std::string, Observer> obs =
+      calibrate(m, result.plan.tensors, data, result.plan.channel_axis,
+                [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
+  result.calibrate_seconds = since(t0);
+  result.lines = apply_static(m, result.plan, obs, job.options);
+  result.quantized_nodes = static_cast<int>(result.plan.nodes.size());
+  for (const auto& s : result.plan.skipped) result.lines.push_back("kept in float: " + s);
+  return m;
+}
+
+QuantizeResult quantize_file(const QuantizeJob& job) {
+  auto t0 = Clock::now();
+  QuantizeResult result;
+  KILN_CHECK(!job.out_path.empty(), "kiln quantize: -o OUT is required");
+  if (job.dynamic) {
+    KILN_CHECK(job.format == OutputFormat::Kiln, "kiln quantize --dynamic writes a kiln artifact (--format kiln)");
+    register_passes();
+    compiler::CompileOptions c = compile_options(job);
+    std::string pipeline;
+    for (const auto& p : passes::pipeline_for_level(2)) pipeline += p + ",";
+    c.passes = pipeline + "quantize-dynamic,dce";
+    compiler::CompileReport rep = compiler::compile_file(job.model_path, job.out_path, c);
+    for (const auto& r : rep.remarks)
+      if (r.pass == "quantize-dynamic") result.lines.push_back(r.node + ": " + r.message);
+    result.quantized_nodes = static_cast<int>(result.lines.size());
+    if (rep.cache_hit) {
+      // Up to date: nothing ran, so say what the artifact holds.
+      result.quantized_nodes = 0;
+      for (const auto& n : Executable::load(job.out_path)->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
+      result.lines.push_back(job.out_path + " is up to date (" + std::to_string(result.quantized_nodes) +
+                             " kiln.QMatMul nodes)");
+    }
+    result.total_seconds = since(t0);
+    return result;
+  }
+  result.qdq = std::make_shared<Model>(quantize_to_qdq(job, result));
+  const Model& m = *result.qdq;
+  if (job.format == OutputFormat::Qdq) {
+    export_onnx(m, job.out_path);
+    result.qdq_path = job.out_path;
+  } else {
+    // The artifact is compiled from the QDQ model, written next to it for the compiler to read.
+    std::string tmp = job.out_path + ".qdq.onnx";
+    export_onnx(m, tmp);
+    try {
+      compiler::compile_file(tmp, job.out_path, compile_options(job));
+    } catch (...) {
+      fs::remove(tmp);
+      throw;
+    }
+    fs::remove(tmp);
+  }
+  result.total_seconds = since(t0);
+  return result;
+}
+
+}  // namespace kiln::compress

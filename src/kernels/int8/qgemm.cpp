@@ -1,0 +1,151 @@
+// Packing and the blocked GEMM driver of the INT8 kernels (the micro-kernels are per ISA).
+//
+// Blocking: the rows operand is cut into blocks of kRowBlock rows (a block of weights stays in
+// L2 while every cols panel passes by), each cols panel (K x nr bytes) is reused by the block's
+// row tiles from L1/L2. Work items are (row block, cols panel) pairs, split over threads.
+#include <algorithm>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kiln/kernels/int8.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::int8 {
+namespace {
+
+constexpr int64_t kRowBlock = 64;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+size_t packed_rows_bytes(const QKernels& k, int64_t M, int64_t K) {
+  return static_cast<size_t>(ceil_div(M, k.mr) * ceil_div(K, 4) * k.mr * 4);
+}
+
+size_t packed_cols_bytes(const QKernels& k, int64_t K, int64_t N) {
+  return static_cast<size_t>(ceil_div(N, k.nr) * ceil_div(K, 4) * k.nr * 4);
+}
+
+void pack_rows(const QKernels& k, const uint8_t* a, int64_t lda, int64_t M, int64_t K, uint8_t flip, uint8_t* out) {
+  const int64_t kg = ceil_div(K, 4), mt = ceil_div(M, k.mr);
+  for (int64_t t = 0; t < mt; ++t) {
+    uint8_t* panel = out + t * kg * k.mr * 4;
+    for (int r = 0; r < k.mr; ++r) {
+      const int64_t m = t * k.mr + r;
+      for (int64_t g = 0; g < kg; ++g) {
+        uint8_t* dst = panel + (g * k.mr + r) * 4;
+        for (int64_t q = 0; q < 4; ++q) {
+          const int64_t kk = g * 4 + q;
+          dst[q] = m < M && kk < K ? static_cast<uint8_t>(a[m * lda + kk] ^ flip) : 0;
+        }
+      }
+    }
+  }
+}
+
+void pack_cols(const QKernels& k, const uint8_t* b, int64_t ldb, bool trans, int64_t K, int64_t N, uint8_t* out) {
+  const int64_t kg = ceil_div(K, 4), nt = ceil_div(N, k.nr);
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t g = 0; g < kg; ++g)
+      for (int j = 0; j < k.nr; ++j)
+        for (int q = 0; q < 4; ++q) {
+          const int64_t n = t * k.nr + j, kk = g * 4 + q;
+          uint8_t v = 0;
+          if (n < N && kk < K) v = trans ? b[n * ldb + kk] : b[kk * ldb + n];
+          out[((t * kg + g) * k.nr + j) * 4 + q] = v;
+        }
+}
+
+void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, int64_t kg, int64_t kgroups,
+                     uint8_t* out) {
+  static const uint8_t kZeros[64] = {};
+  const int nr = k.nr;
+  const int64_t panel_stride = kgroups * nr * 4;
+  const int64_t nt = ceil_div(n, nr);
+  int64_t j = 0;
+#if defined(__SSE2__)
+  // 16 (or 8) columns at a time: byte-interleave rows 0/1 and 2/3, then 16-bit-interleave the
+  // pairs, which leaves each column's 4 bytes together.
+  const int step = nr >= 16 ? 16 : 8;
+  if (nr % step == 0) {
+    for (; j + step <= n; j += step) {
+      uint8_t* dst = out + (j / nr) * panel_stride + kg * nr * 4 + (j % nr) * 4;
+      const uint8_t* p[4];
+      for (int t = 0; t < 4; ++t) p[t] = r[t] ? r[t] + j : kZeros;
+      if (step == 16) {
+        __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[0]));
+        __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[1]));
+        __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[2]));
+        __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[3]));
+        __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+        __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+      } else {
+        __m128i ab = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[0])),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[1])));
+        __m128i cd = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[2])),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[3])));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab, cd));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab, cd));
+      }
+    }
+  }
+#endif
+  for (; j < nt * nr; ++j) {
+    uint8_t* dst = out + (j / nr) * panel_stride + kg * nr * 4 + (j % nr) * 4;
+    for (int t = 0; t < 4; ++t) dst[t] = j < n && r[t] ? r[t][j] : 0;
+  }
+}
+
+void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out) {
+  for (int64_t m = 0; m < M; ++m) {
+    int32_t s = 0;
+    for (int64_t kk = 0; kk < K; ++kk) s += w[m * K + kk];
+    out[m] = s;
+  }
+}
+
+void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int64_t K, const uint8_t* rows,
+                  const uint8_t* cols, const QEpilogue& e, void* out, int64_t ldo, int threads) {
+  if (M <= 0 || N <= 0) return;
+  const int64_t kg = ceil_div(K, 4);
+  const int64_t mt = ceil_div(M, k.mr), nt = ceil_div(N, k.nr);
+  const int64_t tiles_per_block = std::max<int64_t>(1, kRowBlock / k.mr);
+  const int64_t blocks = ceil_div(mt, tiles_per_block);
+  auto tile_fn = rows_signed ? k.tile_s8u8 : k.tile_u8s8;
+  threads = threads_for_work(static_cast<double>(M) * N * K / 4, threads <= 0 ? default_threads() : threads);
+  parallel_for(blocks * nt, threads, [&](int64_t begin, int64_t end) {
+    alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t b = w / nt, c = w % nt;
+      const uint8_t* cp = cols + c * kg * k.nr * 4;
+      const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, N - c * k.nr));
+      for (int64_t t = b * tiles_per_block; t < std::min(mt, (b + 1) * tiles_per_block); ++t) {
+        tile_fn(kg, rows + t * kg * k.mr * 4, cp, acc);
+        const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, M - t * k.mr));
+        if (e.grid_w == 0) {
+          k.epilogue(acc, k.nr, rows_here, cols_here, e, t * k.mr, c * k.nr, out, ldo);
+          continue;
+        }
+        // Wide grid: each run of valid columns within one grid row goes to its output columns.
+        for (int64_t j = c * k.nr, end = c * k.nr + cols_here; j < end;) {
+          const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
+          const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
+          if (j < valid_end)
+            k.epilogue(acc + (j - c * k.nr), k.nr, rows_here, static_cast<int>(valid_end - j), e, t * k.mr,
+                       (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
+          j = row_end;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace kiln::kernels::int8

@@ -1,0 +1,39 @@
+// The VNNI micro-kernel, written once for zmm (AVX-512 VNNI) and ymm (AVX-VNNI). The including
+// file defines the vector type and operations:
+//   QV             vector of int32 lanes            QV_LANES    int32 lanes per vector
+//   QV_MR          rows of the register tile        QV_NV       vectors per tile row (nr = QV_NV * QV_LANES)
+//   qv_zero()  qv_load(p)  qv_store(p, v)  qv_set1(int32)  qv_dpbusd(acc, u8 vector, s8 vector)
+// One step of the k loop: load the nr x 4 cols group, then per row broadcast its 4 bytes and
+// accumulate vpdpbusd (4 u8 x s8 products summed per int32 lane, exact).
+
+namespace {
+
+template <bool RowsSigned>
+void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+  QV c[QV_MR][QV_NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < QV_MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_zero();
+  for (int64_t g = 0; g < kgroups; ++g) {
+    QV b[QV_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV_NV; ++v) b[v] = qv_load(cols + v * QV_LANES * 4);
+#pragma GCC unroll 16
+    for (int r = 0; r < QV_MR; ++r) {
+      int32_t word;
+      std::memcpy(&word, rows + r * 4, 4);
+      QV a = qv_set1(word);
+#pragma GCC unroll 4
+      for (int v = 0; v < QV_NV; ++v) c[r][v] = RowsSigned ? qv_dpbusd(c[r][v], b[v], a) : qv_dpbusd(c[r][v], a, b[v]);
+    }
+    rows += QV_MR * 4;
+    cols += QV_NV * QV_LANES * 4;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < QV_MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < QV_NV; ++v) qv_store(acc + (r * QV_NV + v) * QV_LANES, c[r][v]);
+}
+
+}  // namespace

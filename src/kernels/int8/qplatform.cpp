@@ -1,0 +1,76 @@
+// The INT8 kernel tables, chosen once from CPUID: scalar, upgraded to AVX2 (widening), then
+// AVX-VNNI, then AVX-512 VNNI as the CPU (and the OS's saved register state) allow.
+#include "kiln/kernels/int8.h"
+
+namespace kiln::kernels::int8 {
+
+QKernels make_scalar_qkernels();
+#if defined(__x86_64__)
+QKernels make_avx2_qkernels();
+QKernels make_avxvnni_qkernels();
+QKernels make_avx512vnni_qkernels();
+#endif
+
+namespace {
+
+bool cpu_has(QIsa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case QIsa::Scalar: return true;
+    case QIsa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case QIsa::AvxVnni: return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case QIsa::Avx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return isa == QIsa::Scalar;
+#endif
+}
+
+struct Tables {
+  QKernels table[4];
+  bool has[4] = {};
+  const QKernels* best = nullptr;
+  Tables() {
+    table[0] = make_scalar_qkernels();
+    has[0] = true;
+    best = &table[0];
+#if defined(__x86_64__)
+    QKernels (*make[4])() = {nullptr, make_avx2_qkernels, make_avxvnni_qkernels, make_avx512vnni_qkernels};
+    for (int i = 1; i < 4; ++i)
+      if ((has[i] = cpu_has(static_cast<QIsa>(i)))) {
+        table[i] = make[i]();
+        best = &table[i];
+      }
+#endif
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+}  // namespace
+
+const char* qisa_name(QIsa isa) {
+  switch (isa) {
+    case QIsa::Scalar: return "scalar";
+    case QIsa::Avx2: return "avx2";
+    case QIsa::AvxVnni: return "avx-vnni";
+    case QIsa::Avx512Vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+const QKernels& qkernels() { return *tables().best; }
+
+const QKernels* qkernels_for(QIsa isa) {
+  const Tables& t = tables();
+  int i = static_cast<int>(isa);
+  return t.has[i] ? &t.table[i] : nullptr;
+}
+
+}  // namespace kiln::kernels::int8

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# kiln quantize on the digits CNN: the committed held-out split divided into calibration and
+# evaluation images, an artifact with a report (accuracy within 0.5 points), a QDQ model that
+# kiln compiles and runs, a JSON report, and the one-line errors of bad flags.
+# usage: quantize.sh KILN SOURCE_DIR BINARY_DIR
+set -u
+KILN=$1; SRC=$2; BIN=$3
+T=$(mktemp -d "$BIN/cli_quantize.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail=0; passed=0
+check() {
+  local what=$1; shift
+  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
+}
+expect_error() {
+  local what=$1 want=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep '^kiln: ' "$T/err" | grep -qF -- "$want"; then
+    echo "FAIL $what (exit $rc):"; cat "$T/err"; fail=$((fail+1)); return
+  fi
+  passed=$((passed+1))
+}
+MODEL="$SRC/models/digits_cnn.onnx"
+/usr/bin/python3 "$SRC/scripts/compress/digits_split.py" "$T/d" > /dev/null || { echo "FAIL split"; exit 1; }
+
+"$KILN" quantize "$MODEL" -o "$T/int8.kiln" --calib "$T/d/calib" --eval "$T/d/eval" --report --runs 3 \
+  --json "$T/report.json" --cache-dir "$T/cache" > "$T/report.txt" 2> "$T/log"
+check "quantize --report exits 0" test $? -eq 0
+check "artifact written" test -s "$T/int8.kiln"
+check "report has accuracy" grep -q "accuracy: fp32" "$T/report.txt"
+# int8 accuracy within 0.5 points of fp32 (the report's "(+x.xx points)")
+check "accuracy within 0.5 points" awk '/accuracy: fp32/ { gsub(/[()+]/, "", $7); d = $7 + 0; exit !(d <= 0.5 && d >= -0.5) }' "$T/report.txt"
+check "json report" grep -q '"accuracy": {"fp32"' "$T/report.json"
+check "progress on stderr" grep -q "calibrating" "$T/log"
+
+"$KILN" quantize "$MODEL" -o "$T/qdq.onnx" --format qdq --calib "$T/d/calib" --method percentile:99.9 --quiet 2> /dev/null
+check "qdq written" test -s "$T/qdq.onnx"
+"$KILN" compile "$T/qdq.onnx" -o "$T/qdq.kiln" --explain --cache-dir "$T/cache" > "$T/explain" 2>&1
+check "qdq compiles to int8 kernels" grep -q "kiln::QConv .*int8" "$T/explain"
+"$KILN" run "$T/qdq.kiln" --input input="$T/d/eval/input.npy" --out "$T/run" --quiet > /dev/null 2>&1
+check "qdq artifact runs" test -s "$T/run/logits.npy"
+
+expect_error "no calibration" "--calib DIR and --calib-random N" "$KILN" quantize "$MODEL" -o "$T/x.kiln"
+expect_error "bad method" "expected minmax, percentile[:P] or entropy" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --method median
+expect_error "bad format" "expected kiln or qdq" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --format tflite
+expect_error "unknown exclude" "no Conv/MatMul/Gemm node has this name" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --exclude nope
+expect_error "missing calib dir" "not a directory" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib "$T/none"
+
+echo "quantize.sh: $passed passed, $fail failed"
+exit $((fail > 0))

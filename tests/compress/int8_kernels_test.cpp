@@ -1,0 +1,334 @@
+// The INT8 kernels on every ISA this CPU has (scalar, AVX2, AVX-VNNI, AVX-512 VNNI) against
+// naive integer loops: accumulators exactly, the requantizing epilogue bit for bit against
+// epilogue_real/quantize_value, convolutions over strides, pads, dilations, groups and ragged
+// edges, for u8 and (sign-flipped) s8 activations.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kiln/kernels/int8.h"
+
+namespace kiln::kernels::int8 {
+namespace {
+
+std::vector<const QKernels*> all_qkernels() {
+  std::vector<const QKernels*> out;
+  for (QIsa isa : {QIsa::Scalar, QIsa::Avx2, QIsa::AvxVnni, QIsa::Avx512Vnni})
+    if (const QKernels* k = qkernels_for(isa)) out.push_back(k);
+  return out;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+TEST(Int8Kernels, TablesIncludeScalarAndBestIsLast) {
+  auto ks = all_qkernels();
+  ASSERT_FALSE(ks.empty());
+  EXPECT_EQ(ks.front()->isa, QIsa::Scalar);
+  EXPECT_EQ(qkernels().isa, ks.back()->isa);
+  for (const QKernels* k : ks) EXPECT_LE(k->mr * k->nr, 16 * 64) << qisa_name(k->isa);
+}
+
+// acc = rows x cols exactly (scale 1, f32 output is exact below 2^24), ragged M, N, K.
+TEST(Int8Kernels, GemmAccumulatorsMatchNaiveIntegerLoops) {
+  const int64_t shapes[][3] = {{1, 1, 1},  {3, 5, 7},    {8, 32, 4},   {9, 33, 5},   {17, 70, 130},
+                               {64, 64, 64}, {65, 31, 257}, {130, 18, 96}, {5, 100, 3}, {70, 129, 33}};
+  for (const QKernels* k : all_qkernels())
+    for (bool rows_signed : {true, false})
+      for (const auto& sh : shapes) {
+        const int64_t M = sh[0], N = sh[1], K = sh[2];
+        auto a = random_bytes(M * K, 11 + M), b = random_bytes(K * N, 7 + N);
+        std::vector<uint8_t> pa(packed_rows_bytes(*k, M, K)), pb(packed_cols_bytes(*k, K, N));
+        pack_rows(*k, a.data(), K, M, K, 0, pa.data());
+        pack_cols(*k, b.data(), N, false, K, N, pb.data());
+        std::vector<float> ones(std::max(M, N), 1.f), y(M * N, -1.f);
+        QEpilogue e;
+        e.scale = ones.data();
+        qgemm_packed(*k, rows_signed, M, N, K, pa.data(), pb.data(), e, y.data(), N, 2);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            int32_t s = 0;
+            for (int64_t q = 0; q < K; ++q) {
+              int32_t av = rows_signed ? static_cast<int8_t>(a[m * K + q]) : a[m * K + q];
+              int32_t bv = rows_signed ? b[q * N + n] : static_cast<int8_t>(b[q * N + n]);
+              s += av * bv;
+            }
+            ASSERT_EQ(y[m * N + n], static_cast<float>(s))
+                << qisa_name(k->isa) << " rows_signed " << rows_signed << " M N K " << M << " " << N << " " << K
+                << " at " << m << "," << n;
+          }
+      }
+}
+
+// Extreme operands: every product 255 * -128 (vpmaddubsw would saturate here).
+TEST(Int8Kernels, NoSaturationAtExtremes) {
+  const int64_t M = 9, N = 17, K = 64;
+  for (const QKernels* k : all_qkernels()) {
+    std::vector<uint8_t> w(M * K, 0x80), x(K * N, 255);  // s8 -128, u8 255
+    std::vector<uint8_t> pa(packed_rows_bytes(*k, M, K)), pb(packed_cols_bytes(*k, K, N));
+    pack_rows(*k, w.data(), K, M, K, 0, pa.data());
+    pack_cols(*k, x.data(), N, false, K, N, pb.data());
+    std::vector<float> ones(M, 1.f), y(M * N);
+    QEpilogue e;
+    e.scale = ones.data();
+    qgemm_packed(*k, true, M, N, K, pa.data(), pb.data(), e, y.data(), N, 1);
+    for (float v : y) ASSERT_EQ(v, -128.f * 255.f * K) << qisa_name(k->isa);
+  }
+}
+
+struct EpilogueCase {
+  bool per_row, bias, bias_f;
+  QType residual;  // F32 with has_residual false = none
+  bool has_residual;
+  float lo, hi;
+  QType out;
+};
+
+// The epilogue of each ISA equals the scalar formula bit for bit on every combination.
+TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<EpilogueCase> cases;
+  for (bool per_row : {true, false})
+    for (QType out : {QType::U8, QType::S8, QType::F32})
+      for (int res = 0; res < 4; ++res)
+        for (int clamp = 0; clamp < 3; ++clamp) {
+          EpilogueCase c{per_row, res != 1, res >= 2, res == 0 ? QType::F32 : (res == 1 ? QType::U8 : (res == 2 ? QType::S8 : QType::F32)),
+                         res != 3 || clamp == 0, clamp == 0 ? -inf : 0.f, clamp == 2 ? 6.f : inf, out};
+          cases.push_back(c);
+        }
+  const int64_t M = 13, N = 37;
+  std::mt19937 rng(5);
+  std::vector<int32_t> accs(M * N), bias(std::max(M, N));
+  for (auto& v : accs) v = static_cast<int32_t>(rng() % 200001) - 100000;
+  for (auto& v : bias) v = static_cast<int32_t>(rng() % 2001) - 1000;
+  auto scale = random_floats(std::max(M, N), 3, 1e-4f, 2e-3f);
+  auto bias_f = random_floats(std::max(M, N), 4, -2.f, 2.f);
+  auto res_b = random_bytes(M * N, 9);
+  auto res_f = random_floats(M * N, 10, -3.f, 3.f);
+  for (const QKernels* k : all_qkernels())
+    for (const EpilogueCase& c : cases) {
+      QEpilogue e;
+      e.per_row = c.per_row;
+      e.bias = c.bias ? bias.data() : nullptr;
+      e.scale = scale.data();
+      e.bias_f = c.bias_f ? bias_f.data() : nullptr;
+      if (c.has_residual) {
+        e.residual_type = c.residual;
+        e.residual = c.residual == QType::F32 ? static_cast<const void*>(res_f.data()) : res_b.data();
+        e.ldr = N;
+        e.residual_scale = 0.02f;
+        e.residual_zp = c.residual == QType::U8 ? 121 : -3;
+        e.res_lo = -30.f, e.res_hi = 25.f;  // a folded intermediate quantization's range
+      }
+      e.lo = c.lo;
+      e.hi = c.hi;
+      e.out = c.out;
+      e.out_inv_scale = 1.f / 0.037f;
+      e.out_zp = c.out == QType::U8 ? 100 : 5;
+      const size_t osize = c.out == QType::F32 ? 4 : 1;
+      std::vector<uint8_t> got(M * N * osize), want(M * N * osize);
+      // Whole matrix as tiles of the ISA's shape, the accumulators laid out per tile.
+      for (int64_t r0 = 0; r0 < M; r0 += k->mr)
+        for (int64_t c0 = 0; c0 < N; c0 += k->nr) {
+          std::vector<int32_t> tile(k->mr * k->nr, 0);
+          int rows = static_cast<int>(std::min<int64_t>(k->mr, M - r0)), cols = static_cast<int>(std::min<int64_t>(k->nr, N - c0));
+          for (int r = 0; r < rows; ++r)
+            for (int j = 0; j < cols; ++j) tile[r * k->nr + j] = accs[(r0 + r) * N + c0 + j];
+          k->epilogue(tile.data(), k->nr, rows, cols, e, r0, c0, got.data(), N);
+        }
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          const void* rp = nullptr;
+          if (e.residual) rp = static_cast<const char*>(e.residual) + (m * N + n) * (c.residual == QType::F32 ? 4 : 1);
+          float v = epilogue_real(e, accs[m * N + n], c.per_row ? m : n, rp);
+          store_output(e, v, want.data() + (m * N + n) * osize);
+        }
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size()))
+          << qisa_name(k->isa) << " per_row " << c.per_row << " out " << int(c.out) << " residual " << c.has_residual
+          << "/" << int(c.residual) << " clamp " << c.lo << ".." << c.hi;
+    }
+}
+
+TEST(Int8Kernels, QuantizeValueRoundsHalfToEvenAndSaturates) {
+  EXPECT_EQ(quantize_value(2.5f, 1.f, 0, QType::U8), 2);
+  EXPECT_EQ(quantize_value(3.5f, 1.f, 0, QType::U8), 4);
+  EXPECT_EQ(quantize_value(-2.5f, 1.f, 0, QType::S8), -2);
+  EXPECT_EQ(quantize_value(1e12f, 1.f, 0, QType::U8), 255);
+  EXPECT_EQ(quantize_value(-1e12f, 1.f, 3, QType::S8), -128);
+  EXPECT_EQ(quantize_value(0.f, 10.f, 128, QType::U8), 128);
+}
+
+// Naive integer convolution of u8 (or s8) x with s8 w, zero point zx, real output f32 at scale 1.
+std::vector<float> naive_conv(const Conv2dShape& s, const std::vector<uint8_t>& x, bool x_signed, int32_t zx,
+                              const std::vector<int8_t>& w, const std::vector<int32_t>& bias) {
+  const int64_t OH = s.out_h(), OW = s.out_w(), Cg = s.C / s.group, Mg = s.K / s.group;
+  std::vector<float> y(s.N * s.K * OH * OW);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t m = 0; m < s.K; ++m) {
+      const int64_t g = m / Mg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          int32_t acc = bias[m];
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t kh = 0; kh < s.R; ++kh)
+              for (int64_t kw = 0; kw < s.S; ++kw) {
+                int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h, iw = ow * s.stride_w - s.pad_left + kw * s.dil_w;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;  // padding is real 0
+                uint8_t raw = x[((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw];
+                int32_t xv = (x_signed ? static_cast<int8_t>(raw) : raw) - zx;
+                acc += xv * w[((m * Cg + c) * s.R + kh) * s.S + kw];
+              }
+          y[((n * s.K + m) * OH + oh) * OW + ow] = static_cast<float>(acc);
+        }
+    }
+  return y;
+}
+
+TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
+  auto shape = [](int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t st, int64_t pad,
+                  int64_t dil, int64_t group) {
+    Conv2dShape s;
+    s.N = N, s.C = C, s.H = H, s.W = W, s.K = K, s.R = R, s.S = S;
+    s.stride_h = s.stride_w = st;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    s.dil_h = s.dil_w = dil;
+    s.group = group;
+    return s;
+  };
+  std::vector<Conv2dShape> shapes = {
+      shape(1, 3, 9, 11, 5, 3, 3, 1, 1, 1, 1),   shape(2, 8, 7, 7, 16, 1, 1, 1, 0, 1, 1),
+      shape(1, 16, 12, 10, 9, 3, 3, 2, 1, 1, 1), shape(1, 5, 13, 13, 7, 7, 7, 2, 3, 1, 1),
+      shape(1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 8),    shape(1, 12, 10, 10, 6, 3, 3, 1, 2, 2, 3),
+      shape(1, 6, 17, 19, 40, 1, 1, 2, 0, 1, 2), shape(1, 64, 5, 5, 33, 3, 3, 1, 1, 1, 1),
+  };
+  shapes[3].pad_bottom = 1;  // asymmetric padding
+  for (const QKernels* k : all_qkernels())
+    for (const Conv2dShape& s : shapes)
+      for (bool x_signed : {false, true}) {
+        const int64_t Kc = (s.C / s.group) * s.R * s.S;
+        auto x = random_bytes(s.N * s.C * s.H * s.W, 21 + s.C);
+        auto wb = random_bytes(s.K * Kc, 22 + s.K);
+        std::vector<int8_t> w(wb.begin(), wb.end());
+        for (auto& v : w) v = static_cast<int8_t>(std::max<int>(v, -127));
+        const int32_t zx = x_signed ? -7 : 131;
+        std::vector<int32_t> bias(s.K), sums(s.K), comp(s.K);
+        for (int64_t m = 0; m < s.K; ++m) bias[m] = static_cast<int32_t>(m * 37 % 101) - 50;
+        row_sums_s8(w.data(), s.K, Kc, sums.data());
+        // The kernel sees x ^ flip (u8) with zero point zx + 128 for s8; fold -zp * sum(w) into the bias.
+        const int32_t zu = x_signed ? zx + 128 : zx;
+        for (int64_t m = 0; m < s.K; ++m) comp[m] = bias[m] - zu * sums[m];
+        std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, s));
+        qconv_pack_weight(*k, s, w.data(), pw.data());
+        std::vector<uint8_t> ws(qconv_workspace_bytes(*k, s, 2));
+        std::vector<float> ones(s.K, 1.f), y(s.N * s.K * s.out_h() * s.out_w(), -1.f);
+        QEpilogue e;
+        e.bias = comp.data();
+        e.scale = ones.data();
+        qconv2d(*k, s, x.data(), x_signed ? 0x80 : 0, static_cast<uint8_t>(zu), pw.data(), e, y.data(), ws.data(), 2);
+        auto want = naive_conv(s, x, x_signed, zx, w, bias);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(y[i], want[i]) << qisa_name(k->isa) << " C" << s.C << " K" << s.K << " R" << s.R << " stride "
+                                   << s.stride_h << " group " << s.group << " signed " << x_signed << " at " << i;
+      }
+}
+
+// Per-channel requantization with a u8 residual through the convolution entry point.
+TEST(Int8Kernels, ConvRequantizesWithResidualPerChannel) {
+  Conv2dShape s;
+  s.N = 1, s.C = 16, s.H = 6, s.W = 6, s.K = 20, s.R = 3, s.S = 3, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+  const int64_t Kc = s.C * 9, P = 36;
+  auto x = random_bytes(s.C * 36, 1);
+  auto wb = random_bytes(s.K * Kc, 2);
+  std::vector<int8_t> w(wb.begin(), wb.end());
+  auto scale = random_floats(s.K, 3, 1e-4f, 1e-3f);
+  std::vector<int32_t> sums(s.K), comp(s.K);
+  row_sums_s8(w.data(), s.K, Kc, sums.data());
+  for (int64_t m = 0; m < s.K; ++m) comp[m] = -128 * sums[m];
+  auto res = random_bytes(s.K * P, 4);
+  QEpilogue e;
+  e.bias = comp.data();
+  e.scale = scale.data();
+  e.residual = res.data();
+  e.residual_type = QType::U8;
+  e.ldr = P;
+  e.residual_scale = 0.05f;
+  e.residual_zp = 128;
+  e.lo = 0.f;
+  e.out = QType::U8;
+  e.out_inv_scale = 1 / 0.06f;
+  e.out_zp = 0;
+  std::vector<uint8_t> ref;
+  for (const QKernels* k : all_qkernels()) {
+    std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, s)), ws(qconv_workspace_bytes(*k, s, 2)), y(s.K * P);
+    qconv_pack_weight(*k, s, w.data(), pw.data());
+    qconv2d(*k, s, x.data(), 0, 128, pw.data(), e, y.data(), ws.data(), 2);
+    if (ref.empty()) {
+      // Scalar first: check it against the formula on naive accumulators, then the others against it.
+      std::vector<int32_t> zero(s.K, 0);
+      auto acc = naive_conv(s, x, false, 128, w, zero);
+      QEpilogue en = e;
+      en.bias = nullptr;
+      for (int64_t i = 0; i < s.K * P; ++i) {
+        float v = epilogue_real(en, static_cast<int32_t>(acc[i]), i / P, res.data() + i);
+        ASSERT_EQ(y[i], quantize_value(v, e.out_inv_scale, 0, QType::U8)) << i;
+      }
+      ref = y;
+    } else {
+      ASSERT_EQ(y, ref) << qisa_name(k->isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+namespace {
+
+TEST(Int8Kernels, MaxPoolMatchesNaiveWindowsWithPaddingIgnored) {
+  struct Case {
+    int64_t H, W, kh, kw, s, pad;
+  };
+  for (Case c : {Case{112, 112, 3, 3, 2, 1}, Case{7, 9, 2, 2, 2, 0}, Case{10, 11, 3, 2, 1, 1}, Case{5, 5, 5, 5, 1, 2}})
+    for (bool is_signed : {false, true}) {
+      Pool2d p;
+      p.planes = 3, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.stride_h = p.stride_w = c.s;
+      p.pad_top = p.pad_left = c.pad;
+      p.OH = (c.H + 2 * c.pad - c.kh) / c.s + 1, p.OW = (c.W + 2 * c.pad - c.kw) / c.s + 1;
+      auto x = random_bytes(p.planes * c.H * c.W, 40 + c.H);
+      std::vector<uint8_t> y(p.planes * p.OH * p.OW), ws(max_pool_workspace_bytes(p, 2));
+      max_pool_2d(p, is_signed, x.data(), y.data(), ws.data(), 2);
+      for (int64_t q = 0; q < p.planes; ++q)
+        for (int64_t oh = 0; oh < p.OH; ++oh)
+          for (int64_t ow = 0; ow < p.OW; ++ow) {
+            int best = -1000;
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                int64_t ih = oh * c.s - c.pad + i, iw = ow * c.s - c.pad + j;
+                if (ih < 0 || iw < 0 || ih >= c.H || iw >= c.W) continue;
+                uint8_t raw = x[(q * c.H + ih) * c.W + iw];
+                best = std::max(best, is_signed ? static_cast<int>(static_cast<int8_t>(raw)) : static_cast<int>(raw));
+              }
+            uint8_t got = y[(q * p.OH + oh) * p.OW + ow];
+            ASSERT_EQ(is_signed ? static_cast<int>(static_cast<int8_t>(got)) : static_cast<int>(got), best)
+                << "H" << c.H << " k" << c.kh << " s" << c.s << " signed " << is_signed;
+          }
+    }
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8
