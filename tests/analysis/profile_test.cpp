@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/json_reader.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
@@ -234,25 +234,25 @@ TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
   EXPECT_EQ(p.timeline.size(), 3u);
   EXPECT_GT(p.plain_ms, 0);
   EXPECT_GT(p.profiled_ms, 0);
-  JsonValue j = parse_json(profile_to_json(p), "profile json");
+  json::Value j = json::parse(profile_to_json(p), "profile json");
   for (const char* k : {"total_ms", "plain_ms", "profiled_ms", "overhead_fraction", "threads", "runs"})
     ASSERT_TRUE(j.find(k) && j.find(k)->is_number()) << k;
-  const JsonValue* ks = j.find("kernels");
+  const json::Value* ks = j.find("kernels");
   ASSERT_TRUE(ks && ks->is_array());
-  ASSERT_EQ(ks->items().size(), p.kernels.size());
+  ASSERT_EQ(ks->as_array("kernels").size(), p.kernels.size());
   double sum = 0;
   bool covers_mm = false;
-  for (const JsonValue& k : ks->items()) {
+  for (const json::Value& k : ks->as_array("kernels")) {
     ASSERT_TRUE(k.find("name") && k.find("name")->is_string());
     ASSERT_TRUE(k.find("nodes") && k.find("nodes")->is_array());
     for (const char* f : {"ms", "flops", "bytes", "share", "gflops", "gbs", "roof_fraction"})
       ASSERT_TRUE(k.find(f) && k.find(f)->is_number()) << f;
-    const std::string& v = k.find("verdict")->string();
+    const std::string& v = k.find("verdict")->as_string("verdict");
     EXPECT_TRUE(v == "compute" || v == "memory" || v == "overhead") << v;
-    sum += k.find("ms")->number();
-    for (const JsonValue& n : k.find("nodes")->items()) covers_mm |= n.string() == "mm";
+    sum += k.find("ms")->as_double("ms");
+    for (const json::Value& n : k.find("nodes")->as_array("nodes")) covers_mm |= n.as_string("nodes[]") == "mm";
   }
-  EXPECT_NEAR(sum, j.find("total_ms")->number(), 1e-9);
+  EXPECT_NEAR(sum, j.find("total_ms")->as_double("total_ms"), 1e-9);
   EXPECT_TRUE(covers_mm);  // the MatMul's kernel names the ONNX node it came from
   // The GEMM kernel's FLOPs are the op table's: 2 x 8 x 64 x 64.
   bool found = false;
@@ -266,20 +266,20 @@ TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
 
 TEST_F(ProfileRun, TraceIsChromeTraceJsonWithOneEventPerStepPerRun) {
   const Profile& p = *profile_;
-  JsonValue j = parse_json(profile_to_trace(p), "trace");
-  const JsonValue* ev = j.find("traceEvents");
+  json::Value j = json::parse(profile_to_trace(p), "trace");
+  const json::Value* ev = j.find("traceEvents");
   ASSERT_TRUE(ev && ev->is_array());
   size_t complete = 0;
   double last_end_in_run0 = 0;
-  for (const JsonValue& e : ev->items()) {
+  for (const json::Value& e : ev->as_array("traceEvents")) {
     ASSERT_TRUE(e.find("ph") && e.find("pid") && e.find("tid")) << "every event names its process and thread";
-    if (e.find("ph")->string() != "X") continue;
+    if (e.find("ph")->as_string("ph") != "X") continue;
     ++complete;
     ASSERT_TRUE(e.find("ts")->is_number() && e.find("dur")->is_number() && e.find("name")->is_string());
-    EXPECT_GE(e.find("dur")->number(), 0);
-    if (e.find("args")->find("run")->number() == 0) {
-      EXPECT_GE(e.find("ts")->number() + 1e-9, last_end_in_run0);  // steps follow each other
-      last_end_in_run0 = e.find("ts")->number() + e.find("dur")->number();
+    EXPECT_GE(e.find("dur")->as_double("dur"), 0);
+    if (e.find("args")->find("run")->as_double("run") == 0) {
+      EXPECT_GE(e.find("ts")->as_double("ts") + 1e-9, last_end_in_run0);  // steps follow each other
+      last_end_in_run0 = e.find("ts")->as_double("ts") + e.find("dur")->as_double("dur");
     }
   }
   EXPECT_EQ(complete, p.kernels.size() * p.timeline.size());
