@@ -7,12 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "toy_mlp.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/ir/error.h"
-#include "kiln/plan/json.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
+#include "kiln/plan/json.h"
 #include "kiln/runtime/artifact.h"
 
 namespace kiln::analysis {
@@ -73,23 +74,6 @@ TEST(ProfileVerdict, RoofForThreadsUsesPerCoreOrAllCoreFigures) {
   EXPECT_THROW(roof_for(m, 0), Error);
 }
 
-// x[8,64] -> MatMul(w) -> Add(b) -> Relu -> Transpose, shapes inferred.
-Model mlp() {
-  Model m;
-  m.opsets[""] = 17;
-  Graph& g = *m.graph;
-  Value* x = g.add_input("x", DType::f32, Shape({Dim(8), Dim(64)}));
-  Value* w = g.add_initializer("w", Tensor(DType::f32, {64, 64}));
-  Value* b = g.add_initializer("b", Tensor(DType::f32, {64}));
-  Value* y = g.add_node("MatMul", {x, w}, {"y"}, {}, "mm")->outputs[0];
-  Value* z = g.add_node("Add", {y, b}, {"z"}, {}, "bias")->outputs[0];
-  Value* r = g.add_node("Relu", {z}, {"r"}, {}, "act")->outputs[0];
-  Value* t = g.add_node("Transpose", {r}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}, "tr")->outputs[0];
-  g.outputs = {t};
-  ops::infer_shapes(m);
-  return m;
-}
-
 KernelProfile kernel(const std::string& name, const std::string& op, double ms, double flops, double bytes,
                      bool fast = true) {
   KernelProfile k;
@@ -109,7 +93,7 @@ const Suggestion* find(const std::vector<Suggestion>& s, const std::string& kind
 }
 
 TEST(ProfileSuggest, UnfusedChainAndReferenceKernelComeFromTheNumbers) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim(8));
   Profile p;
   p.roof = toy_roof();
   p.kernels = {kernel("mm", "MatMul", 1.0, 2 * 8 * 64 * 64, 4 * (8 * 64 * 2 + 64 * 64)),
@@ -139,7 +123,7 @@ TEST(ProfileSuggest, UnfusedChainAndReferenceKernelComeFromTheNumbers) {
 }
 
 TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim(8));
   Profile p;
   p.roof = toy_roof();
   // 16 KiB of weights out of 20 KiB moved: memory-bound at 10 GB/s (2 us), measured 40 us.
@@ -172,7 +156,7 @@ TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
 }
 
 TEST(ProfileSourceMap, FusedNodesCoverTheNodesTheyReplaced) {
-  Model original = mlp();
+  Model original = toy_mlp(Dim(8));
   // What epilogue fusion makes of it: one node taking over 'r' (MatMul + Add + Relu), the
   // transpose kept, and a node with a new output that covers nothing.
   Model compiled;
@@ -201,7 +185,7 @@ class ProfileRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     fs::path dir = test_dir();
-    Model m = mlp();
+    Model m = toy_mlp(Dim(8));
     std::string kir = (dir / "mlp.kir").string();
     std::ofstream(kir) << print_model(m);
     std::string art = (dir / "mlp.kiln").string();
