@@ -284,7 +284,7 @@ std::string diagnosis_to_text(const Diagnosis& d) {
   return o.str();
 }
 
-std::string diagnosis_to_json(const Diagnosis& d) {
+json::Value diagnosis_json(const Diagnosis& d) {
   json::Value j;
   j.set("batch", d.batch);
   j.set("measured_ms", d.measured_ms);
@@ -298,7 +298,7 @@ std::string diagnosis_to_json(const Diagnosis& d) {
     e.set("detail", c.detail);
     e.set("ms", c.ms);
   }
-  return j.dump();
+  return j;
 }
 
 }  // namespace kiln::analysis

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
+#include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/perf_model.h"
 #include "kiln/plan/json.h"
 
@@ -49,7 +50,7 @@ std::string perf_to_text(const PerfReport& r) {
   return o.str();
 }
 
-std::string perf_to_json(const PerfReport& r) {
+std::string perf_to_json(const PerfReport& r, const Diagnosis* measured) {
   json::Value j;
   j.set("model", r.model);
   json::Value& chip = j.set("chip", json::Object{});
@@ -88,6 +89,7 @@ std::string perf_to_json(const PerfReport& r) {
     j.set("max_latency_ms", *r.max_latency_ms);
     j.set("best_batch_under_latency", r.best_batch_under_latency ? json::Value(*r.best_batch_under_latency) : json::Value());
   }
+  if (measured) j.set("measured", diagnosis_json(*measured));
   return j.dump() + "\n";
 }
 

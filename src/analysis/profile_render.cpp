@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
+#include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/plan/json.h"
 
@@ -86,7 +87,7 @@ std::string profile_to_text(const Profile& p, size_t top) {
   return o.str();
 }
 
-std::string profile_to_json(const Profile& p) {
+std::string profile_to_json(const Profile& p, const Diagnosis* explain) {
   json::Value j;
   j.set("model", p.model);
   j.set("threads", p.threads);
@@ -137,6 +138,7 @@ std::string profile_to_json(const Profile& p) {
     e.set("detail", s.detail);
     e.set("ms", s.ms);
   }
+  if (explain) j.set("explain", diagnosis_json(*explain));
   return j.dump() + "\n";
 }
 

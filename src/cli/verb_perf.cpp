@@ -120,11 +120,7 @@ int verb_perf(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::perf_to_json(report);
-    if (diag) {  // splice the diagnosis in as "measured": {...}
-      out.erase(out.find_last_of('}'));
-      out += ",\"measured\":" + analysis::diagnosis_to_json(*diag) + "}\n";
-    }
+    out = analysis::perf_to_json(report, diag ? &*diag : nullptr);
   } else {
     out = analysis::perf_to_text(report);
     if (diag) out += "\n" + analysis::diagnosis_to_text(*diag);

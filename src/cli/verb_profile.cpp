@@ -161,11 +161,7 @@ int verb_profile(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::profile_to_json(p);
-    if (diag) {  // splice the comparison in as "explain": {...}
-      out.erase(out.find_last_of('}'));
-      out += ",\"explain\":" + analysis::diagnosis_to_json(*diag) + "}\n";
-    }
+    out = analysis::profile_to_json(p, diag ? &*diag : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);

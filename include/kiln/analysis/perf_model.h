@@ -110,7 +110,9 @@ PerfReport predict(Model& m, const std::vector<int64_t>& batches, const Chip& ch
                    std::optional<double> max_latency_ms = std::nullopt);
 
 std::string perf_to_text(const PerfReport& r);
-std::string perf_to_json(const PerfReport& r);
+struct Diagnosis;
+// With `measured` (kiln perf --measured), its diagnosis is the last member, "measured".
+std::string perf_to_json(const PerfReport& r, const Diagnosis* measured = nullptr);
 // Latency and throughput vs batch (log2 x axis), points coloured by bound.
 std::string perf_to_svg(const PerfReport& r);
 
