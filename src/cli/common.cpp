@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -74,6 +75,21 @@ void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   KILN_CHECK(!ec, path, ": cannot create directory: ", ec.message());
+}
+
+void write_file(const std::string& path, std::string_view text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  bool in_place = fs::exists(st) && !fs::is_regular_file(st);
+  std::string tmp = in_place ? path : path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    f.close();
+    KILN_CHECK(f.good(), path, ": cannot write");
+  }
+  KILN_CHECK(in_place || std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
 }
 
 }  // namespace kiln::cli

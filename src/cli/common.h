@@ -1,6 +1,7 @@
 // Pieces every verb shares: loading a model with the dim/shape flags applied.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "args.h"
 #include "kiln/ir/graph.h"
@@ -31,5 +32,10 @@ int take_opt_level(const std::string& verb, int argc, char** argv, std::vector<c
 
 // Creates a directory and its parents; throws naming the path on failure.
 void make_dirs(const std::string& path);
+
+// Writes an output file (--out, --svg, --trace, ...) through PATH.tmp and a rename, so a failed
+// write never leaves a half file behind; a path that exists and is not a regular file (a device
+// such as /dev/stdout, a pipe) is written in place. Throws "PATH: cannot write".
+void write_file(const std::string& path, std::string_view text);
 
 }  // namespace kiln::cli

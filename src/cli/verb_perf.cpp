@@ -1,7 +1,6 @@
 // kiln perf: what a model (or an LLM shape) would do on a chip at each batch size.
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "common.h"
 #include "kiln/analysis/chip.h"
@@ -27,13 +26,6 @@ double parse_positive(const std::string& flag, const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   KILN_CHECK(!s.empty() && end && *end == '\0' && v > 0, flag, ": '", s, "' is not a positive number");
   return v;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  KILN_CHECK(f.good(), path, ": cannot write");
 }
 
 // `--dim NAME` (no '=') names the batch dim; `--dim NAME=N` fixes another dim as in every

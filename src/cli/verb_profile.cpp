@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "bench_inputs.h"
 #include "common.h"
@@ -35,13 +34,6 @@ class TempArtifact {
  private:
   std::string path_;
 };
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  KILN_CHECK(f.good(), path, ": cannot write");
-}
 
 std::string parent_dir(const std::string& path) {
   std::string d = fs::path(path).parent_path().string();
@@ -169,11 +161,11 @@ int verb_profile(int argc, char** argv) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (auto f = a.get("--trace")) {
-    write_text(*f, analysis::profile_to_trace(p));
+    write_file(*f, analysis::profile_to_trace(p));
     std::fprintf(stderr, "wrote %s\n", f->c_str());
   }
   if (auto f = a.get("--html")) {
-    write_text(*f, analysis::profile_to_html(p));
+    write_file(*f, analysis::profile_to_html(p));
     std::fprintf(stderr, "wrote %s\n", f->c_str());
   }
   return 0;
