@@ -25,6 +25,8 @@ namespace kiln::analysis {
 
 enum class Bound { compute, memory, overhead };
 std::string_view bound_name(Bound b);
+// The colour a bound is drawn in, the same in every chart (perf --svg, profile --html).
+const char* bound_colour(Bound b);
 
 // One kernel's time on a chip, from its FLOPs and bytes.
 struct OpTime {
