@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -75,6 +76,19 @@ void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   KILN_CHECK(!ec, path, ": cannot create directory: ", ec.message());
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::string templ = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  KILN_CHECK(mkdtemp(templ.data()) != nullptr, "cannot create a temporary directory under ",
+             fs::temp_directory_path().string());
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 void write_file(const std::string& path, std::string_view text) {

@@ -1,10 +1,9 @@
 // kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
 // this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
 // --json, --explain (measured against the perf model's prediction for the compiled graph).
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "bench_inputs.h"
 #include "common.h"
@@ -20,20 +19,6 @@ namespace kiln::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The artifact compiled from MODEL lives in the temporary directory for the verb's duration.
-class TempArtifact {
- public:
-  TempArtifact() : path_((fs::temp_directory_path() / str_cat("kiln-profile-", getpid(), ".kiln")).string()) {}
-  ~TempArtifact() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string parent_dir(const std::string& path) {
   std::string d = fs::path(path).parent_path().string();
@@ -83,7 +68,7 @@ int verb_profile(int argc, char** argv) {
 
   // The artifact: given, or compiled from MODEL for exactly the shapes profiled.
   ShapeFlags sf = parse_shape_flags(a);
-  TempArtifact temp;
+  std::optional<TempDir> temp;  // holds the artifact compiled from MODEL for the verb's duration
   std::string artifact = path, source_path;
   std::unique_ptr<Model> source;
   const bool given_artifact = is_artifact_file(path);
@@ -119,8 +104,9 @@ int verb_profile(int argc, char** argv) {
     copt.opt_level = level;
     copt.inputs = shapes;
     copt.threads = opt.threads;
-    compiler::compile_file(path, temp.path(), copt);
-    artifact = temp.path();
+    temp.emplace("kiln-profile");
+    artifact = temp->path() + "/model.kiln";
+    compiler::compile_file(path, artifact, copt);
     exe = Executable::load(artifact);
   }
   // The optimized graph at the profiled shapes, for FLOPs and bytes per kernel.
