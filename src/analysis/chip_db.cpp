@@ -6,10 +6,10 @@
 #include <fstream>
 #include <set>
 
-#include "json_reader.h"
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
@@ -72,11 +72,11 @@ namespace {
 // Typed access to one object's members, each error one line naming the file and the key.
 class Fields {
  public:
-  Fields(const JsonValue& obj, std::string origin, std::string where, std::set<std::string> allowed)
+  Fields(const json::Value& obj, std::string origin, std::string where, std::set<std::string> allowed)
       : obj_(obj), origin_(std::move(origin)), where_(std::move(where)) {
     KILN_CHECK(obj.is_object(), origin_, ": ", where_.empty() ? "the file" : where_, " must be a JSON object, not ",
-               json_kind_with_article(obj.kind()));
-    for (const auto& [k, v] : obj.members()) {
+               json::kind_name(obj.kind()));
+    for (const auto& [k, v] : obj.as_object(origin_)) {
       if (allowed.count(k)) continue;
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -84,25 +84,25 @@ class Fields {
     }
   }
 
-  const JsonValue* get(const std::string& key, JsonValue::Kind kind, bool required) const {
-    const JsonValue* v = obj_.find(key);
+  const json::Value* get(const std::string& key, json::Kind kind, bool required) const {
+    const json::Value* v = obj_.find(key);
     if (!v) {
       KILN_CHECK(!required, origin_, ": missing \"", prefix(), key, "\"");
       return nullptr;
     }
-    KILN_CHECK(v->kind() == kind, origin_, ": \"", prefix(), key, "\" must be ", json_kind_with_article(kind), ", not ",
-               json_kind_with_article(v->kind()));
+    KILN_CHECK(v->kind() == kind, origin_, ": \"", prefix(), key, "\" must be ", json::kind_name(kind), ", not ",
+               json::kind_name(v->kind()));
     return v;
   }
   std::string string(const std::string& key, bool required) const {
-    const JsonValue* v = get(key, JsonValue::Kind::string, required);
-    return v ? v->string() : "";
+    const json::Value* v = get(key, json::Kind::string, required);
+    return v ? v->as_string(origin_) : "";
   }
   // A number > 0 (or >= 0 with allow_zero); absent optional numbers read as `dflt`.
   double number(const std::string& key, bool required, double dflt = 0, bool allow_zero = false) const {
-    const JsonValue* v = get(key, JsonValue::Kind::number, required);
+    const json::Value* v = get(key, json::Kind::number, required);
     if (!v) return dflt;
-    double x = v->number();
+    double x = v->as_double(origin_);
     KILN_CHECK(allow_zero ? x >= 0 : x > 0, origin_, ": \"", prefix(), key, "\" must be ",
                allow_zero ? "zero or positive" : "positive", ", got ", x);
     return x;
@@ -110,7 +110,7 @@ class Fields {
   std::string prefix() const { return where_.empty() ? "" : where_ + "."; }
 
  private:
-  const JsonValue& obj_;
+  const json::Value& obj_;
   std::string origin_, where_;
 };
 
@@ -119,7 +119,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 
 Chip parse_chip_json(const std::string& text, const std::string& origin) {
-  JsonValue j = parse_json(text, origin);
+  json::Value j = json::parse(text, origin);
   Fields top(j, origin, "",
              {"name", "source", "peak_tflops", "vector_tflops", "memory_gbs", "memory_gib", "launch_overhead_us",
               "launch_overhead_source", "workspace_mib", "device_memory", "interconnect", "notes", "measured"});
@@ -130,9 +130,9 @@ Chip parse_chip_json(const std::string& text, const std::string& origin) {
   KILN_CHECK(!c.source.empty(), origin, ": \"source\" must say where the numbers come from");
   std::set<std::string> precisions;
   for (Precision p : all_precisions()) precisions.insert(std::string(precision_name(p)));
-  Fields peaks(*top.get("peak_tflops", JsonValue::Kind::object, true), origin, "peak_tflops", precisions);
+  Fields peaks(*top.get("peak_tflops", json::Kind::object, true), origin, "peak_tflops", precisions);
   for (Precision p : all_precisions())
-    if (peaks.get(std::string(precision_name(p)), JsonValue::Kind::number, false))
+    if (peaks.get(std::string(precision_name(p)), json::Kind::number, false))
       c.peak_tflops[p] = peaks.number(std::string(precision_name(p)), true);
   KILN_CHECK(!c.peak_tflops.empty(), origin, ": \"peak_tflops\" lists no precision (", precision_choices(), ")");
   double fp32 = c.peak_tflops.count(Precision::fp32) ? c.peak_tflops[Precision::fp32] : 0;
@@ -142,8 +142,8 @@ Chip parse_chip_json(const std::string& text, const std::string& origin) {
   c.launch_overhead_us = top.number("launch_overhead_us", true, 0, true);
   top.string("launch_overhead_source", false);
   c.workspace_bytes = static_cast<int64_t>(top.number("workspace_mib", false, 0, true) * 1024 * 1024);
-  if (const JsonValue* d = top.get("device_memory", JsonValue::Kind::boolean, false)) c.device_memory = d->boolean();
-  if (const JsonValue* ic = top.get("interconnect", JsonValue::Kind::object, false)) {
+  if (const json::Value* d = top.get("device_memory", json::Kind::boolean, false)) c.device_memory = d->as_bool(origin);
+  if (const json::Value* ic = top.get("interconnect", json::Kind::object, false)) {
     Fields f(*ic, origin, "interconnect", {"nvlink_gbs", "pcie_gbs", "link_latency_us", "note"});
     // Files quote datasheet figures (both directions summed); a ring moves data one way.
     c.nvlink_gbs = f.number("nvlink_gbs", false, 0, true) / 2;
@@ -152,7 +152,7 @@ Chip parse_chip_json(const std::string& text, const std::string& origin) {
     f.string("note", false);
   }
   top.string("notes", false);
-  top.get("measured", JsonValue::Kind::object, false);  // free-form validation record (docs/perf.md)
+  top.get("measured", json::Kind::object, false);  // free-form validation record (docs/perf.md)
   return c;
 }
 

@@ -80,6 +80,18 @@ std::string human_bytes(double v) {
   return scaled(v, units, 1024.0, " ");
 }
 
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
 GraphSummary summarize_graph(const Model& m) {
   KILN_CHECK(m.graph != nullptr, "graph report: model has no graph");
   GraphSummary s;

@@ -1,6 +1,7 @@
 // Shared by the `kiln graph` renderers (graph_report*.cpp).
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "kiln/analysis/graph_report.h"
 
@@ -16,5 +17,7 @@ std::string op_key(const Node& n);                    // "Conv", "com.microsoft:
 std::string type_str(const Value& v);                 // "f32[N,3,224,224]", "?[*]"
 std::string human_count(double v);                    // "512", "1.50K", "2.30G"
 std::string human_bytes(double v);                    // "512 B", "1.50 KiB"
+// <, >, & and " as entities, for text and attribute values in SVG and HTML.
+std::string xml_escape(std::string_view s);
 
 }  // namespace kiln::analysis

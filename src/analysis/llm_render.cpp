@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
-#include "json_writer.h"
 #include "kiln/analysis/llm_model.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
@@ -58,77 +58,72 @@ std::string llm_to_text(const LlmReport& r) {
 }
 
 namespace {
-void write_step(JsonWriter& w, const char* key, const LlmStep& s) {
-  w.key(key).begin_object();
-  w.key("ms").value(s.ms());
-  w.key("bound").value(bound_name(s.bound()));
-  w.key("flops").value(s.flops);
-  w.key("bytes").value(s.bytes);
-  w.key("compute_ms").value(s.compute_ms);
-  w.key("memory_ms").value(s.memory_ms);
-  w.key("overhead_ms").value(s.overhead_ms);
-  w.key("comm_ms").value(s.comm_ms);
-  w.end_object();
+json::Value step_json(const LlmStep& s) {
+  json::Value o;
+  o.set("ms", s.ms());
+  o.set("bound", bound_name(s.bound()));
+  o.set("flops", s.flops);
+  o.set("bytes", s.bytes);
+  o.set("compute_ms", s.compute_ms);
+  o.set("memory_ms", s.memory_ms);
+  o.set("overhead_ms", s.overhead_ms);
+  o.set("comm_ms", s.comm_ms);
+  return o;
 }
 
-void write_row(JsonWriter& w, const LlmTpRow& row) {
-  w.begin_object();
-  w.key("tp").value(row.tp);
-  w.key("batch").value(row.batch);
-  w.key("prefill_ms").value(row.prefill.ms());
-  w.key("decode_ms_per_token").value(row.decode.ms());
-  w.key("tokens_per_s").value(static_cast<double>(row.batch) / (row.decode.ms() * 1e-3));
-  w.key("weights_bytes_per_device").value(row.weights_bytes_per_device);
-  w.key("kv_bytes_per_device").value(row.kv_bytes_per_device);
-  w.key("allreduce_bytes_per_layer").value(row.allreduce_bytes_per_layer);
-  w.key("allreduce_ms_per_layer").value(row.allreduce_ms_per_layer);
-  w.key("allreduce_bytes_per_layer_prefill").value(row.allreduce_bytes_per_layer_prefill);
-  w.key("max_batch").value(row.max_batch);
-  w.key("fits").value(row.fits);
-  write_step(w, "prefill", row.prefill);
-  write_step(w, "decode", row.decode);
-  w.end_object();
+json::Value row_json(const LlmTpRow& row) {
+  json::Value o;
+  o.set("tp", row.tp);
+  o.set("batch", row.batch);
+  o.set("prefill_ms", row.prefill.ms());
+  o.set("decode_ms_per_token", row.decode.ms());
+  o.set("tokens_per_s", static_cast<double>(row.batch) / (row.decode.ms() * 1e-3));
+  o.set("weights_bytes_per_device", row.weights_bytes_per_device);
+  o.set("kv_bytes_per_device", row.kv_bytes_per_device);
+  o.set("allreduce_bytes_per_layer", row.allreduce_bytes_per_layer);
+  o.set("allreduce_ms_per_layer", row.allreduce_ms_per_layer);
+  o.set("allreduce_bytes_per_layer_prefill", row.allreduce_bytes_per_layer_prefill);
+  o.set("max_batch", row.max_batch);
+  o.set("fits", row.fits);
+  o.set("prefill", step_json(row.prefill));
+  o.set("decode", step_json(row.decode));
+  return o;
 }
 }  // namespace
 
 std::string llm_to_json(const LlmReport& r) {
   const LlmConfig& c = r.cfg;
   const LlmTpRow& first = r.by_batch.front();
-  JsonWriter w;
-  w.begin_object();
-  w.key("config").begin_object();
-  w.key("layers").value(c.layers);
-  w.key("hidden").value(c.hidden);
-  w.key("heads").value(c.heads);
-  w.key("kv_heads").value(c.kv_heads);
-  w.key("head_dim").value(c.head_dim());
-  w.key("ffn").value(c.ffn);
-  w.key("vocab").value(c.vocab);
-  w.key("mlp").value(c.gated_mlp ? "gated" : "plain");
-  w.key("tied_embeddings").value(c.tied_embeddings);
-  w.key("params").value(c.params());
-  w.key("source").value(c.source);
-  w.end_object();
-  w.key("chip").value(r.chip.id);
-  w.key("precision").value(precision_name(r.opt.precision));
-  w.key("context").value(r.opt.context);
-  w.key("link").value(r.link_name);
-  w.key("link_gbs").value(r.link_gbs);
-  w.key("weight_bytes").value(r.weight_bytes);
-  w.key("kv_bytes_per_token").value(r.kv_bytes_per_token);
-  w.key("kv_bytes_per_sequence").value(r.kv_bytes_per_sequence);
-  w.key("batch").value(first.batch);
-  w.key("prefill_ms").value(first.prefill.ms());
-  w.key("decode_ms_per_token").value(first.decode.ms());
-  w.key("max_batch").value(first.max_batch);
-  w.key("rows").begin_array();
-  for (const auto& row : r.by_batch) write_row(w, row);
-  w.end_array();
-  w.key("tp").begin_array();
-  for (const auto& row : r.by_tp) write_row(w, row);
-  w.end_array();
-  w.end_object();
-  return w.str() + "\n";
+  json::Value j;
+  json::Value& config = j.set("config", json::Object{});
+  config.set("layers", c.layers);
+  config.set("hidden", c.hidden);
+  config.set("heads", c.heads);
+  config.set("kv_heads", c.kv_heads);
+  config.set("head_dim", c.head_dim());
+  config.set("ffn", c.ffn);
+  config.set("vocab", c.vocab);
+  config.set("mlp", c.gated_mlp ? "gated" : "plain");
+  config.set("tied_embeddings", c.tied_embeddings);
+  config.set("params", c.params());
+  config.set("source", c.source);
+  j.set("chip", r.chip.id);
+  j.set("precision", precision_name(r.opt.precision));
+  j.set("context", r.opt.context);
+  j.set("link", r.link_name);
+  j.set("link_gbs", r.link_gbs);
+  j.set("weight_bytes", r.weight_bytes);
+  j.set("kv_bytes_per_token", r.kv_bytes_per_token);
+  j.set("kv_bytes_per_sequence", r.kv_bytes_per_sequence);
+  j.set("batch", first.batch);
+  j.set("prefill_ms", first.prefill.ms());
+  j.set("decode_ms_per_token", first.decode.ms());
+  j.set("max_batch", first.max_batch);
+  json::Value& rows = j.set("rows", json::Array{});
+  for (const auto& row : r.by_batch) rows.push(row_json(row));
+  json::Value& tp = j.set("tp", json::Array{});
+  for (const auto& row : r.by_tp) tp.push(row_json(row));
+  return j.dump() + "\n";
 }
 
 }  // namespace kiln::analysis

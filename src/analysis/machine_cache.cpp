@@ -7,75 +7,71 @@
 #include <fstream>
 #include <sstream>
 
-#include "json_reader.h"
-#include "json_writer.h"
 #include "kiln/analysis/machine.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
 std::string machine_to_json(const MachinePeaks& m) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("cpu").value(m.cpu);
-  w.key("cores").value(static_cast<int64_t>(m.cores));
-  w.key("isa").begin_array();
-  for (const auto& i : m.isa) w.value(i);
-  w.end_array();
-  w.key("fma_kernel").value(m.fma_kernel);
-  w.key("fp32_gflops_per_core").value(m.fp32_gflops_per_core);
-  w.key("fp32_gflops_all_cores").value(m.fp32_gflops_all_cores);
-  if (m.int8_gops_per_core) w.key("int8_gops_per_core").value(*m.int8_gops_per_core);
-  if (m.int8_gops_all_cores) w.key("int8_gops_all_cores").value(*m.int8_gops_all_cores);
-  if (m.bf16_gflops_per_core) w.key("bf16_gflops_per_core").value(*m.bf16_gflops_per_core);
-  if (m.bf16_gflops_all_cores) w.key("bf16_gflops_all_cores").value(*m.bf16_gflops_all_cores);
-  w.key("dram_gbs_one_core").value(m.dram_gbs_one_core);
-  w.key("dram_gbs_all_cores").value(m.dram_gbs_all_cores);
-  w.key("triad_array_bytes").value(m.triad_array_bytes);
-  w.key("caches").begin_array();
+  json::Value j;
+  j.set("cpu", m.cpu);
+  j.set("cores", m.cores);
+  json::Value& isa = j.set("isa", json::Array{});
+  for (const auto& i : m.isa) isa.push(i);
+  j.set("fma_kernel", m.fma_kernel);
+  j.set("fp32_gflops_per_core", m.fp32_gflops_per_core);
+  j.set("fp32_gflops_all_cores", m.fp32_gflops_all_cores);
+  if (m.int8_gops_per_core) j.set("int8_gops_per_core", *m.int8_gops_per_core);
+  if (m.int8_gops_all_cores) j.set("int8_gops_all_cores", *m.int8_gops_all_cores);
+  if (m.bf16_gflops_per_core) j.set("bf16_gflops_per_core", *m.bf16_gflops_per_core);
+  if (m.bf16_gflops_all_cores) j.set("bf16_gflops_all_cores", *m.bf16_gflops_all_cores);
+  j.set("dram_gbs_one_core", m.dram_gbs_one_core);
+  j.set("dram_gbs_all_cores", m.dram_gbs_all_cores);
+  j.set("triad_array_bytes", m.triad_array_bytes);
+  json::Value& caches = j.set("caches", json::Array{});
   for (const auto& c : m.caches) {
-    w.begin_object();
-    w.key("level").value(c.level);
-    w.key("cache_bytes").value(c.cache_bytes);
-    w.key("working_set_bytes").value(c.working_set_bytes);
-    w.key("gbs_one_core").value(c.gbs_one_core);
-    w.end_object();
+    json::Value& e = caches.push(json::Object{});
+    e.set("level", c.level);
+    e.set("cache_bytes", c.cache_bytes);
+    e.set("working_set_bytes", c.working_set_bytes);
+    e.set("gbs_one_core", c.gbs_one_core);
   }
-  w.end_array();
-  w.key("kernels").begin_array();
+  json::Value& kernels = j.set("kernels", json::Array{});
   for (const auto& k : m.kernels) {
-    w.begin_object();
-    w.key("name").value(k.name);
-    w.key("shape").value(k.shape);
-    w.key("gflops_one_core").value(k.gflops_one_core);
-    w.key("gbs_one_core").value(k.gbs_one_core);
-    w.key("seconds").value(k.seconds);
-    w.key("planes").value(k.planes);
-    w.end_object();
+    json::Value& e = kernels.push(json::Object{});
+    e.set("name", k.name);
+    e.set("shape", k.shape);
+    e.set("gflops_one_core", k.gflops_one_core);
+    e.set("gbs_one_core", k.gbs_one_core);
+    e.set("seconds", k.seconds);
+    e.set("planes", k.planes);
   }
-  w.end_array();
-  w.key("memory_bytes").value(m.memory_bytes);
-  w.key("measure_seconds").value(m.measure_seconds);
-  w.key("key").value(m.key);
-  w.end_object();
-  return w.str() + "\n";
+  j.set("memory_bytes", m.memory_bytes);
+  j.set("measure_seconds", m.measure_seconds);
+  j.set("key", m.key);
+  return j.dump() + "\n";
 }
 
 namespace {
 
-const JsonValue& field(const JsonValue& obj, std::string_view key, JsonValue::Kind kind, const std::string& origin) {
-  const JsonValue* v = obj.find(key);
+const json::Value& field(const json::Value& obj, std::string_view key, json::Kind kind, const std::string& origin) {
+  const json::Value* v = obj.find(key);
   KILN_CHECK(v != nullptr, origin, ": missing \"", key, "\"");
-  KILN_CHECK(v->kind() == kind, origin, ": \"", key, "\" must be ", json_kind_with_article(kind), ", not ",
-             json_kind_with_article(v->kind()));
+  KILN_CHECK(v->kind() == kind, origin, ": \"", key, "\" must be ", json::kind_name(kind), ", not ",
+             json::kind_name(v->kind()));
   return *v;
 }
 
-double number(const JsonValue& obj, std::string_view key, const std::string& origin) {
-  return field(obj, key, JsonValue::Kind::number, origin).number();
+double number(const json::Value& obj, std::string_view key, const std::string& origin) {
+  return field(obj, key, json::Kind::number, origin).as_double(origin);
 }
 
-std::optional<double> optional_number(const JsonValue& obj, std::string_view key, const std::string& origin) {
+const std::string& string(const json::Value& obj, std::string_view key, const std::string& origin) {
+  return field(obj, key, json::Kind::string, origin).as_string(origin);
+}
+
+std::optional<double> optional_number(const json::Value& obj, std::string_view key, const std::string& origin) {
   if (!obj.find(key)) return std::nullopt;
   return number(obj, key, origin);
 }
@@ -83,16 +79,16 @@ std::optional<double> optional_number(const JsonValue& obj, std::string_view key
 }  // namespace
 
 MachinePeaks machine_from_json(const std::string& text, const std::string& origin) {
-  JsonValue j = parse_json(text, origin);
+  json::Value j = json::parse(text, origin);
   KILN_CHECK(j.is_object(), origin, ": expected a JSON object");
   MachinePeaks m;
-  m.cpu = field(j, "cpu", JsonValue::Kind::string, origin).string();
+  m.cpu = string(j, "cpu", origin);
   m.cores = static_cast<int>(number(j, "cores", origin));
-  for (const auto& i : field(j, "isa", JsonValue::Kind::array, origin).items()) {
+  for (const auto& i : field(j, "isa", json::Kind::array, origin).as_array(origin)) {
     KILN_CHECK(i.is_string(), origin, ": \"isa\" must list strings");
-    m.isa.push_back(i.string());
+    m.isa.push_back(i.as_string(origin));
   }
-  m.fma_kernel = field(j, "fma_kernel", JsonValue::Kind::string, origin).string();
+  m.fma_kernel = string(j, "fma_kernel", origin);
   m.fp32_gflops_per_core = number(j, "fp32_gflops_per_core", origin);
   m.fp32_gflops_all_cores = number(j, "fp32_gflops_all_cores", origin);
   m.int8_gops_per_core = optional_number(j, "int8_gops_per_core", origin);
@@ -102,25 +98,25 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
   m.dram_gbs_one_core = number(j, "dram_gbs_one_core", origin);
   m.dram_gbs_all_cores = number(j, "dram_gbs_all_cores", origin);
   m.triad_array_bytes = static_cast<int64_t>(number(j, "triad_array_bytes", origin));
-  for (const auto& c : field(j, "caches", JsonValue::Kind::array, origin).items()) {
+  for (const auto& c : field(j, "caches", json::Kind::array, origin).as_array(origin)) {
     KILN_CHECK(c.is_object(), origin, ": \"caches\" must list objects");
-    m.caches.push_back({field(c, "level", JsonValue::Kind::string, origin).string(),
+    m.caches.push_back({string(c, "level", origin),
                         static_cast<int64_t>(number(c, "cache_bytes", origin)),
                         static_cast<int64_t>(number(c, "working_set_bytes", origin)), number(c, "gbs_one_core", origin)});
   }
-  if (const JsonValue* ks = j.find("kernels")) {  // absent in caches written before kernel rates
+  if (const json::Value* ks = j.find("kernels")) {  // absent in caches written before kernel rates
     KILN_CHECK(ks->is_array(), origin, ": \"kernels\" must be an array");
-    for (const auto& k : ks->items()) {
+    for (const auto& k : ks->as_array(origin)) {
       KILN_CHECK(k.is_object(), origin, ": \"kernels\" must list objects");
-      m.kernels.push_back({field(k, "name", JsonValue::Kind::string, origin).string(),
-                           field(k, "shape", JsonValue::Kind::string, origin).string(),
+      m.kernels.push_back({string(k, "name", origin),
+                           string(k, "shape", origin),
                            number(k, "gflops_one_core", origin), number(k, "gbs_one_core", origin),
                            number(k, "seconds", origin), static_cast<int64_t>(number(k, "planes", origin))});
     }
   }
   m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
   m.measure_seconds = number(j, "measure_seconds", origin);
-  m.key = field(j, "key", JsonValue::Kind::string, origin).string();
+  m.key = string(j, "key", origin);
   KILN_CHECK(m.cores > 0 && m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, origin,
              ": cores, fp32_gflops_per_core and dram_gbs_one_core must be positive");
   return m;

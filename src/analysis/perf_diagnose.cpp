@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
-#include "json_writer.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 #include "perf_graph.h"
 
 namespace kiln::analysis {
@@ -284,25 +284,21 @@ std::string diagnosis_to_text(const Diagnosis& d) {
   return o.str();
 }
 
-std::string diagnosis_to_json(const Diagnosis& d) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("batch").value(d.batch);
-  w.key("measured_ms").value(d.measured_ms);
-  w.key("predicted_ms").value(d.predicted_ms);
-  w.key("efficiency").value(d.efficiency);
-  w.key("off_by_2x").value(d.off_by_2x);
-  w.key("causes").begin_array();
+json::Value diagnosis_json(const Diagnosis& d) {
+  json::Value j;
+  j.set("batch", d.batch);
+  j.set("measured_ms", d.measured_ms);
+  j.set("predicted_ms", d.predicted_ms);
+  j.set("efficiency", d.efficiency);
+  j.set("off_by_2x", d.off_by_2x);
+  json::Value& causes = j.set("causes", json::Array{});
   for (const auto& c : d.causes) {
-    w.begin_object();
-    w.key("kind").value(c.kind);
-    w.key("detail").value(c.detail);
-    w.key("ms").value(c.ms);
-    w.end_object();
+    json::Value& e = causes.push(json::Object{});
+    e.set("kind", c.kind);
+    e.set("detail", c.detail);
+    e.set("ms", c.ms);
   }
-  w.end_array();
-  w.end_object();
-  return w.str();
+  return j;
 }
 
 }  // namespace kiln::analysis

@@ -22,6 +22,15 @@ std::string_view bound_name(Bound b) {
   return "?";
 }
 
+const char* bound_colour(Bound b) {
+  switch (b) {
+    case Bound::compute: return "#d62728";
+    case Bound::memory: return "#1f77b4";
+    case Bound::overhead: return "#7f7f7f";
+  }
+  return "#000";
+}
+
 Bound OpTime::bound() const {
   if (launch_s > compute_s && launch_s > memory_s) return Bound::overhead;
   return compute_s >= memory_s ? Bound::compute : Bound::memory;

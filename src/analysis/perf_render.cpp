@@ -3,8 +3,9 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
-#include "json_writer.h"
+#include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/perf_model.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
@@ -49,53 +50,47 @@ std::string perf_to_text(const PerfReport& r) {
   return o.str();
 }
 
-std::string perf_to_json(const PerfReport& r) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("model").value(r.model);
-  w.key("chip").begin_object();
-  w.key("id").value(r.chip.id);
-  w.key("name").value(r.chip.name);
-  w.key("source").value(r.chip.source);
-  w.key("peak_tflops").value(r.chip.peak_flops(r.precision) / 1e12);
-  w.key("vector_tflops").value(r.chip.vector_tflops);
-  w.key("memory_gbs").value(r.chip.memory_gbs);
-  w.key("memory_bytes").value(r.chip.memory_bytes);
-  w.key("launch_overhead_us").value(r.chip.launch_overhead_us);
-  w.end_object();
-  w.key("precision").value(precision_name(r.precision));
-  w.key("rows").begin_array();
+std::string perf_to_json(const PerfReport& r, const Diagnosis* measured) {
+  json::Value j;
+  j.set("model", r.model);
+  json::Value& chip = j.set("chip", json::Object{});
+  chip.set("id", r.chip.id);
+  chip.set("name", r.chip.name);
+  chip.set("source", r.chip.source);
+  chip.set("peak_tflops", r.chip.peak_flops(r.precision) / 1e12);
+  chip.set("vector_tflops", r.chip.vector_tflops);
+  chip.set("memory_gbs", r.chip.memory_gbs);
+  chip.set("memory_bytes", r.chip.memory_bytes);
+  chip.set("launch_overhead_us", r.chip.launch_overhead_us);
+  j.set("precision", precision_name(r.precision));
+  json::Value& rows = j.set("rows", json::Array{});
   for (const auto& row : r.rows) {
-    w.begin_object();
-    w.key("batch").value(row.batch);
-    w.key("latency_ms").value(row.latency_ms);
-    w.key("memory_bytes").value(row.memory_bytes);
-    w.key("throughput_per_s").value(row.throughput_per_s);
-    w.key("bound").value(bound_name(row.bound));
-    w.key("fits").value(row.fits);
-    w.key("compute_ms").value(row.compute_ms);
-    w.key("memory_ms").value(row.memory_ms);
-    w.key("overhead_ms").value(row.overhead_ms);
-    w.key("kernels").value(row.kernels);
-    w.key("flops").value(row.flops);
-    w.key("bytes").value(row.bytes);
-    w.key("weight_bytes").value(row.weight_bytes);
-    w.key("arena_bytes").value(row.arena_bytes);
-    w.key("workspace_bytes").value(row.workspace_bytes);
-    w.key("uncosted_nodes").value(row.uncosted_nodes);
-    w.end_object();
+    json::Value& e = rows.push(json::Object{});
+    e.set("batch", row.batch);
+    e.set("latency_ms", row.latency_ms);
+    e.set("memory_bytes", row.memory_bytes);
+    e.set("throughput_per_s", row.throughput_per_s);
+    e.set("bound", bound_name(row.bound));
+    e.set("fits", row.fits);
+    e.set("compute_ms", row.compute_ms);
+    e.set("memory_ms", row.memory_ms);
+    e.set("overhead_ms", row.overhead_ms);
+    e.set("kernels", row.kernels);
+    e.set("flops", row.flops);
+    e.set("bytes", row.bytes);
+    e.set("weight_bytes", row.weight_bytes);
+    e.set("arena_bytes", row.arena_bytes);
+    e.set("workspace_bytes", row.workspace_bytes);
+    e.set("uncosted_nodes", row.uncosted_nodes);
   }
-  w.end_array();
-  if (r.optimal_batch) w.key("optimal_batch").value(*r.optimal_batch);
-  else w.key("optimal_batch").null();
-  w.key("optimal_reason").value(r.optimal_reason);
+  j.set("optimal_batch", r.optimal_batch ? json::Value(*r.optimal_batch) : json::Value());
+  j.set("optimal_reason", r.optimal_reason);
   if (r.max_latency_ms) {
-    w.key("max_latency_ms").value(*r.max_latency_ms);
-    if (r.best_batch_under_latency) w.key("best_batch_under_latency").value(*r.best_batch_under_latency);
-    else w.key("best_batch_under_latency").null();
+    j.set("max_latency_ms", *r.max_latency_ms);
+    j.set("best_batch_under_latency", r.best_batch_under_latency ? json::Value(*r.best_batch_under_latency) : json::Value());
   }
-  w.end_object();
-  return w.str() + "\n";
+  if (measured) j.set("measured", diagnosis_json(*measured));
+  return j.dump() + "\n";
 }
 
 }  // namespace kiln::analysis

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "graph_report_internal.h"
 #include "kiln/analysis/perf_model.h"
 
 namespace kiln::analysis {
@@ -12,15 +13,6 @@ namespace kiln::analysis {
 namespace {
 
 constexpr double kW = 720, kH = 420, kLeft = 80, kRight = 80, kTop = 50, kBottom = 60;
-
-const char* bound_colour(Bound b) {
-  switch (b) {
-    case Bound::compute: return "#d62728";
-    case Bound::memory: return "#1f77b4";
-    case Bound::overhead: return "#7f7f7f";
-  }
-  return "#000";
-}
 
 // A "nice" axis top: 1, 2 or 5 times a power of ten at or above v.
 double nice_ceiling(double v) {
@@ -37,17 +29,6 @@ std::string num(double v) {
   else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
   else std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
-}
-
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -78,7 +59,7 @@ std::string perf_to_svg(const PerfReport& r) {
                 kW, kH, kW, kH);
   o << buf << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << kW / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">"
-    << esc(r.model + " on " + r.chip.name + ", " + std::string(precision_name(r.precision))) << "</text>\n";
+    << xml_escape(r.model + " on " + r.chip.name + ", " + std::string(precision_name(r.precision))) << "</text>\n";
   // Frame, gridlines and ticks.
   std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
                 kLeft, kTop, pw, ph);

@@ -17,31 +17,10 @@ namespace {
 
 constexpr double kW = 760, kH = 460, kLeft = 70, kRight = 30, kTop = 40, kBottom = 55;
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-const char* colour(Bound b) {
-  switch (b) {
-    case Bound::compute: return "#d62728";
-    case Bound::memory: return "#1f77b4";
-    case Bound::overhead: return "#7f7f7f";
-  }
-  return "#000";
 }
 
 struct LogAxis {
@@ -95,8 +74,8 @@ std::string roofline_svg(const Profile& p) {
                   k.j.intensity, k.j.gflops, 100 * k.j.roof_fraction, std::string(bound_name(k.j.verdict)).c_str());
     o << "<circle class=\"kernel\" cx=\"" << x.at(k.j.intensity > 0 ? k.j.intensity : x0) << "\" cy=\""
       << y.at(k.j.gflops > 0 ? k.j.gflops : std::pow(10, y.lo)) << "\" r=\"" << radius << "\" fill=\""
-      << (on_axis ? "none" : colour(k.j.verdict)) << "\" fill-opacity=\"0.6\" stroke=\"" << colour(k.j.verdict)
-      << "\"><title>" << esc(k.name) << " (" << esc(k.op) << "): " << buf << "</title></circle>\n";
+      << (on_axis ? "none" : bound_colour(k.j.verdict)) << "\" fill-opacity=\"0.6\" stroke=\"" << bound_colour(k.j.verdict)
+      << "\"><title>" << xml_escape(k.name) << " (" << xml_escape(k.op) << "): " << buf << "</title></circle>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -106,16 +85,16 @@ std::string roofline_svg(const Profile& p) {
 
 std::string profile_to_html(const Profile& p) {
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln profile: " << esc(p.model) << "</title>\n"
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln profile: " << xml_escape(p.model) << "</title>\n"
     << "<style>body{font-family:sans-serif;margin:20px}table{border-collapse:collapse;font-size:12px}"
        "td,th{padding:2px 6px;border-bottom:1px solid #ddd;text-align:right}td.l,th.l{text-align:left}"
        ".compute{color:#d62728}.memory{color:#1f77b4}.overhead{color:#7f7f7f}</style></head><body>\n";
   char buf[512];
-  o << "<h1>kiln profile: " << esc(p.model) << "</h1>\n";
+  o << "<h1>kiln profile: " << xml_escape(p.model) << "</h1>\n";
   std::snprintf(buf, sizeof buf,
                 "<p>%d threads, median of %d runs. Roof: %.1f GFLOP/s, %.1f GB/s (kiln machine: %s); dispatch %.1f us "
                 "per kernel. Kernels %.3f ms summed; plain run %.3f ms, profiled %.3f ms (profiler overhead %+.1f%%).</p>\n",
-                p.threads, p.runs, p.roof.peak_gflops, p.roof.bandwidth_gbs, esc(p.machine).c_str(), p.roof.dispatch_us,
+                p.threads, p.runs, p.roof.peak_gflops, p.roof.bandwidth_gbs, xml_escape(p.machine).c_str(), p.roof.dispatch_us,
                 p.kernel_ms, p.plain_ms, p.profiled_ms, 100 * p.overhead_fraction);
   o << buf;
   o << "<p>Each circle is a kernel (area ~ share of time): <span class=\"compute\">compute-bound</span>, "
@@ -137,12 +116,12 @@ std::string profile_to_html(const Profile& p) {
                   "<td>%.0f%%</td>",
                   k->ms, 100 * k->share, k->flops / 1e6, k->bytes / 1024, k->j.intensity, k->j.gflops, k->j.gbs,
                   100 * k->j.roof_fraction);
-    o << "<tr><td class=\"l\">" << esc(k->name) << "</td><td class=\"l\">" << esc(k->op)
-      << (k->fast ? "" : " (reference)") << "</td><td class=\"l\">" << esc(k->tactic) << "</td>" << buf
-      << "<td class=\"l " << verdict << "\">" << verdict << "</td><td class=\"l\">" << esc(nodes) << "</td></tr>\n";
+    o << "<tr><td class=\"l\">" << xml_escape(k->name) << "</td><td class=\"l\">" << xml_escape(k->op)
+      << (k->fast ? "" : " (reference)") << "</td><td class=\"l\">" << xml_escape(k->tactic) << "</td>" << buf
+      << "<td class=\"l " << verdict << "\">" << verdict << "</td><td class=\"l\">" << xml_escape(nodes) << "</td></tr>\n";
   }
   o << "</table>\n<h2>Suggestions</h2>\n<ul>\n";
-  for (const auto& s : p.suggestions) o << "<li><b>" << esc(s.kind) << "</b>: " << esc(s.detail) << "</li>\n";
+  for (const auto& s : p.suggestions) o << "<li><b>" << xml_escape(s.kind) << "</b>: " << xml_escape(s.detail) << "</li>\n";
   if (p.suggestions.empty()) o << "<li>none</li>\n";
   o << "</ul>\n</body></html>\n";
   return o.str();

@@ -4,8 +4,9 @@
 #include <sstream>
 
 #include "graph_report_internal.h"
-#include "json_writer.h"
+#include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
@@ -86,107 +87,92 @@ std::string profile_to_text(const Profile& p, size_t top) {
   return o.str();
 }
 
-std::string profile_to_json(const Profile& p) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("model").value(p.model);
-  w.key("threads").value(static_cast<int64_t>(p.threads));
-  w.key("runs").value(static_cast<int64_t>(p.runs));
-  w.key("machine").value(p.machine);
-  w.key("roof").begin_object();
-  w.key("peak_gflops").value(p.roof.peak_gflops);
-  w.key("bandwidth_gbs").value(p.roof.bandwidth_gbs);
-  w.key("dispatch_us").value(p.roof.dispatch_us);
-  w.end_object();
-  w.key("total_ms").value(p.kernel_ms);
-  w.key("plain_ms").value(p.plain_ms);
-  w.key("profiled_ms").value(p.profiled_ms);
-  w.key("overhead_fraction").value(p.overhead_fraction);
-  w.key("kernels").begin_array();
+std::string profile_to_json(const Profile& p, const Diagnosis* explain) {
+  json::Value j;
+  j.set("model", p.model);
+  j.set("threads", p.threads);
+  j.set("runs", p.runs);
+  j.set("machine", p.machine);
+  json::Value& roof = j.set("roof", json::Object{});
+  roof.set("peak_gflops", p.roof.peak_gflops);
+  roof.set("bandwidth_gbs", p.roof.bandwidth_gbs);
+  roof.set("dispatch_us", p.roof.dispatch_us);
+  j.set("total_ms", p.kernel_ms);
+  j.set("plain_ms", p.plain_ms);
+  j.set("profiled_ms", p.profiled_ms);
+  j.set("overhead_fraction", p.overhead_fraction);
+  json::Value& kernels = j.set("kernels", json::Array{});
   for (const auto& k : p.kernels) {
-    w.begin_object();
-    w.key("name").value(k.name);
-    w.key("op").value(k.op);
-    w.key("tactic").value(k.tactic);
-    w.key("fast").value(k.fast);
-    w.key("nodes").begin_array();
-    for (const auto& n : k.nodes) w.value(n);
-    w.end_array();
-    w.key("ms").value(k.ms);
-    w.key("share").value(k.share);
-    w.key("flops").value(k.flops);
-    w.key("bytes").value(k.bytes);
-    w.key("costed").value(k.costed);
-    w.key("intensity").value(k.j.intensity);
-    w.key("gflops").value(k.j.gflops);
-    w.key("gbs").value(k.j.gbs);
-    w.key("roof_ms").value(k.j.roof_ms);
-    w.key("roof_fraction").value(k.j.roof_fraction);
-    w.key("verdict").value(bound_name(k.j.verdict));
-    if (k.predicted_ms >= 0) w.key("predicted_ms").value(k.predicted_ms);
-    w.end_object();
+    json::Value& e = kernels.push(json::Object{});
+    e.set("name", k.name);
+    e.set("op", k.op);
+    e.set("tactic", k.tactic);
+    e.set("fast", k.fast);
+    json::Value& nodes = e.set("nodes", json::Array{});
+    for (const auto& n : k.nodes) nodes.push(n);
+    e.set("ms", k.ms);
+    e.set("share", k.share);
+    e.set("flops", k.flops);
+    e.set("bytes", k.bytes);
+    e.set("costed", k.costed);
+    e.set("intensity", k.j.intensity);
+    e.set("gflops", k.j.gflops);
+    e.set("gbs", k.j.gbs);
+    e.set("roof_ms", k.j.roof_ms);
+    e.set("roof_fraction", k.j.roof_fraction);
+    e.set("verdict", bound_name(k.j.verdict));
+    if (k.predicted_ms >= 0) e.set("predicted_ms", k.predicted_ms);
   }
-  w.end_array();
-  w.key("nodes").begin_array();
+  json::Value& nodes = j.set("nodes", json::Array{});
   for (const auto& s : p.sources) {
-    w.begin_object();
-    w.key("name").value(s.name);
-    w.key("op").value(s.op);
-    w.key("kernel").value(s.kernel);
-    w.key("ms").value(s.ms);
-    w.end_object();
+    json::Value& e = nodes.push(json::Object{});
+    e.set("name", s.name);
+    e.set("op", s.op);
+    e.set("kernel", s.kernel);
+    e.set("ms", s.ms);
   }
-  w.end_array();
-  w.key("suggestions").begin_array();
+  json::Value& suggestions = j.set("suggestions", json::Array{});
   for (const auto& s : p.suggestions) {
-    w.begin_object();
-    w.key("kind").value(s.kind);
-    w.key("detail").value(s.detail);
-    w.key("ms").value(s.ms);
-    w.end_object();
+    json::Value& e = suggestions.push(json::Object{});
+    e.set("kind", s.kind);
+    e.set("detail", s.detail);
+    e.set("ms", s.ms);
   }
-  w.end_array();
-  w.end_object();
-  return w.str() + "\n";
+  if (explain) j.set("explain", diagnosis_json(*explain));
+  return j.dump() + "\n";
 }
 
 std::string profile_to_trace(const Profile& p) {
   // Chrome's trace event format (also read by Perfetto): complete events with microsecond
   // timestamps; each profiled run is laid out at its real start, on the thread that ran it.
-  JsonWriter w;
-  w.begin_object();
-  w.key("displayTimeUnit").value("ms");
-  w.key("traceEvents").begin_array();
-  w.begin_object();
-  w.key("name").value("thread_name");
-  w.key("ph").value("M");
-  w.key("pid").value(int64_t{1});
-  w.key("tid").value(int64_t{1});
-  w.key("args").begin_object().key("name").value(str_cat("kiln run (", p.threads, " threads)")).end_object();
-  w.end_object();
+  json::Value j;
+  j.set("displayTimeUnit", "ms");
+  json::Value& events = j.set("traceEvents", json::Array{});
+  json::Value& thread = events.push(json::Object{});
+  thread.set("name", "thread_name");
+  thread.set("ph", "M");
+  thread.set("pid", 1);
+  thread.set("tid", 1);
+  thread.set("args", json::Object{}).set("name", str_cat("kiln run (", p.threads, " threads)"));
   for (size_t r = 0; r < p.timeline.size(); ++r) {
     double base_us = (r < p.run_start_ms.size() ? p.run_start_ms[r] : 0) * 1e3;
     for (const StepTiming& s : p.timeline[r]) {
-      w.begin_object();
-      w.key("name").value(s.node);
-      w.key("cat").value(s.op);
-      w.key("ph").value("X");
-      w.key("ts").value(base_us + s.start_ms * 1e3);
-      w.key("dur").value(s.ms * 1e3);
-      w.key("pid").value(int64_t{1});
-      w.key("tid").value(int64_t{1});
-      w.key("args").begin_object();
-      w.key("run").value(static_cast<int64_t>(r));
-      w.key("op").value(s.op);
-      w.key("tactic").value(s.tactic);
-      w.key("fast").value(s.fast);
-      w.end_object();
-      w.end_object();
+      json::Value& e = events.push(json::Object{});
+      e.set("name", s.node);
+      e.set("cat", s.op);
+      e.set("ph", "X");
+      e.set("ts", base_us + s.start_ms * 1e3);
+      e.set("dur", s.ms * 1e3);
+      e.set("pid", 1);
+      e.set("tid", 1);
+      json::Value& args = e.set("args", json::Object{});
+      args.set("run", r);
+      args.set("op", s.op);
+      args.set("tactic", s.tactic);
+      args.set("fast", s.fast);
     }
   }
-  w.end_array();
-  w.end_object();
-  return w.str() + "\n";
+  return j.dump() + "\n";
 }
 
 }  // namespace kiln::analysis

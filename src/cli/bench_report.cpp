@@ -5,13 +5,11 @@
 #include <cstdio>
 #include <numeric>
 
-#include "../analysis/json_writer.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::cli {
 namespace {
-
-using analysis::JsonWriter;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -23,19 +21,20 @@ double round3(double v) { return std::round(v * 1000) / 1000; }
 
 double rel_diff(const Comparison& c) { return c.max_abs_ref > 0 ? c.max_abs_diff / c.max_abs_ref : c.max_abs_diff; }
 
-void write_stats(JsonWriter& w, const BackendResult& b, bool with_times) {
-  w.key("backend").value(b.name);
-  w.key("median_ms").value(round3(b.stats.median_ms));
-  w.key("p90_ms").value(round3(b.stats.p90_ms));
-  w.key("min_ms").value(round3(b.stats.min_ms));
-  w.key("mean_ms").value(round3(b.stats.mean_ms));
-  w.key("runs").value(static_cast<int64_t>(b.stats.runs));
-  if (b.compile_s) w.key("compile_s").value(round3(*b.compile_s));
+json::Value stats_json(const BackendResult& b, bool with_times) {
+  json::Value o;
+  o.set("backend", b.name);
+  o.set("median_ms", round3(b.stats.median_ms));
+  o.set("p90_ms", round3(b.stats.p90_ms));
+  o.set("min_ms", round3(b.stats.min_ms));
+  o.set("mean_ms", round3(b.stats.mean_ms));
+  o.set("runs", b.stats.runs);
+  if (b.compile_s) o.set("compile_s", round3(*b.compile_s));
   if (with_times) {
-    w.key("times_ms").begin_array();
-    for (double t : b.times_ms) w.value(round3(t));
-    w.end_array();
+    json::Value& times = o.set("times_ms", json::Array{});
+    for (double t : b.times_ms) times.push(round3(t));
   }
+  return o;
 }
 
 // The eager-vs-compiled comparison, when both ran.
@@ -136,84 +135,61 @@ std::string render_text(const BenchResult& r) {
 }
 
 std::string render_json(const BenchResult& r) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("model").value(r.model);
+  json::Value j;
+  j.set("model", r.model);
   if (!r.source_model.empty()) {
-    w.key("source_model").value(r.source_model);
-    w.key("source_sha256").value(r.source_sha256);
+    j.set("source_model", r.source_model);
+    j.set("source_sha256", r.source_sha256);
   }
-  w.key("threads").value(static_cast<int64_t>(r.threads));
-  w.key("batch").value(r.batch);
-  w.key("runs").value(static_cast<int64_t>(r.runs));
-  w.key("warmup").value(static_cast<int64_t>(r.warmup));
-  w.key("block").value(static_cast<int64_t>(r.block));
-  w.key("cores").value(static_cast<int64_t>(r.cores));
-  w.key("load_avg").begin_array();
-  for (double l : {r.load_before, r.load_after}) l >= 0 ? w.value(l) : w.null();
-  w.end_array();
-  w.key("inputs").begin_array();
-  for (const auto& i : r.inputs) w.value(i);
-  w.end_array();
+  j.set("threads", r.threads);
+  j.set("batch", r.batch);
+  j.set("runs", r.runs);
+  j.set("warmup", r.warmup);
+  j.set("block", r.block);
+  j.set("cores", r.cores);
+  json::Value& load = j.set("load_avg", json::Array{});
+  for (double l : {r.load_before, r.load_after}) load.push(l >= 0 ? json::Value(l) : json::Value());
+  json::Value& inputs = j.set("inputs", json::Array{});
+  for (const auto& i : r.inputs) inputs.push(i);
   const BackendResult* ort = r.find("ort");
-  if (const BackendResult* k = r.find(r.kiln)) {
-    w.key("kiln").begin_object();
-    write_stats(w, *k, false);
-    w.end_object();
-  }
-  if (ort) {
-    w.key("ort").begin_object();
-    write_stats(w, *ort, false);
-    w.end_object();
-  }
+  if (const BackendResult* k = r.find(r.kiln)) j.set("kiln", stats_json(*k, false));
+  if (ort) j.set("ort", stats_json(*ort, false));
   if (const BackendResult* k = r.find(r.kiln); k && ort) {
-    w.key("ratio").value(k->stats.median_ms / ort->stats.median_ms);
-    w.key("ratio_min").value(k->stats.min_ms / ort->stats.min_ms);
+    j.set("ratio", k->stats.median_ms / ort->stats.median_ms);
+    j.set("ratio_min", k->stats.min_ms / ort->stats.min_ms);
   }
-  w.key("backends").begin_object();
+  json::Value& backends = j.set("backends", json::Object{});
   for (const auto& b : r.backends) {
-    w.key(b.name).begin_object();
-    write_stats(w, b, true);
-    if (ort) w.key("vs_ort").value(b.stats.median_ms / ort->stats.median_ms);
-    w.end_object();
+    json::Value& e = backends.set(b.name, stats_json(b, true));
+    if (ort) e.set("vs_ort", b.stats.median_ms / ort->stats.median_ms);
   }
-  w.end_object();
   if (auto v = eager_vs_compiled(r)) {
-    w.key("compiled_vs_interp").begin_object();
-    w.key("interp_median_ms").value(round3(v->interp_ms));
-    w.key("compiled_median_ms").value(round3(v->compiled_ms));
-    w.key("speedup").value(v->speedup);
-    w.key("compile_s");
-    v->compile_s ? w.value(round3(*v->compile_s)) : w.null();
-    w.key("break_even_runs");
-    if (!v->compile_s) w.null();
-    else if (v->break_even) w.value(*v->break_even);
-    else w.value("never");
-    w.end_object();
+    json::Value& e = j.set("compiled_vs_interp", json::Object{});
+    e.set("interp_median_ms", round3(v->interp_ms));
+    e.set("compiled_median_ms", round3(v->compiled_ms));
+    e.set("speedup", v->speedup);
+    e.set("compile_s", v->compile_s ? json::Value(round3(*v->compile_s)) : json::Value());
+    e.set("break_even_runs", !v->compile_s ? json::Value() : v->break_even ? json::Value(*v->break_even) : json::Value("never"));
   }
   if (!r.check_reference.empty()) {
-    w.key("check").begin_object();
-    w.key("reference").value(r.check_reference);
-    w.key("tolerance").value(r.check_tolerance);
-    w.key("ok").value(r.checks_ok());
-    w.key("outputs").begin_array();
+    json::Value& check = j.set("check", json::Object{});
+    check.set("reference", r.check_reference);
+    check.set("tolerance", r.check_tolerance);
+    check.set("ok", r.checks_ok());
+    json::Value& outputs = check.set("outputs", json::Array{});
     for (const auto& c : r.checks) {
-      w.begin_object();
-      w.key("backend").value(c.backend);
-      w.key("output").value(c.output);
-      w.key("same_shape").value(c.c.same_shape);
-      w.key("max_abs_diff").value(c.c.max_abs_diff);
-      w.key("max_abs_ref").value(c.c.max_abs_ref);
-      w.key("rel_diff").value(rel_diff(c.c));
-      w.key("cosine").value(c.c.cosine);
-      w.key("ok").value(c.c.ok);
-      w.end_object();
+      json::Value& e = outputs.push(json::Object{});
+      e.set("backend", c.backend);
+      e.set("output", c.output);
+      e.set("same_shape", c.c.same_shape);
+      e.set("max_abs_diff", c.c.max_abs_diff);
+      e.set("max_abs_ref", c.c.max_abs_ref);
+      e.set("rel_diff", rel_diff(c.c));
+      e.set("cosine", c.c.cosine);
+      e.set("ok", c.c.ok);
     }
-    w.end_array();
-    w.end_object();
   }
-  w.end_object();
-  return w.str();
+  return j.dump();
 }
 
 }  // namespace kiln::cli

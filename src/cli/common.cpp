@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -74,6 +76,34 @@ void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   KILN_CHECK(!ec, path, ": cannot create directory: ", ec.message());
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::string templ = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  KILN_CHECK(mkdtemp(templ.data()) != nullptr, "cannot create a temporary directory under ",
+             fs::temp_directory_path().string());
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_file(const std::string& path, std::string_view text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  bool in_place = fs::exists(st) && !fs::is_regular_file(st);
+  std::string tmp = in_place ? path : path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    f.close();
+    KILN_CHECK(f.good(), path, ": cannot write");
+  }
+  KILN_CHECK(in_place || std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
 }
 
 }  // namespace kiln::cli

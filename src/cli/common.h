@@ -1,6 +1,7 @@
 // Pieces every verb shares: loading a model with the dim/shape flags applied.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "args.h"
 #include "kiln/ir/graph.h"
@@ -31,5 +32,24 @@ int take_opt_level(const std::string& verb, int argc, char** argv, std::vector<c
 
 // Creates a directory and its parents; throws naming the path on failure.
 void make_dirs(const std::string& path);
+
+// A fresh directory under the system's temporary directory ("<prefix>.XXXXXX"), removed with
+// everything in it when this goes out of scope.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Writes an output file (--out, --svg, --trace, ...) through PATH.tmp and a rename, so a failed
+// write never leaves a half file behind; a path that exists and is not a regular file (a device
+// such as /dev/stdout, a pipe) is written in place. Throws "PATH: cannot write".
+void write_file(const std::string& path, std::string_view text);
 
 }  // namespace kiln::cli

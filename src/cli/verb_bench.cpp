@@ -59,25 +59,6 @@ std::string dir_of(const std::string& path) {
   return d.empty() ? "." : d;
 }
 
-// A temporary directory for the peer's .npy files and the compiled artifact, removed at exit.
-class WorkDir {
- public:
-  WorkDir() {
-    std::string templ = (fs::temp_directory_path() / "kiln-bench.XXXXXX").string();
-    KILN_CHECK(mkdtemp(templ.data()) != nullptr, "cannot create a temporary directory under ",
-               fs::temp_directory_path().string());
-    path_ = templ;
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // The ONNX model an artifact was compiled from, checked to be the same file (by SHA-256).
 std::string artifact_source(const std::string& artifact, const ArtifactManifest& m) {
   KILN_CHECK(!m.source_model.empty(), artifact, ": the manifest names no source model (needed for interp and --vs ort)");
@@ -216,7 +197,7 @@ int verb_bench(int argc, char** argv) {
   }
   KILN_CHECK(fs::exists(model_path), model_path, ": cannot open");
 
-  WorkDir work;
+  TempDir work("kiln-bench");  // the peer's .npy files and the compiled artifact
   ShapeFlags sf = parse_shape_flags(a);
   Subject subject = load_subject(model_path, wants("interp") || vs_ort, vs_ort, sf, threads, work.path());
   BenchInputs inputs = make_bench_inputs(*subject.graph, input_request(a, sf, subject, model_path));

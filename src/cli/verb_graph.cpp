@@ -1,6 +1,5 @@
 // kiln graph MODEL: every node with shapes, dtypes, FLOPs and bytes; totals; op histogram.
 #include <cstdio>
-#include <fstream>
 
 #include "common.h"
 #include "kiln/analysis/graph_report.h"
@@ -31,14 +30,7 @@ int verb_graph(int argc, char** argv) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    f.close();
-    KILN_CHECK(f.good(), path, ": cannot write");
-  }
-  KILN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
+  write_file(path, out);
   std::fprintf(stderr, "wrote %s (%zu bytes)\n", path.c_str(), out.size());
   return 0;
 }

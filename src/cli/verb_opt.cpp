@@ -2,7 +2,6 @@
 // did; optionally writes the optimized model. `kiln compile` builds on the same PassManager.
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 
 #include "common.h"
@@ -29,12 +28,7 @@ void write_model(const Model& m, const std::string& path) {
     export_onnx(m, path);
     return;
   }
-  std::string text = print_model(m);
-  std::string tmp = path + ".tmp";
-  std::ofstream f(tmp, std::ios::binary);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  KILN_CHECK(f.good() && std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
+  write_file(path, print_model(m));
 }
 
 // Loads every --pass-plugin into the global registry; says what each one added on stderr.

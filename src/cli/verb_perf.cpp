@@ -1,7 +1,6 @@
 // kiln perf: what a model (or an LLM shape) would do on a chip at each batch size.
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "common.h"
 #include "kiln/analysis/chip.h"
@@ -27,13 +26,6 @@ double parse_positive(const std::string& flag, const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   KILN_CHECK(!s.empty() && end && *end == '\0' && v > 0, flag, ": '", s, "' is not a positive number");
   return v;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  KILN_CHECK(f.good(), path, ": cannot write");
 }
 
 // `--dim NAME` (no '=') names the batch dim; `--dim NAME=N` fixes another dim as in every
@@ -120,11 +112,7 @@ int verb_perf(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::perf_to_json(report);
-    if (diag) {  // splice the diagnosis in as "measured": {...}
-      out.erase(out.find_last_of('}'));
-      out += ",\"measured\":" + analysis::diagnosis_to_json(*diag) + "}\n";
-    }
+    out = analysis::perf_to_json(report, diag ? &*diag : nullptr);
   } else {
     out = analysis::perf_to_text(report);
     if (diag) out += "\n" + analysis::diagnosis_to_text(*diag);

@@ -1,11 +1,9 @@
 // kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
 // this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
 // --json, --explain (measured against the perf model's prediction for the compiled graph).
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "bench_inputs.h"
 #include "common.h"
@@ -21,27 +19,6 @@ namespace kiln::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The artifact compiled from MODEL lives in the temporary directory for the verb's duration.
-class TempArtifact {
- public:
-  TempArtifact() : path_((fs::temp_directory_path() / str_cat("kiln-profile-", getpid(), ".kiln")).string()) {}
-  ~TempArtifact() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  KILN_CHECK(f.good(), path, ": cannot write");
-}
 
 std::string parent_dir(const std::string& path) {
   std::string d = fs::path(path).parent_path().string();
@@ -91,7 +68,7 @@ int verb_profile(int argc, char** argv) {
 
   // The artifact: given, or compiled from MODEL for exactly the shapes profiled.
   ShapeFlags sf = parse_shape_flags(a);
-  TempArtifact temp;
+  std::optional<TempDir> temp;  // holds the artifact compiled from MODEL for the verb's duration
   std::string artifact = path, source_path;
   std::unique_ptr<Model> source;
   const bool given_artifact = is_artifact_file(path);
@@ -127,8 +104,9 @@ int verb_profile(int argc, char** argv) {
     copt.opt_level = level;
     copt.inputs = shapes;
     copt.threads = opt.threads;
-    compiler::compile_file(path, temp.path(), copt);
-    artifact = temp.path();
+    temp.emplace("kiln-profile");
+    artifact = temp->path() + "/model.kiln";
+    compiler::compile_file(path, artifact, copt);
     exe = Executable::load(artifact);
   }
   // The optimized graph at the profiled shapes, for FLOPs and bytes per kernel.
@@ -161,11 +139,7 @@ int verb_profile(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::profile_to_json(p);
-    if (diag) {  // splice the comparison in as "explain": {...}
-      out.erase(out.find_last_of('}'));
-      out += ",\"explain\":" + analysis::diagnosis_to_json(*diag) + "}\n";
-    }
+    out = analysis::profile_to_json(p, diag ? &*diag : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
@@ -173,11 +147,11 @@ int verb_profile(int argc, char** argv) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (auto f = a.get("--trace")) {
-    write_text(*f, analysis::profile_to_trace(p));
+    write_file(*f, analysis::profile_to_trace(p));
     std::fprintf(stderr, "wrote %s\n", f->c_str());
   }
   if (auto f = a.get("--html")) {
-    write_text(*f, analysis::profile_to_html(p));
+    write_file(*f, analysis::profile_to_html(p));
     std::fprintf(stderr, "wrote %s\n", f->c_str());
   }
   return 0;

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "analysis/graph_report_internal.h"
-#include "analysis/json_writer.h"
 #include "kiln/analysis/graph_report.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 namespace {
@@ -175,23 +175,14 @@ TEST(GraphReport, SubgraphNodesArePrefixedByTheirParent) {
 }
 
 TEST(GraphReport, JsonEscapesEverything) {
-  JsonWriter w;
-  w.begin_object()
-      .key("k\"\\")
-      .value(std::string("a\nb\x01\xc3\xa9\xff", 7))
-      .key("n")
-      .value(1.5)
-      .key("inf")
-      .value(std::numeric_limits<double>::infinity())
-      .key("l")
-      .begin_array()
-      .value(int64_t{-3})
-      .value(true)
-      .null()
-      .end_array()
-      .end_object();
-  EXPECT_EQ(w.str(), "{\"k\\\"\\\\\":\"a\\nb\\u0001\xc3\xa9\\u00ff\",\"n\":1.5,\"inf\":null,\"l\":[-3,true,null]}");
-  EXPECT_EQ(run_python("import json, sys\nprint(repr(json.load(open(sys.argv[1]))['k\"\\\\']))\n", w.str()),
+  json::Value j;
+  j.set("k\"\\", std::string("a\nb\x01\xc3\xa9\xff", 7));
+  j.set("n", 1.5);
+  j.set("inf", std::numeric_limits<double>::infinity());
+  j.set("l", json::Array{int64_t{-3}, true, json::Value()});
+  const std::string out = j.dump();
+  EXPECT_EQ(out, "{\"k\\\"\\\\\":\"a\\nb\\u0001\xc3\xa9\\u00ff\",\"n\":1.5,\"inf\":null,\"l\":[-3,true,null]}");
+  EXPECT_EQ(run_python("import json, sys\nprint(repr(json.load(open(sys.argv[1]))['k\"\\\\']))\n", out),
             "'a\\nb\\x01éÿ'\n");
   EXPECT_EQ(graph_format_from_name("svg"), GraphFormat::svg);
   EXPECT_THROW(graph_format_from_name("png"), Error);

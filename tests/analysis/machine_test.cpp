@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/json_reader.h"
 #include "kiln/analysis/machine.h"
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 namespace {
@@ -124,7 +124,7 @@ TEST(Machine, CliJsonHasTheDocumentedKeys) {
   char buf[4096];
   while (fgets(buf, sizeof buf, p)) out += buf;
   ASSERT_EQ(pclose(p), 0) << out;
-  JsonValue j = parse_json(out, "kiln machine --json");
+  json::Value j = json::parse(out, "kiln machine --json");
   for (const char* k : {"fp32_gflops_per_core", "fp32_gflops_all_cores", "dram_gbs_one_core", "dram_gbs_all_cores", "cores"})
     ASSERT_TRUE(j.find(k) && j.find(k)->is_number()) << k;
   ASSERT_TRUE(j.find("cpu") && j.find("cpu")->is_string());

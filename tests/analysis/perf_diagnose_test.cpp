@@ -1,6 +1,7 @@
 // `kiln perf --measured`: efficiency, and causes that come from the graph (not canned text).
 #include <gtest/gtest.h>
 
+#include "toy_mlp.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/ir/error.h"
 #include "kiln/ops/op.h"
@@ -14,24 +15,6 @@ Chip toy_chip(bool with_int8, bool device) {
   text += R"(, "memory_gbs": 1000, "memory_gib": 1, "launch_overhead_us": 2)";
   text += device ? R"(, "device_memory": true, "interconnect": {"pcie_gbs": 64}})" : "}";
   return parse_chip_json(text, "toy.json");
-}
-
-// x[N,64] -> MatMul(W) -> Add(b) -> Relu -> Transpose: one chain of three kernels with two
-// single-use intermediates, one layout transpose, one float GEMM with constant weights.
-Model mlp() {
-  Model m;
-  m.opsets[""] = 17;
-  Graph& g = *m.graph;
-  Value* x = g.add_input("x", DType::f32, Shape({Dim::sym("N"), Dim(64)}));
-  Value* w = g.add_initializer("w", Tensor(DType::f32, {64, 64}));
-  Value* b = g.add_initializer("b", Tensor(DType::f32, {64}));
-  Value* y = g.add_node("MatMul", {x, w}, {"y"}, {}, "mm")->outputs[0];
-  Value* z = g.add_node("Add", {y, b}, {"z"}, {}, "bias")->outputs[0];
-  Value* r = g.add_node("Relu", {z}, {"r"}, {}, "act")->outputs[0];
-  Value* t = g.add_node("Transpose", {r}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}, "tr")->outputs[0];
-  g.outputs = {t};
-  ops::infer_shapes(m);
-  return m;
 }
 
 // Scores = Q K^T / 8 -> Softmax -> x V, with Q,K,V inputs [N,4,16,8] (K given transposed).
@@ -58,7 +41,7 @@ const Cause* find(const std::vector<Cause>& causes, const std::string& kind) {
 }
 
 TEST(PerfDiagnose, CausesComeFromTheGraph) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim::sym("N"));
   Chip chip = toy_chip(true, true);
   BatchBinder binder(m, "");
   binder.bind(32);
@@ -99,7 +82,7 @@ TEST(PerfDiagnose, FindsMaterialisedAttentionScores) {
 }
 
 TEST(PerfDiagnose, EfficiencyAndDirection) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim::sym("N"));
   Chip chip = toy_chip(true, false);
   Diagnosis fast = diagnose(m, chip, {}, 1e-6, 1);
   EXPECT_TRUE(fast.off_by_2x);

@@ -7,12 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/json_reader.h"
+#include "toy_mlp.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/ir/error.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
+#include "kiln/plan/json.h"
 #include "kiln/runtime/artifact.h"
 
 namespace kiln::analysis {
@@ -73,23 +74,6 @@ TEST(ProfileVerdict, RoofForThreadsUsesPerCoreOrAllCoreFigures) {
   EXPECT_THROW(roof_for(m, 0), Error);
 }
 
-// x[8,64] -> MatMul(w) -> Add(b) -> Relu -> Transpose, shapes inferred.
-Model mlp() {
-  Model m;
-  m.opsets[""] = 17;
-  Graph& g = *m.graph;
-  Value* x = g.add_input("x", DType::f32, Shape({Dim(8), Dim(64)}));
-  Value* w = g.add_initializer("w", Tensor(DType::f32, {64, 64}));
-  Value* b = g.add_initializer("b", Tensor(DType::f32, {64}));
-  Value* y = g.add_node("MatMul", {x, w}, {"y"}, {}, "mm")->outputs[0];
-  Value* z = g.add_node("Add", {y, b}, {"z"}, {}, "bias")->outputs[0];
-  Value* r = g.add_node("Relu", {z}, {"r"}, {}, "act")->outputs[0];
-  Value* t = g.add_node("Transpose", {r}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}, "tr")->outputs[0];
-  g.outputs = {t};
-  ops::infer_shapes(m);
-  return m;
-}
-
 KernelProfile kernel(const std::string& name, const std::string& op, double ms, double flops, double bytes,
                      bool fast = true) {
   KernelProfile k;
@@ -109,7 +93,7 @@ const Suggestion* find(const std::vector<Suggestion>& s, const std::string& kind
 }
 
 TEST(ProfileSuggest, UnfusedChainAndReferenceKernelComeFromTheNumbers) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim(8));
   Profile p;
   p.roof = toy_roof();
   p.kernels = {kernel("mm", "MatMul", 1.0, 2 * 8 * 64 * 64, 4 * (8 * 64 * 2 + 64 * 64)),
@@ -139,7 +123,7 @@ TEST(ProfileSuggest, UnfusedChainAndReferenceKernelComeFromTheNumbers) {
 }
 
 TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
-  Model m = mlp();
+  Model m = toy_mlp(Dim(8));
   Profile p;
   p.roof = toy_roof();
   // 16 KiB of weights out of 20 KiB moved: memory-bound at 10 GB/s (2 us), measured 40 us.
@@ -172,7 +156,7 @@ TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
 }
 
 TEST(ProfileSourceMap, FusedNodesCoverTheNodesTheyReplaced) {
-  Model original = mlp();
+  Model original = toy_mlp(Dim(8));
   // What epilogue fusion makes of it: one node taking over 'r' (MatMul + Add + Relu), the
   // transpose kept, and a node with a new output that covers nothing.
   Model compiled;
@@ -201,7 +185,7 @@ class ProfileRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     fs::path dir = test_dir();
-    Model m = mlp();
+    Model m = toy_mlp(Dim(8));
     std::string kir = (dir / "mlp.kir").string();
     std::ofstream(kir) << print_model(m);
     std::string art = (dir / "mlp.kiln").string();
@@ -234,25 +218,25 @@ TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
   EXPECT_EQ(p.timeline.size(), 3u);
   EXPECT_GT(p.plain_ms, 0);
   EXPECT_GT(p.profiled_ms, 0);
-  JsonValue j = parse_json(profile_to_json(p), "profile json");
+  json::Value j = json::parse(profile_to_json(p), "profile json");
   for (const char* k : {"total_ms", "plain_ms", "profiled_ms", "overhead_fraction", "threads", "runs"})
     ASSERT_TRUE(j.find(k) && j.find(k)->is_number()) << k;
-  const JsonValue* ks = j.find("kernels");
+  const json::Value* ks = j.find("kernels");
   ASSERT_TRUE(ks && ks->is_array());
-  ASSERT_EQ(ks->items().size(), p.kernels.size());
+  ASSERT_EQ(ks->as_array("kernels").size(), p.kernels.size());
   double sum = 0;
   bool covers_mm = false;
-  for (const JsonValue& k : ks->items()) {
+  for (const json::Value& k : ks->as_array("kernels")) {
     ASSERT_TRUE(k.find("name") && k.find("name")->is_string());
     ASSERT_TRUE(k.find("nodes") && k.find("nodes")->is_array());
     for (const char* f : {"ms", "flops", "bytes", "share", "gflops", "gbs", "roof_fraction"})
       ASSERT_TRUE(k.find(f) && k.find(f)->is_number()) << f;
-    const std::string& v = k.find("verdict")->string();
+    const std::string& v = k.find("verdict")->as_string("verdict");
     EXPECT_TRUE(v == "compute" || v == "memory" || v == "overhead") << v;
-    sum += k.find("ms")->number();
-    for (const JsonValue& n : k.find("nodes")->items()) covers_mm |= n.string() == "mm";
+    sum += k.find("ms")->as_double("ms");
+    for (const json::Value& n : k.find("nodes")->as_array("nodes")) covers_mm |= n.as_string("nodes[]") == "mm";
   }
-  EXPECT_NEAR(sum, j.find("total_ms")->number(), 1e-9);
+  EXPECT_NEAR(sum, j.find("total_ms")->as_double("total_ms"), 1e-9);
   EXPECT_TRUE(covers_mm);  // the MatMul's kernel names the ONNX node it came from
   // The GEMM kernel's FLOPs are the op table's: 2 x 8 x 64 x 64.
   bool found = false;
@@ -266,20 +250,20 @@ TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
 
 TEST_F(ProfileRun, TraceIsChromeTraceJsonWithOneEventPerStepPerRun) {
   const Profile& p = *profile_;
-  JsonValue j = parse_json(profile_to_trace(p), "trace");
-  const JsonValue* ev = j.find("traceEvents");
+  json::Value j = json::parse(profile_to_trace(p), "trace");
+  const json::Value* ev = j.find("traceEvents");
   ASSERT_TRUE(ev && ev->is_array());
   size_t complete = 0;
   double last_end_in_run0 = 0;
-  for (const JsonValue& e : ev->items()) {
+  for (const json::Value& e : ev->as_array("traceEvents")) {
     ASSERT_TRUE(e.find("ph") && e.find("pid") && e.find("tid")) << "every event names its process and thread";
-    if (e.find("ph")->string() != "X") continue;
+    if (e.find("ph")->as_string("ph") != "X") continue;
     ++complete;
     ASSERT_TRUE(e.find("ts")->is_number() && e.find("dur")->is_number() && e.find("name")->is_string());
-    EXPECT_GE(e.find("dur")->number(), 0);
-    if (e.find("args")->find("run")->number() == 0) {
-      EXPECT_GE(e.find("ts")->number() + 1e-9, last_end_in_run0);  // steps follow each other
-      last_end_in_run0 = e.find("ts")->number() + e.find("dur")->number();
+    EXPECT_GE(e.find("dur")->as_double("dur"), 0);
+    if (e.find("args")->find("run")->as_double("run") == 0) {
+      EXPECT_GE(e.find("ts")->as_double("ts") + 1e-9, last_end_in_run0);  // steps follow each other
+      last_end_in_run0 = e.find("ts")->as_double("ts") + e.find("dur")->as_double("dur");
     }
   }
   EXPECT_EQ(complete, p.kernels.size() * p.timeline.size());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/analysis/perf_model.h"
+#include "kiln/plan/json.h"
 
 namespace kiln::analysis {
 
@@ -37,6 +38,6 @@ Diagnosis diagnose(Model& m, const Chip& chip, const PerfOptions& opt, double me
 std::vector<Cause> find_causes(const Model& m, const PerfRow& row, const Chip& chip, const PerfOptions& opt);
 
 std::string diagnosis_to_text(const Diagnosis& d);
-std::string diagnosis_to_json(const Diagnosis& d);  // an object
+json::Value diagnosis_json(const Diagnosis& d);  // an object
 
 }  // namespace kiln::analysis

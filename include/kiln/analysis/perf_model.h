@@ -25,6 +25,8 @@ namespace kiln::analysis {
 
 enum class Bound { compute, memory, overhead };
 std::string_view bound_name(Bound b);
+// The colour a bound is drawn in, the same in every chart (perf --svg, profile --html).
+const char* bound_colour(Bound b);
 
 // One kernel's time on a chip, from its FLOPs and bytes.
 struct OpTime {
@@ -110,7 +112,9 @@ PerfReport predict(Model& m, const std::vector<int64_t>& batches, const Chip& ch
                    std::optional<double> max_latency_ms = std::nullopt);
 
 std::string perf_to_text(const PerfReport& r);
-std::string perf_to_json(const PerfReport& r);
+struct Diagnosis;
+// With `measured` (kiln perf --measured), its diagnosis is the last member, "measured".
+std::string perf_to_json(const PerfReport& r, const Diagnosis* measured = nullptr);
 // Latency and throughput vs batch (log2 x axis), points coloured by bound.
 std::string perf_to_svg(const PerfReport& r);
 

@@ -126,7 +126,8 @@ std::string profile_to_text(const Profile& p, size_t top);
 // {"model", "threads", "runs", "roof", "total_ms", "profiled_ms", "plain_ms", "overhead_fraction",
 //  "kernels": [{"name","op","tactic","fast","nodes","ms","share","flops","bytes","intensity",
 //               "gflops","gbs","roof_ms","roof_fraction","verdict"}], "nodes": [...], "suggestions": [...]}
-std::string profile_to_json(const Profile& p);
+// With `explain` (kiln profile --explain), the perf model's diagnosis is the last member, "explain".
+std::string profile_to_json(const Profile& p, const Diagnosis* explain = nullptr);
 // Chrome / Perfetto trace: one complete ("X") event per step per run on the run's thread.
 std::string profile_to_trace(const Profile& p);
 // A self-contained page: the roofline (SVG; one circle per costed kernel, the memory and compute

@@ -1,7 +1,8 @@
-// A small JSON value with a parser and a printer, for the inspectable data kiln writes and reads
-// back: the memory plan (plan.json), the artifact manifest and its weight index. No third-party
-// JSON library is available. It lives in plan/ because plan is the lowest module that writes JSON
-// and the runtime (which reads artifacts) already depends on it.
+// kiln's one JSON implementation (no third-party JSON library is available): a value with a
+// parser and a printer. It serves the memory plan (plan.json), the artifact manifest and weight
+// index, the chip database and machine cache, and every --json output (graph, perf, profile,
+// bench). It lives in plan/ because plan is the lowest module that writes JSON; runtime,
+// analysis and cli all depend on plan.
 //
 // Objects keep their keys in insertion order (so printed files read in a sensible order);
 // integers without fraction or exponent keep their exact int64 value.
@@ -16,6 +17,11 @@
 namespace kiln::json {
 
 class Value;
+// The JSON kinds; integers and doubles are both `number`.
+enum class Kind { null, boolean, number, string, array, object };
+// "null", "a boolean", "a number", "a string", "an array", "an object" (for error messages).
+std::string_view kind_name(Kind k);
+
 using Array = std::vector<Value>;
 using Object = std::vector<std::pair<std::string, Value>>;
 
@@ -33,6 +39,7 @@ class Value {
   Value(Array a) : v_(std::move(a)) {}                 // NOLINT
   Value(Object o) : v_(std::move(o)) {}                // NOLINT
 
+  Kind kind() const;
   bool is_null() const { return v_.index() == 0; }
   bool is_bool() const { return std::holds_alternative<bool>(v_); }
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
@@ -60,6 +67,8 @@ class Value {
   Value& push(Value v);
 
   // Compact JSON; with indent > 0, objects and arrays of containers are broken over lines.
+  // Doubles print in their shortest round-trip form, whole ones without a fraction; a
+  // non-finite double prints as null.
   std::string dump(int indent = 0) const;
 
  private:
@@ -67,10 +76,13 @@ class Value {
   std::variant<std::nullptr_t, bool, int64_t, double, std::string, Array, Object> v_;
 };
 
-// Throws kiln::Error "<what>: JSON error at byte N: message" on malformed text.
+// Parses one JSON document; throws kiln::Error "<what>: line L, column C: message" on malformed
+// text (and on a key repeated within one object).
 Value parse(std::string_view text, std::string_view what = "json");
 
-// "text" with JSON escapes, including the quotes.
+// "text" with JSON escapes, including the quotes. Valid UTF-8 is kept as is; a byte that is not
+// part of a valid UTF-8 sequence is written as the code point of its value, so the output is
+// always valid JSON.
 std::string quote(std::string_view s);
 
 }  // namespace kiln::json

@@ -1,71 +1,25 @@
-#include "json_reader.h"
-
+// The JSON parser behind kiln::json::parse: strict RFC 8259 grammar, errors as one line naming
+// the origin, line and column, integers kept exact as int64.
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "kiln/ir/error.h"
+#include "kiln/plan/json.h"
 
-namespace kiln::analysis {
-
-const JsonValue* JsonValue::find(std::string_view key) const {
-  for (const auto& [k, v] : members_)
-    if (k == key) return &v;
-  return nullptr;
-}
-
-JsonValue JsonValue::make_bool(bool b) {
-  JsonValue v(Kind::boolean);
-  v.boolean_ = b;
-  return v;
-}
-JsonValue JsonValue::make_number(double d) {
-  JsonValue v(Kind::number);
-  v.number_ = d;
-  return v;
-}
-JsonValue JsonValue::make_string(std::string s) {
-  JsonValue v(Kind::string);
-  v.string_ = std::move(s);
-  return v;
-}
-JsonValue JsonValue::make_array(std::vector<JsonValue> items) {
-  JsonValue v(Kind::array);
-  v.items_ = std::move(items);
-  return v;
-}
-JsonValue JsonValue::make_object(std::vector<std::pair<std::string, JsonValue>> members) {
-  JsonValue v(Kind::object);
-  v.members_ = std::move(members);
-  return v;
-}
-
-std::string_view json_kind_name(JsonValue::Kind k) {
-  switch (k) {
-    case JsonValue::Kind::null: return "null";
-    case JsonValue::Kind::boolean: return "boolean";
-    case JsonValue::Kind::number: return "number";
-    case JsonValue::Kind::string: return "string";
-    case JsonValue::Kind::array: return "array";
-    case JsonValue::Kind::object: return "object";
-  }
-  return "?";
-}
-
-std::string json_kind_with_article(JsonValue::Kind k) {
-  bool vowel = k == JsonValue::Kind::array || k == JsonValue::Kind::object;
-  return std::string(vowel ? "an " : "a ") + std::string(json_kind_name(k));
-}
-
+namespace kiln::json {
 namespace {
 
-constexpr int kMaxDepth = 64;  // kiln's files nest 3 deep; this only stops runaway input
+// kiln's files nest a few levels deep; the limit only stops runaway input from overflowing the stack.
+constexpr int kMaxDepth = 256;
 
 class Parser {
  public:
-  Parser(std::string_view text, const std::string& origin) : s_(text), origin_(origin) {}
+  Parser(std::string_view text, std::string_view origin) : s_(text), origin_(origin) {}
 
-  JsonValue document() {
-    JsonValue v = value(0);
+  Value document() {
+    Value v = value(0);
     skip_space();
     if (pos_ != s_.size()) fail("unexpected text after the JSON value");
     return v;
@@ -108,46 +62,60 @@ class Parser {
     return true;
   }
 
-  JsonValue value(int depth) {
+  Value value(int depth) {
     if (depth > kMaxDepth) fail("nested too deeply");
     skip_space();
     if (pos_ >= s_.size()) fail("unexpected end of input");
     char c = s_[pos_];
     if (c == '{') return object(depth);
     if (c == '[') return array(depth);
-    if (c == '"') return JsonValue::make_string(string());
-    if (literal("null")) return JsonValue::make_null();
-    if (literal("true")) return JsonValue::make_bool(true);
-    if (literal("false")) return JsonValue::make_bool(false);
+    if (c == '"') return Value(string());
+    if (literal("null")) return Value();
+    if (literal("true")) return Value(true);
+    if (literal("false")) return Value(false);
     if (c == '-' || (c >= '0' && c <= '9')) return number();
     fail(str_cat("unexpected character '", c, "'"));
   }
 
-  JsonValue object(int depth) {
+  Value object(int depth) {
     ++pos_;  // '{'
-    std::vector<std::pair<std::string, JsonValue>> members;
-    if (eat('}')) return JsonValue::make_object(std::move(members));
+    Value obj{Object{}};
+    if (eat('}')) return obj;
+    std::unordered_set<std::string> keys;
     do {
       skip_space();
       if (pos_ >= s_.size() || s_[pos_] != '"') fail("expected a quoted key");
       std::string k = string();
-      for (const auto& m : members)
-        if (m.first == k) fail(str_cat("duplicate key \"", k, "\""));
+      if (!keys.insert(k).second) fail(str_cat("duplicate key \"", k, "\""));
       expect(':', "after a key");
-      members.emplace_back(std::move(k), value(depth + 1));
+      obj.set(std::move(k), value(depth + 1));
     } while (eat(','));
     expect('}', "to close an object");
-    return JsonValue::make_object(std::move(members));
+    return obj;
   }
 
-  JsonValue array(int depth) {
+  Value array(int depth) {
     ++pos_;  // '['
-    std::vector<JsonValue> items;
-    if (eat(']')) return JsonValue::make_array(std::move(items));
-    do items.push_back(value(depth + 1));
+    Value arr{Array{}};
+    if (eat(']')) return arr;
+    do arr.push(value(depth + 1));
     while (eat(','));
     expect(']', "to close an array");
-    return JsonValue::make_array(std::move(items));
+    return arr;
+  }
+
+  unsigned hex4() {
+    if (pos_ + 4 > s_.size()) fail("short \\u escape");
+    unsigned cp = 0;
+    for (int i = 0; i < 4; ++i) {
+      char h = s_[pos_++];
+      cp <<= 4;
+      if (h >= '0' && h <= '9') cp |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f') cp |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F') cp |= static_cast<unsigned>(h - 'A' + 10);
+      else fail("bad hex digit in a \\u escape");
+    }
+    return cp;
   }
 
   static void append_utf8(std::string& out, unsigned cp) {
@@ -156,8 +124,13 @@ class Parser {
     } else if (cp < 0x800) {
       out += static_cast<char>(0xC0 | (cp >> 6));
       out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
+    } else if (cp < 0x10000) {
       out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
       out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
       out += static_cast<char>(0x80 | (cp & 0x3F));
     }
@@ -185,17 +158,14 @@ class Parser {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
-          if (pos_ + 4 > s_.size()) fail("short \\u escape");
-          unsigned cp = 0;
-          for (int i = 0; i < 4; ++i) {
-            char h = s_[pos_++];
-            cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= static_cast<unsigned>(h - 'A' + 10);
-            else fail("bad hex digit in a \\u escape");
+          unsigned cp = hex4();
+          // A UTF-16 surrogate pair names one code point past U+FFFF.
+          if (cp >= 0xD800 && cp < 0xDC00 && literal("\\u")) {
+            unsigned lo = hex4();
+            if (lo < 0xDC00 || lo >= 0xE000) fail("bad surrogate pair");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          append_utf8(out, cp);  // surrogate pairs stay as two code points: kiln's files are ASCII
+          append_utf8(out, cp);
           break;
         }
         default: fail(str_cat("unknown escape '\\", e, "'"));
@@ -206,7 +176,7 @@ class Parser {
     return out;
   }
 
-  JsonValue number() {
+  Value number() {
     size_t start = pos_;
     if (s_[pos_] == '-') ++pos_;
     auto digits = [&] {
@@ -215,29 +185,37 @@ class Parser {
       return pos_ > d;
     };
     if (!digits()) fail("expected digits in a number");
+    bool integral = true;
     if (pos_ < s_.size() && s_[pos_] == '.') {
+      integral = false;
       ++pos_;
       if (!digits()) fail("expected digits after '.'");
     }
     if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      integral = false;
       ++pos_;
       if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
       if (!digits()) fail("expected digits in an exponent");
     }
     std::string text(s_.substr(start, pos_ - start));
-    errno = 0;
+    if (integral) {  // exact when it fits in int64; a larger integer falls back to a double
+      errno = 0;
+      long long v = std::strtoll(text.c_str(), nullptr, 10);
+      if (errno == 0) return Value(static_cast<int64_t>(v));
+    }
+    // Only overflow is an error: an underflow reads as the nearest double, as dump() wrote it.
     double v = std::strtod(text.c_str(), nullptr);
-    if (errno == ERANGE) fail(str_cat("number out of range: ", text));
-    return JsonValue::make_number(v);
+    if (std::isinf(v)) fail(str_cat("number out of range: ", text));
+    return Value(v);
   }
 
   std::string_view s_;
-  const std::string& origin_;
+  std::string_view origin_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-JsonValue parse_json(std::string_view text, const std::string& origin) { return Parser(text, origin).document(); }
+Value parse(std::string_view text, std::string_view what) { return Parser(text, what).document(); }
 
-}  // namespace kiln::analysis
+}  // namespace kiln::json
