@@ -139,7 +139,7 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
     std::fill(phases, phases + geo.per_channel, 0.f);
     for (int64_t pl = b; pl < e; ++pl) {
       const int64_t c = pl % s.C;
-      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases, /*borders_zeroed=*/true);
+      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases, /*borders_filled=*/true);
       float* out = y + pl * OH * OW;
       // Without a dropped column the grid is the output plane itself.
       t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, geo.compact ? grid : out);

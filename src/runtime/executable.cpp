@@ -81,6 +81,38 @@ class CompiledExecutable final : public Executable {
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const RunOptions& opt) override {
     std::lock_guard<std::mutex> lk(mu_);  // one run at a time: the arena is shared
+    run_locked(inputs, outputs, opt, nullptr);
+  }
+
+  std::vector<StepTiming> profile_run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                                      const RunOptions& opt, int runs) override {
+    KILN_CHECK(runs >= 1, "profile_run: runs must be >= 1, got ", runs);
+    std::lock_guard<std::mutex> lk(mu_);
+    run_locked(inputs, outputs, opt, nullptr);  // warm-up: plans the shape, faults the arena in
+    std::vector<double> ms;
+    for (int r = 0; r < runs; ++r) run_locked(inputs, outputs, opt, &ms);
+    std::vector<const Node*> nodes = last_->step_nodes();
+    std::vector<StepTiming> timings;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = *nodes[i];
+      StepTiming t;
+      t.node = !n.name.empty() ? n.name : !n.outputs.empty() && n.outputs[0] ? n.outputs[0]->name : "";
+      t.op = n.domain.empty() ? n.op : n.domain + "." + n.op;
+      if (last_->step_is_fast(i)) {
+        std::string tactic = n.attr_s("tactic", "");
+        t.kernel = tactic.empty() ? "fast" : "fast:" + tactic;
+      } else {
+        t.kernel = "reference";
+      }
+      t.ms = ms[i] / runs;
+      timings.push_back(std::move(t));
+    }
+    return timings;
+  }
+
+ private:
+  void run_locked(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const RunOptions& opt,
+                  std::vector<double>* step_ms) {
     const Graph& g = *art_.model.graph;
     KILN_CHECK(inputs.size() == g.inputs.size(), "model takes ", g.inputs.size(), " inputs, got ", inputs.size());
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -100,9 +132,10 @@ class CompiledExecutable final : public Executable {
                         : art_.manifest.threads > 0 ? static_cast<int>(art_.manifest.threads)
                                                     : kernels::hardware_threads();
     kernels::set_default_threads(threads);
-    inst->run(resolved_, outputs, threads);
+    inst->run(resolved_, outputs, threads, step_ms);
   }
 
+ public:
   size_t cached_plans() const override { return instances_.size(); }
   const plan::Plan* last_plan() const override { return last_ ? &last_->plan() : nullptr; }
 

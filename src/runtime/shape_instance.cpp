@@ -1,6 +1,7 @@
 // Building and running one input shape of a compiled model (shape_instance.h).
 #include "shape_instance.h"
 
+#include <chrono>
 #include <cstring>
 #include <tuple>
 
@@ -225,7 +226,24 @@ void ShapeInstance::run_reference(Step& st, int threads) {
   }
 }
 
-void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads) {
+std::vector<const Node*> ShapeInstance::step_nodes() const {
+  std::vector<const Node*> nodes;
+  for (const Step& st : steps_) nodes.push_back(st.ctx.node);
+  return nodes;
+}
+
+void ShapeInstance::run_step(Step& st, int threads) {
+  if (st.fast) {
+    st.ctx.threads = std::min(threads, st.ctx.max_threads);
+    st.fast->run(st.ctx);
+  } else {
+    st.ctx.threads = threads;
+    run_reference(st, threads);
+  }
+}
+
+void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
+                        std::vector<double>* step_ms) {
   for (size_t k = 0; k < borrowed_.size(); ++k)
     if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
   // An output buffer still held by the caller (other than through `outputs` itself, which is
@@ -238,14 +256,16 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
     if (j < outputs.size() && outputs[j].defined() && outputs[j].storage() == slot.storage()) --refs;
     if (refs > 1) slot = Tensor(vp.dtype, vp.dims);
   }
-  for (Step& st : steps_) {
-    if (st.fast) {
-      st.ctx.threads = std::min(threads, st.ctx.max_threads);
-      st.fast->run(st.ctx);
-    } else {
-      st.ctx.threads = threads;
-      run_reference(st, threads);
+  if (step_ms) {
+    using Clock = std::chrono::steady_clock;
+    step_ms->resize(steps_.size(), 0.0);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const auto t0 = Clock::now();
+      run_step(steps_[i], threads);
+      (*step_ms)[i] += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     }
+  } else {
+    for (Step& st : steps_) run_step(st, threads);
   }
   outputs.resize(output_values_.size());
   const Graph& g = *model_.graph;

@@ -35,8 +35,13 @@ class ShapeInstance {
 
   // Same dtypes and dims as the inputs this instance was made for (allocation-free).
   bool matches(const std::vector<const Tensor*>& inputs) const;
-  // Runs the steps; outputs in graph-output order (see Executable::run for buffer reuse).
-  void run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads);
+  // Runs the steps; outputs in graph-output order (see Executable::run for buffer reuse). With
+  // `step_ms`, adds each step's wall time in ms to it (sized to steps() on first use).
+  void run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
+           std::vector<double>* step_ms = nullptr);
+  // The node of each step, in execution order (views the plan made are not steps).
+  std::vector<const Node*> step_nodes() const;
+  bool step_is_fast(size_t i) const { return steps_[i].fast != nullptr; }
 
   const plan::Plan& plan() const { return plan_; }
   uint64_t last_used = 0;
@@ -59,6 +64,7 @@ class ShapeInstance {
 
   void bind_tensors(const std::vector<const Tensor*>& inputs);
   void make_steps(std::unordered_map<const Node*, Prepared>& prepared, const KernelLibrary* library, int max_threads);
+  void run_step(Step& st, int threads);
   void run_reference(Step& st, int threads);
   bool is_scratch_storage(const Tensor& t) const;
 

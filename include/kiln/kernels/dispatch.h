@@ -10,6 +10,7 @@
 
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/epilogue.h"
+#include "kiln/kernels/pool.h"
 
 namespace kiln::kernels {
 
@@ -84,6 +85,10 @@ struct KernelTable {
                          int64_t n) = nullptr;
   // out[j] = sum_t w[t] * taps[t][j] for j < n: a depthwise plane on the stride-phase grid.
   void (*depthwise_grid)(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) = nullptr;
+  // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
+  void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
+  // Sum of x[0:n] (vector partial sums: rounding differs from a sequential sum).
+  float (*sum_row)(const float* x, int64_t n) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
   // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
   // B panels (panel stride kc*nr), zero past ncols.
@@ -114,5 +119,9 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads);
 void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
                float* y, const Epilogue& epi, float* workspace, int threads);
+size_t pool2d_workspace_floats_on(const KernelTable& t, const Conv2dShape& s, int threads);
+void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x,
+               float* y, float* workspace, int threads);
+void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y, int threads);
 
 }  // namespace kiln::kernels

@@ -117,6 +117,51 @@ void depthwise_grid(const float* const* taps, const float* w, int64_t ntaps, int
   }
 }
 
+// out[j] = max over taps t of taps[t][j], j in [0, n): a max-pooling grid on the stride-phase
+// planes (padding there holds -inf). Exact: max is order-independent.
+void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
+  int64_t j = 0;
+  for (; j + 4 * V::W <= n; j += 4 * V::W) {
+    const float* p0 = taps[0] + j;
+    V a0 = V::load(p0), a1 = V::load(p0 + V::W), a2 = V::load(p0 + 2 * V::W), a3 = V::load(p0 + 3 * V::W);
+    for (int64_t t = 1; t < ntaps; ++t) {
+      const float* p = taps[t] + j;
+      a0 = max(a0, V::load(p));
+      a1 = max(a1, V::load(p + V::W));
+      a2 = max(a2, V::load(p + 2 * V::W));
+      a3 = max(a3, V::load(p + 3 * V::W));
+    }
+    a0.store(out + j), a1.store(out + j + V::W), a2.store(out + j + 2 * V::W), a3.store(out + j + 3 * V::W);
+  }
+  for (; j < n; j += V::W) {
+    const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+    auto at = [&](int64_t t) { return rest == V::W ? V::load(taps[t] + j) : V::load_first(taps[t] + j, rest); };
+    V acc = at(0);
+    for (int64_t t = 1; t < ntaps; ++t) acc = max(acc, at(t));
+    if (rest == V::W)
+      acc.store(out + j);
+    else
+      acc.store_first(out + j, rest);
+  }
+}
+
+// Sum of x[0:n] (four vector accumulators, then a tree: not the sequential order).
+float sum_row(const float* x, int64_t n) {
+  V a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+  int64_t j = 0;
+  for (; j + 4 * V::W <= n; j += 4 * V::W) {
+    a0 = a0 + V::load(x + j);
+    a1 = a1 + V::load(x + j + V::W);
+    a2 = a2 + V::load(x + j + 2 * V::W);
+    a3 = a3 + V::load(x + j + 3 * V::W);
+  }
+  for (; j < n; j += V::W) {
+    const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+    a0 = a0 + (rest == V::W ? V::load(x + j) : V::load_first(x + j, rest));
+  }
+  return ((a0 + a1) + (a2 + a3)).sum();
+}
+
 // ---- attention -----------------------------------------------------------------------------
 
 // scores[0:n] = Q row · Kᵀ block, with Kᵀ block stored [D][kAttentionKeyBlock].
