@@ -42,15 +42,25 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
   }
   const Tensor& wt = *w->initializer;
   kernels::Conv2dShape s = conv_shape(n, wt);
+  // With a static image size the kernels' cost estimate picks (pixel-gemm for small images);
+  // a symbolic one takes the first applicable tactic, which does not depend on the size.
+  const bool sized = x->shape[2].is_static() && x->shape[3].is_static();
+  const kernels::ConvTactic preferred = kernels::conv_preferred_tactic(s);
+  std::vector<kernels::ConvTactic> order = {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise,
+                                            kernels::ConvTactic::Gemm};
+  if (sized) order.insert(order.begin(), preferred);
   std::string refusals;
-  for (auto t : {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise, kernels::ConvTactic::Gemm}) {
+  for (auto t : order) {
     std::string why = kernels::conv_tactic_unsupported(t, s);
     if (!why.empty()) {
       refusals += std::string(refusals.empty() ? "" : "; ") + kernels::conv_tactic_name(t) + ": " + why;
       continue;
     }
     c.tactic = kernels::conv_tactic_name(t);
-    c.why = refusals.empty() ? "first applicable tactic" : "others decline: " + refusals;
+    if (t == kernels::ConvTactic::PixelGemm)
+      c.why = "small image: output channels fill the vectors better than pixels";
+    else
+      c.why = refusals.empty() ? "first applicable tactic" : "others decline: " + refusals;
     if (pack) {
       size_t floats = kernels::conv_packed_weight_floats(t, s);
       n.inputs[1] = add_packed(g, w->name + ".packed", floats,

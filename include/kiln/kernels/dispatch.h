@@ -61,6 +61,12 @@ struct AttentionTile {
 constexpr int64_t kAttentionKeyBlock = 64;
 size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv);
 
+// A run of consecutive pixels in a pixel-row GEMM panel (KernelTable::pack_a_runs): `len`
+// pixels from offset `src` of every im2col row go to panel rows dst..dst+len-1.
+struct PixelRun {
+  int32_t src = 0, dst = 0, len = 0;
+};
+
 // Micro-kernel: C[0:rows, 0:nr] = (load_c ? C : 0) + A panel · B panel, where the A panel is
 // kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
 // fixed by the table slot, nr <= the slot's column count.
@@ -89,6 +95,12 @@ struct KernelTable {
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
   // Sum of x[0:n] (vector partial sums: rounding differs from a sequential sum).
   float (*sum_row)(const float* x, int64_t n) = nullptr;
+  // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
+  // rows not covered are zero when covered < mr.
+  void (*pack_a_runs)(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,
+                      float* out) = nullptr;
+  // dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols.
+  void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
   // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
   // B panels (panel stride kc*nr), zero past ncols.

@@ -145,6 +145,47 @@ void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
   }
 }
 
+// ---- pixel-row GEMM panels (conv_pixel.cpp) -----------------------------------------------
+
+// One mr-row A panel of the pixel-row convolution GEMM: out[q*mr + r] is im2col row q at the
+// panel's pixel r. The panel's pixels come as runs of consecutive offsets into each row:
+// run i copies rows[q][runs[i].src + 0..len) to out[q*mr + runs[i].dst + 0..len). Panel rows
+// no run covers (past the last pixel) are zero when covered < mr.
+void pack_a_runs(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,
+                 float* out) {
+  for (int64_t q = 0; q < kc; ++q, out += mr) {
+    if (covered < mr)
+      for (int r = 0; r < mr; r += V::W) {
+        const int n = mr - r < V::W ? mr - r : V::W;
+        V::zero().store_first(out + r, n);
+      }
+    const float* row = rows[q];
+    for (int i = 0; i < nruns; ++i) {
+      const float* src = row + runs[i].src;
+      float* dst = out + runs[i].dst;
+      for (int j = 0; j < runs[i].len; j += V::W) {
+        const int n = runs[i].len - j < V::W ? runs[i].len - j : V::W;
+        if (n == V::W)
+          V::load(src + j).store(dst + j);
+        else
+          V::load_first(src + j, n).store_first(dst + j, n);
+      }
+    }
+  }
+}
+
+// dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in 8 x 8 blocks (the AVX-512 table
+// overrides it with register transposes).
+void transpose_portable(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  constexpr int64_t B = 8;
+  for (int64_t i0 = 0; i0 < rows; i0 += B)
+    for (int64_t j0 = 0; j0 < cols; j0 += B) {
+      const int64_t i1 = imin(i0 + B, rows), j1 = imin(j0 + B, cols);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+    }
+}
+
 // Sum of x[0:n] (four vector accumulators, then a tree: not the sequential order).
 float sum_row(const float* x, int64_t n) {
   V a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
