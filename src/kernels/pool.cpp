@@ -126,9 +126,9 @@ void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool c
 void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y,
                             int threads) {
   if (threads <= 0) threads = default_threads();
-  const float inv = 1.f / static_cast<float>(size);
+  const double count = static_cast<double>(size);
   parallel_for(planes, threads_for_work(static_cast<double>(planes) * size, threads), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) y[p] = t.sum_row(x + p * size, size) * inv;
+    for (int64_t p = b; p < e; ++p) y[p] = static_cast<float>(t.sum_row(x + p * size, size) / count);
   });
 }
 

@@ -93,8 +93,8 @@ struct KernelTable {
   void (*depthwise_grid)(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
-  // Sum of x[0:n] (vector partial sums: rounding differs from a sequential sum).
-  float (*sum_row)(const float* x, int64_t n) = nullptr;
+  // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).
+  double (*sum_row)(const float* x, int64_t n) = nullptr;
   // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
   // rows not covered are zero when covered < mr.
   void (*pack_a_runs)(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,

@@ -27,7 +27,8 @@ size_t pool2d_workspace_floats(const Conv2dShape& s, int threads);
 void pool2d(PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x, float* y, float* workspace,
             int threads);
 
-// y[p] = mean of x[p*size : (p+1)*size] for p < planes (GlobalAveragePool).
+// y[p] = mean of x[p*size : (p+1)*size] for p < planes (GlobalAveragePool), summed in double
+// and divided like the reference kernel (the same float in practice).
 void global_average_pool(const float* x, int64_t planes, int64_t size, float* y, int threads);
 
 }  // namespace kiln::kernels

@@ -73,6 +73,23 @@ void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols,
     }
   }
 }
+
+// Sum of x[0:n] in double: 8 floats widened per step into four 8-double accumulators.
+double sum_row_f64(const float* x, int64_t n) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + j)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)));
+    a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)));
+    a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)));
+  }
+  for (; j < n; j += 8) {
+    const int rest = n - j < 8 ? static_cast<int>(n - j) : 8;
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << rest) - 1u), x + j)));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
 }  // namespace kiln::kernels::avx512
 
 namespace kiln::kernels {
@@ -80,6 +97,7 @@ KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
   t.pack_a_panel = avx512::pack_a_panel_transpose;
   t.transpose = avx512::transpose_blocks;
+  t.sum_row = avx512::sum_row_f64;
   return t;
 }
 }  // namespace kiln::kernels

@@ -186,21 +186,15 @@ void transpose_portable(const float* src, int64_t lds, int64_t rows, int64_t col
     }
 }
 
-// Sum of x[0:n] (four vector accumulators, then a tree: not the sequential order).
-float sum_row(const float* x, int64_t n) {
-  V a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+// Sum of x[0:n] in double, four accumulators (the AVX-512 table overrides it with vectors).
+// Double sums of floats are exact until the values span 2^29 in magnitude, so the result
+// matches a sequential double sum (the reference kernels') in practice.
+double sum_row(const float* x, int64_t n) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   int64_t j = 0;
-  for (; j + 4 * V::W <= n; j += 4 * V::W) {
-    a0 = a0 + V::load(x + j);
-    a1 = a1 + V::load(x + j + V::W);
-    a2 = a2 + V::load(x + j + 2 * V::W);
-    a3 = a3 + V::load(x + j + 3 * V::W);
-  }
-  for (; j < n; j += V::W) {
-    const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
-    a0 = a0 + (rest == V::W ? V::load(x + j) : V::load_first(x + j, rest));
-  }
-  return ((a0 + a1) + (a2 + a3)).sum();
+  for (; j + 4 <= n; j += 4) a0 += x[j], a1 += x[j + 1], a2 += x[j + 2], a3 += x[j + 3];
+  for (; j < n; ++j) a0 += x[j];
+  return (a0 + a1) + (a2 + a3);
 }
 
 // ---- attention -----------------------------------------------------------------------------
