@@ -56,6 +56,8 @@ struct AttentionTile {
   int64_t causal_offset = 0;  // when causal: key j is visible to query i iff j <= i + causal_offset
   float scale = 1.f;
   float* scratch = nullptr;  // attention_scratch_floats(rows, D, Dv) floats
+  // The table's transpose (KernelTable::transpose), for the key blocks.
+  void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
 };
 // Keys per block of the online softmax (the Kᵀ block kept in scratch).
 constexpr int64_t kAttentionKeyBlock = 64;
