@@ -4,8 +4,9 @@
 #
 #   scripts/bench_zoo.sh [--backend interp|compiled] BUILD_DIR [RUNS] [THREADS...]
 #
-# Prints the Markdown table for BENCHMARKS.md: medians in ms, the ratio kiln/ORT, and how far
-# kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
+# Prints the Markdown table for BENCHMARKS.md: medians in ms, the ratio kiln/ORT (of medians, and
+# of minimums, which a shared machine disturbs less), the 1-minute load average at the start
+# and end of the pair of runs, and how far kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
 # (default interp; compiled once the compiler is built). A model that fails gets a row saying
 # why, and the script exits 1 at the end.
 set -uo pipefail
@@ -25,8 +26,8 @@ ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').ve
 
 echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count"
 echo
-echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | max\|diff\| / max\|ref\| |"
-echo "|---|---|---|---|---|---|"
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | load | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|---|---|"
 status=0
 for dir in "$BUILD"/zoo/*/; do
   m=$(basename "$dir")
@@ -40,9 +41,11 @@ d = json.loads(sys.argv[3])
 worst = max((c["rel_diff"] for c in d["check"]["outputs"]), default=0)
 flag = "" if d["check"]["ok"] else " (over 1e-4)"
 k, o = d["kiln"]["median_ms"], d["ort"]["median_ms"]
-print("| %s | %s | %.2f | %.2f | %.2f | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"], worst, flag))' "$m" "$t" "$json"
+load = "–".join("%.1f" % x for x in d.get("load_avg", []))
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
+      d.get("ratio_min", float("nan")), load, worst, flag))' "$m" "$t" "$json"
     else
-      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | |"
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | |"
       status=1
     fi
   done

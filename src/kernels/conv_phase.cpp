@@ -18,7 +18,7 @@ PhaseGeometry phase_geometry(const Conv2dShape& s) {
 }
 
 void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
-                        int64_t channels, float* out, bool borders_zeroed) {
+                        int64_t channels, float* out, bool borders_filled, float pad) {
   // Only the phases some tap reads (a 1x1 stride-2 convolution reads one of four).
   auto row_used = [&](int64_t a) {
     for (int64_t r = 0; r < s.R; ++r)
@@ -43,13 +43,13 @@ void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseG
           float* row = plane + i * g.Wg;
           const int64_t ih = i * s.stride_h + a - s.pad_top;
           if (ih < 0 || ih >= s.H) {
-            if (!borders_zeroed) std::fill(row, row + g.Wg, 0.f);
+            if (!borders_filled) std::fill(row, row + g.Wg, pad);
             continue;
           }
           const float* in = src + ih * s.W;
-          if (!borders_zeroed) std::fill(row, row + j_lo, 0.f);
+          if (!borders_filled) std::fill(row, row + j_lo, pad);
           t.strided_copy(in + j_lo * s.stride_w + b - s.pad_left, s.stride_w, j_hi - j_lo, row + j_lo);
-          if (!borders_zeroed) std::fill(row + j_hi, row + g.Wg, 0.f);
+          if (!borders_filled) std::fill(row + j_hi, row + g.Wg, pad);
         }
       }
   }

@@ -24,12 +24,12 @@ struct PhaseGeometry {
 };
 PhaseGeometry phase_geometry(const Conv2dShape& s);
 
-// Fills the phase planes of `channels` input planes (H x W each) the taps use.
 // Fills the phase planes of `channels` input planes (H x W each) the taps use; row copies go
-// through the table's strided_copy. Padding positions are the same for every channel, so a
-// caller that refills the same buffer can zero it once and pass borders_zeroed = true.
+// through the table's strided_copy, padding gets `pad` (0 for convolution, -inf for max
+// pooling). Padding positions are the same for every channel, so a caller that refills the
+// same buffer can fill it with `pad` once and pass borders_filled = true.
 void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
-                        int64_t channels, float* out, bool borders_zeroed = false);
+                        int64_t channels, float* out, bool borders_filled = false, float pad = 0.f);
 
 // Where B row q (tap, channel) starts for output grid column 0.
 inline const float* phase_row(const Conv2dShape& s, const PhaseGeometry& g, const float* planes, int64_t channels,

@@ -82,7 +82,8 @@ const KernelTable* kernel_table_for(Isa isa) {
 std::string_view gemm_isa() { return isa_name(kernel_table().isa); }
 
 size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv) {
-  return static_cast<size_t>(D * kAttentionKeyBlock + kAttentionKeyBlock + rows * Dv + 2 * rows);
+  // Kᵀ block, the scores of one group of up to 8 rows, running outputs, max and sum.
+  return static_cast<size_t>(D * kAttentionKeyBlock + 8 * kAttentionKeyBlock + rows * Dv + 2 * rows);
 }
 
 }  // namespace kiln::kernels

@@ -41,12 +41,12 @@ void attention(const AttentionArgs& a, int threads, const KernelTable& t) {
   KILN_CHECK(a.B >= 0 && a.H >= 0 && a.Sq >= 0 && a.Sk >= 0 && a.D > 0 && a.Dv > 0,
              "attention: bad shape B=", a.B, " H=", a.H, " Sq=", a.Sq, " Sk=", a.Sk, " D=", a.D, " Dv=", a.Dv);
   if (a.B == 0 || a.H == 0 || a.Sq == 0) return;
-  // Query tiles of up to 32 rows share each transposed key block; fewer rows when that is
-  // what it takes to give every thread work.
+  // Query tiles of up to 128 rows share each transposed key block; fewer rows when that is
+  // what it takes to give every thread two tasks.
   if (threads <= 0) threads = default_threads();
   const double work = static_cast<double>(a.B) * a.H * a.Sq * a.Sk * (a.D + a.Dv);
   threads = work < (1 << 20) ? 1 : threads;
-  int64_t tile = 32;
+  int64_t tile = 128;
   while (tile > 4 && a.B * a.H * detail::ceil_div(a.Sq, tile) < 2 * threads) tile /= 2;
   const int64_t qtiles = detail::ceil_div(a.Sq, tile), tasks = a.B * a.H * qtiles;
   const size_t scratch_floats = attention_scratch_floats(tile, a.D, a.Dv);
@@ -73,6 +73,7 @@ void attention(const AttentionArgs& a, int threads, const KernelTable& t) {
       at.causal_offset = a.Sk - a.Sq;
       at.scale = a.scale;
       at.scratch = scratch.data();
+      at.transpose = t.transpose;
       t.attention_tile(at);
     }
   });

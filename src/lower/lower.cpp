@@ -18,6 +18,9 @@ KernelChoice choice_for_other(const Node& n) {
     if (n.op == "QConv" || n.op == "QMatMul") return {n.name, "kiln::" + n.op, "int8", "INT8 kernels (kernels/int8.h)"};
   }
   if (n.op == "Softmax") return {n.name, n.op, "rows", "one pass per row"};
+  if (n.domain.empty() && (n.op == "MaxPool" || n.op == "AveragePool"))
+    return {n.name, n.op, "pool", "vector windows on stride-phase planes (2-D, f32, no Indices output; else reference)"};
+  if (n.domain.empty() && n.op == "GlobalAveragePool") return {n.name, n.op, "rows", "one vector sum per plane"};
   if (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity")
     return {n.name, n.op, "view", "aliases its input (no copy)"};
   return {n.name, n.op, "reference", "no fast kernel for " + n.op + ": the op table's reference kernel runs it"};
@@ -51,7 +54,8 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
   r.isa = std::string(kernels::gemm_isa());
   Graph& g = *m.graph;
   std::vector<KernelChoice> notes;
-  if (canonicalize(g, notes) > 0) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
+  const int canonical = canonicalize(g, notes);
+  if (canonical + wrap_lone_elementwise(g) > 0) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
   std::map<std::string, KernelChoice> declined;
   for (auto& c : notes) declined[c.node] = c;
   for (const auto& up : g.nodes()) {

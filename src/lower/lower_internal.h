@@ -10,6 +10,9 @@ namespace kiln::lower {
 // Nodes it cannot rewrite get a note saying why.
 int canonicalize(Graph& g, std::vector<KernelChoice>& notes);
 
+// Lone f32 elementwise ops -> one-op kiln.FusedElementwise (generated loops); returns how many.
+int wrap_lone_elementwise(Graph& g);
+
 // Picks the tactic of a kiln.FusedConv / kiln.FusedMatMul and (when `pack`) replaces its
 // constant weight by the packed one. Returns the choice; adds the packed bytes to `bytes`.
 KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes);

@@ -3,6 +3,7 @@
 // packed for and the runtime refuses a mismatch.
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"
@@ -42,27 +43,40 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
   }
   const Tensor& wt = *w->initializer;
   kernels::Conv2dShape s = conv_shape(n, wt);
-  std::string refusals;
-  for (auto t : {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise, kernels::ConvTactic::Gemm}) {
+  // With a static image size the kernels' cost estimate picks (pixel-gemm for small images);
+  // a symbolic one takes the first applicable tactic, which does not depend on the size.
+  const bool sized = x->shape[2].is_static() && x->shape[3].is_static();
+  const std::vector<kernels::ConvTactic> all = {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise,
+                                                kernels::ConvTactic::PixelGemm, kernels::ConvTactic::Gemm};
+  std::optional<kernels::ConvTactic> chosen;
+  if (sized) chosen = kernels::conv_preferred_tactic(s);
+  // Why each other tactic was not taken: it cannot run this shape, or it can but costs more.
+  std::string others;
+  for (auto t : all) {
     std::string why = kernels::conv_tactic_unsupported(t, s);
-    if (!why.empty()) {
-      refusals += std::string(refusals.empty() ? "" : "; ") + kernels::conv_tactic_name(t) + ": " + why;
-      continue;
-    }
-    c.tactic = kernels::conv_tactic_name(t);
-    c.why = refusals.empty() ? "first applicable tactic" : "others decline: " + refusals;
-    if (pack) {
-      size_t floats = kernels::conv_packed_weight_floats(t, s);
-      n.inputs[1] = add_packed(g, w->name + ".packed", floats,
-                               [&](float* out) { kernels::conv_pack_weight(t, s, wt.data<float>(), out); }, bytes);
-      n.attrs["packed"] = int64_t{1};
-      n.attrs["isa"] = std::string(kernels::gemm_isa());
-      n.attrs["w_shape"] = wt.dims();
-    }
-    n.attrs["tactic"] = c.tactic;
+    if (why.empty() && !chosen) chosen = t;
+    if (chosen && t == *chosen) continue;
+    if (why.empty()) why = sized ? "applies, estimated slower" : "applies, later in the order";
+    others += std::string(others.empty() ? "" : "; ") + kernels::conv_tactic_name(t) + ": " + why;
+  }
+  if (!chosen || !kernels::conv_tactic_unsupported(*chosen, s).empty()) {
+    c.why = others;
     return c;
   }
-  c.why = refusals;
+  const kernels::ConvTactic t = *chosen;
+  c.tactic = kernels::conv_tactic_name(t);
+  c.why = std::string(t == kernels::ConvTactic::PixelGemm ? "small image: output channels fill the vectors better; "
+                                                            : "") +
+          "others: " + others;
+  if (pack) {
+    size_t floats = kernels::conv_packed_weight_floats(t, s);
+    n.inputs[1] = add_packed(g, w->name + ".packed", floats,
+                             [&](float* out) { kernels::conv_pack_weight(t, s, wt.data<float>(), out); }, bytes);
+    n.attrs["packed"] = int64_t{1};
+    n.attrs["isa"] = std::string(kernels::gemm_isa());
+    n.attrs["w_shape"] = wt.dims();
+  }
+  n.attrs["tactic"] = c.tactic;
   return c;
 }
 

@@ -33,4 +33,11 @@ const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op)
   return nullptr;
 }
 
+std::vector<const FastKernel*> find_fast_kernels(std::string_view domain, std::string_view op) {
+  std::vector<const FastKernel*> out;
+  for (const Entry& e : table())
+    if (e.domain == domain && e.op == op) out.push_back(&e.kernel);
+  return out;
+}
+
 }  // namespace kiln::runtime

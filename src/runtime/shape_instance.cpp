@@ -54,18 +54,24 @@ plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, in
                             std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared) {
   const Graph& g = *model.graph;
   for (const auto& np : g.nodes()) {
-    const FastKernel* fk = find_fast_kernel(np->domain, np->op);
-    if (!fk) continue;
+    std::vector<const FastKernel*> candidates = find_fast_kernels(np->domain, np->op);
+    if (candidates.empty()) continue;
     bool outputs_static = true;
     for (const Value* o : np->outputs) outputs_static &= !o || (o->shape.is_static() && o->dtype != DType::undefined);
     if (!outputs_static) continue;
-    ShapeInstance::Prepared p;
-    p.kernel = fk;
-    p.ctx.node = np.get();
-    p.ctx.opset = model.opset("");
-    p.ctx.library = library;
-    p.ctx.threads = p.ctx.max_threads = max_threads;
-    if (!fk->prepare || fk->prepare(p.ctx)) prepared.emplace(np.get(), std::move(p));
+    // The first candidate whose prepare accepts the node runs it (e.g. MaxPool: int8, then f32).
+    for (const FastKernel* fk : candidates) {
+      ShapeInstance::Prepared p;
+      p.kernel = fk;
+      p.ctx.node = np.get();
+      p.ctx.opset = model.opset("");
+      p.ctx.library = library;
+      p.ctx.threads = p.ctx.max_threads = max_threads;
+      if (!fk->prepare || fk->prepare(p.ctx)) {
+        prepared.emplace(np.get(), std::move(p));
+        break;
+      }
+    }
   }
   plan::PlanOptions po;
   po.scratch_bytes = [&prepared](const Node& n) -> int64_t {

@@ -126,6 +126,37 @@ TEST(Conv, DepthwiseTactic) {
       for (int threads : {1, 2}) check(*t, ConvTactic::Depthwise, c, threads, threads == 2);
 }
 
+TEST(Conv, PixelGemmTactic) {
+  std::vector<ConvCase> cases = {
+      {shape(1, 16, 7, 7, 40, 1, 1, 1, 0), Act::Relu, true, true},     // resnet layer4 1x1: runs of 7
+      {shape(1, 24, 7, 7, 33, 3, 3, 1, 1), Act::Relu},                 // 3x3 on the phase grid
+      {shape(2, 12, 14, 14, 20, 3, 3, 2, 1), Act::None, true, true},   // stride 2, batch 2
+      {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2
+      {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a panel
+      {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
+  };
+  Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
+  asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
+  cases.push_back({asym, Act::LeakyRelu, true, true});
+  for (const KernelTable* t : test::all_tables())
+    for (const ConvCase& c : cases)
+      for (int threads : {1, 2}) check(*t, ConvTactic::PixelGemm, c, threads, threads == 2);
+}
+
+TEST(Conv, TransposeMatchesTheDefinition) {
+  for (const KernelTable* t : test::all_tables())
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {49, 40}, {16, 16}, {17, 33}, {5, 100}}) {
+      auto src = random_vec(rows * (cols + 3), 5);
+      std::vector<float> dst(cols * (rows + 2), -7.f);
+      t->transpose(src.data(), cols + 3, rows, cols, dst.data(), rows + 2);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          ASSERT_EQ(dst[j * (rows + 2) + i], src[i * (cols + 3) + j]) << isa_name(t->isa) << " " << i << "," << j;
+      for (int64_t j = 0; j < cols; ++j)  // the padding past each destination row is untouched
+        ASSERT_EQ(dst[j * (rows + 2) + rows], -7.f);
+    }
+}
+
 TEST(Conv, TacticsSayWhyTheyDoNotApply) {
   Conv2dShape s = shape(1, 8, 8, 8, 8, 3, 3, 1, 1);
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, s), "");
@@ -137,6 +168,8 @@ TEST(Conv, TacticsSayWhyTheyDoNotApply) {
   std::vector<float> w(1000), y(1000), x(1000);
   EXPECT_THROW(conv2d(ConvTactic::Pointwise, s, x.data(), w.data(), y.data(), Epilogue{}, nullptr, 1), kiln::Error);
   EXPECT_STREQ(conv_tactic_name(ConvTactic::Depthwise), "depthwise");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::PixelGemm, shape(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 2)), "grouped");
+  EXPECT_STREQ(conv_tactic_name(ConvTactic::PixelGemm), "pixel-gemm");
 }
 
 }  // namespace

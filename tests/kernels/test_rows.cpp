@@ -165,6 +165,9 @@ TEST(Rows, AttentionMatchesNaive) {
       {1, 1, 5, 150, 12, 20, true, true, 1},    // Sq < Sk with a full mask, D != Dv
       {2, 1, 50, 20, 8, 5, true, false, 1},     // Sq > Sk
       {1, 1, 40, 20, 8, 8, false, true},        // causal with Sq > Sk: first rows see no key
+      {1, 12, 128, 128, 64, 64, true, false},   // bert_base: whole 128-row tiles, 4-row groups
+      {1, 2, 130, 130, 72, 72, false, true},    // 2-row group tail, 4.5 vectors of D and Dv
+      {1, 1, 7, 200, 24, 100, true, false, 1},  // 3-row tail, Dv over one 4-vector block
   };
   for (const KernelTable* t : test::all_tables())
     for (const AttnCase& c : cases)

@@ -148,7 +148,7 @@ TEST(Lower, NothingToLowerLeavesTheGraphAsItWas) {
   constexpr const char* kText = R"(
 kiln.model ir=8 opset=14
 graph g(%x: f32[2,3]) -> (%y) {
-  %y = Relu(%x)
+  %y = Transpose(%x) {perm=[1,0]}
 }
 )";
   Model m = parse_inferred(kText);

@@ -6,6 +6,9 @@
 //              (implicit GEMM: no full im2col matrix), weight packed as A.
 //   pointwise  1x1, stride 1, no padding: the input plane is B as it is (no im2col at all).
 //   depthwise  group == Cin == Cout: per-channel sliding window, vectorised along W.
+//   pixel-gemm group 1: output pixels as GEMM rows, channels as columns (weight packed as B),
+//              result transposed into NCHW: for small images (7x7, 14x14), where the gemm
+//              tactic's pixel columns would leave most of each vector empty.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,11 +29,16 @@ struct Conv2dShape {
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
 };
 
-enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise };
-const char* conv_tactic_name(ConvTactic t);  // "gemm", "pointwise", "depthwise"
+enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise, PixelGemm };
+const char* conv_tactic_name(ConvTactic t);  // "gemm", "pointwise", "depthwise", "pixel-gemm"
 
 // Empty when the tactic can run this shape, else why not (for --explain).
 std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s);
+
+// The tactic expected to run `s` fastest on this CPU's micro-kernel, among those that apply:
+// depthwise for depthwise shapes; else pointwise (1x1) or gemm, unless pixel-gemm wastes
+// clearly fewer vector lanes on padding (small images). `s` needs its real spatial size.
+ConvTactic conv_preferred_tactic(const Conv2dShape& s);
 
 // Floats of the packed weight for this tactic (the ONNX weight is [K, C/group, R, S]).
 size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s);

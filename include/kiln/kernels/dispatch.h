@@ -10,6 +10,7 @@
 
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/epilogue.h"
+#include "kiln/kernels/pool.h"
 
 namespace kiln::kernels {
 
@@ -55,10 +56,18 @@ struct AttentionTile {
   int64_t causal_offset = 0;  // when causal: key j is visible to query i iff j <= i + causal_offset
   float scale = 1.f;
   float* scratch = nullptr;  // attention_scratch_floats(rows, D, Dv) floats
+  // The table's transpose (KernelTable::transpose), for the key blocks.
+  void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
 };
 // Keys per block of the online softmax (the Kᵀ block kept in scratch).
 constexpr int64_t kAttentionKeyBlock = 64;
 size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv);
+
+// A run of consecutive pixels in a pixel-row GEMM panel (KernelTable::pack_a_runs): `len`
+// pixels from offset `src` of every im2col row go to panel rows dst..dst+len-1.
+struct PixelRun {
+  int32_t src = 0, dst = 0, len = 0;
+};
 
 // Micro-kernel: C[0:rows, 0:nr] = (load_c ? C : 0) + A panel · B panel, where the A panel is
 // kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
@@ -84,6 +93,16 @@ struct KernelTable {
                          int64_t n) = nullptr;
   // out[j] = sum_t w[t] * taps[t][j] for j < n: a depthwise plane on the stride-phase grid.
   void (*depthwise_grid)(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) = nullptr;
+  // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
+  void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
+  // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).
+  double (*sum_row)(const float* x, int64_t n) = nullptr;
+  // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
+  // rows not covered are zero when covered < mr.
+  void (*pack_a_runs)(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,
+                      float* out) = nullptr;
+  // dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols.
+  void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
   // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
   // B panels (panel stride kc*nr), zero past ncols.
@@ -114,5 +133,9 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads);
 void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
                float* y, const Epilogue& epi, float* workspace, int threads);
+size_t pool2d_workspace_floats_on(const KernelTable& t, const Conv2dShape& s, int threads);
+void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x,
+               float* y, float* workspace, int threads);
+void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y, int threads);
 
 }  // namespace kiln::kernels

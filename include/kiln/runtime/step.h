@@ -43,7 +43,9 @@ struct FastKernel {
   void (*run)(StepContext& ctx) = nullptr;
 };
 
-// nullptr when (domain, op) has no fast kernel.
+// nullptr when (domain, op) has no fast kernel; the first entry when it has several.
 const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op);
+// Every fast kernel of (domain, op) in table order: the runtime uses the first that accepts a node.
+std::vector<const FastKernel*> find_fast_kernels(std::string_view domain, std::string_view op);
 
 }  // namespace kiln::runtime

@@ -57,12 +57,47 @@ void pack_a_panel_transpose(const float* A, int64_t lda, int64_t rows, int64_t k
   }
   (void)mr;
 }
+
+// dst[j*ldd + i] = src[i*lds + j]: 16 x 16 blocks through transpose16, masked at the edges.
+void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int ni = rows - i0 < 16 ? static_cast<int>(rows - i0) : 16;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int nj = cols - j0 < 16 ? static_cast<int>(cols - j0) : 16;
+      const __mmask16 load = static_cast<__mmask16>((1u << nj) - 1u), store = static_cast<__mmask16>((1u << ni) - 1u);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < ni ? _mm512_maskz_loadu_ps(load, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int j = 0; j < nj; ++j) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, store, r[j]);
+    }
+  }
+}
+
+// Sum of x[0:n] in double: 8 floats widened per step into four 8-double accumulators.
+double sum_row_f64(const float* x, int64_t n) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + j)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)));
+    a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)));
+    a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)));
+  }
+  for (; j < n; j += 8) {
+    const int rest = n - j < 8 ? static_cast<int>(n - j) : 8;
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << rest) - 1u), x + j)));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
 }  // namespace kiln::kernels::avx512
 
 namespace kiln::kernels {
 KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
   t.pack_a_panel = avx512::pack_a_panel_transpose;
+  t.transpose = avx512::transpose_blocks;
+  t.sum_row = avx512::sum_row_f64;
   return t;
 }
 }  // namespace kiln::kernels

@@ -117,84 +117,281 @@ void depthwise_grid(const float* const* taps, const float* w, int64_t ntaps, int
   }
 }
 
-// ---- attention -----------------------------------------------------------------------------
-
-// scores[0:n] = Q row · Kᵀ block, with Kᵀ block stored [D][kAttentionKeyBlock].
-inline void attention_scores(const float* q, const float* kt, int64_t D, int64_t n, float* scores) {
-  constexpr int64_t BK = kAttentionKeyBlock;
-  for (int64_t j = 0; j < n; j += 4 * V::W) {
-    V acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
-    const int nv = static_cast<int>((n - j + V::W - 1) / V::W < 4 ? (n - j + V::W - 1) / V::W : 4);
-    for (int64_t d = 0; d < D; ++d) {
-      const V qd = V::set1(q[d]);
-      const float* k = kt + d * BK + j;
-      for (int u = 0; u < nv; ++u) acc[u] = fma(qd, V::load(k + u * V::W), acc[u]);
+// out[j] = max over taps t of taps[t][j], j in [0, n): a max-pooling grid on the stride-phase
+// planes (padding there holds -inf). Exact: max is order-independent.
+void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
+  int64_t j = 0;
+  for (; j + 4 * V::W <= n; j += 4 * V::W) {
+    const float* p0 = taps[0] + j;
+    V a0 = V::load(p0), a1 = V::load(p0 + V::W), a2 = V::load(p0 + 2 * V::W), a3 = V::load(p0 + 3 * V::W);
+    for (int64_t t = 1; t < ntaps; ++t) {
+      const float* p = taps[t] + j;
+      a0 = max(a0, V::load(p));
+      a1 = max(a1, V::load(p + V::W));
+      a2 = max(a2, V::load(p + 2 * V::W));
+      a3 = max(a3, V::load(p + 3 * V::W));
     }
-    for (int u = 0; u < nv; ++u) acc[u].store(scores + j + u * V::W);
+    a0.store(out + j), a1.store(out + j + V::W), a2.store(out + j + 2 * V::W), a3.store(out + j + 3 * V::W);
   }
+  for (; j < n; j += V::W) {
+    const int rest = n - j < V::W ? static_cast<int>(n - j) : V::W;
+    auto at = [&](int64_t t) { return rest == V::W ? V::load(taps[t] + j) : V::load_first(taps[t] + j, rest); };
+    V acc = at(0);
+    for (int64_t t = 1; t < ntaps; ++t) acc = max(acc, at(t));
+    if (rest == V::W)
+      acc.store(out + j);
+    else
+      acc.store_first(out + j, rest);
+  }
+}
+
+// ---- pixel-row GEMM panels (conv_pixel.cpp) -----------------------------------------------
+
+// One mr-row A panel of the pixel-row convolution GEMM: out[q*mr + r] is im2col row q at the
+// panel's pixel r. The panel's pixels come as runs of consecutive offsets into each row:
+// run i copies rows[q][runs[i].src + 0..len) to out[q*mr + runs[i].dst + 0..len). Panel rows
+// no run covers (past the last pixel) are zero when covered < mr.
+void pack_a_runs(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,
+                 float* out) {
+  for (int64_t q = 0; q < kc; ++q, out += mr) {
+    if (covered < mr)
+      for (int r = 0; r < mr; r += V::W) {
+        const int n = mr - r < V::W ? mr - r : V::W;
+        V::zero().store_first(out + r, n);
+      }
+    const float* row = rows[q];
+    for (int i = 0; i < nruns; ++i) {
+      const float* src = row + runs[i].src;
+      float* dst = out + runs[i].dst;
+      for (int j = 0; j < runs[i].len; j += V::W) {
+        const int n = runs[i].len - j < V::W ? runs[i].len - j : V::W;
+        if (n == V::W)
+          V::load(src + j).store(dst + j);
+        else
+          V::load_first(src + j, n).store_first(dst + j, n);
+      }
+    }
+  }
+}
+
+// dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in 8 x 8 blocks (the AVX-512 table
+// overrides it with register transposes).
+void transpose_portable(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  constexpr int64_t B = 8;
+  for (int64_t i0 = 0; i0 < rows; i0 += B)
+    for (int64_t j0 = 0; j0 < cols; j0 += B) {
+      const int64_t i1 = imin(i0 + B, rows), j1 = imin(j0 + B, cols);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+    }
+}
+
+// Sum of x[0:n] in double, four accumulators (the AVX-512 table overrides it with vectors).
+// Double sums of floats are exact until the values span 2^29 in magnitude, so the result
+// matches a sequential double sum (the reference kernels') in practice.
+double sum_row(const float* x, int64_t n) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) a0 += x[j], a1 += x[j + 1], a2 += x[j + 2], a3 += x[j + 3];
+  for (; j < n; ++j) a0 += x[j];
+  return (a0 + a1) + (a2 + a3);
+}
+
+// ---- attention -----------------------------------------------------------------------------
+// Flash-style: per key block, S = Q·Kᵀ and O += P·V for groups of kAttnRows query rows with
+// register tiles (kAttnRows rows x 4 vectors), the online softmax in between on whole rows.
+
+// Query rows per register tile: rows x 4 vectors of accumulators plus 4 loaded vectors must fit
+// the register file (32 zmm: 4 rows, 6 measured no faster; 16 ymm/xmm: 2 rows). At most 8.
+constexpr int kAttnRows = V::W >= 16 ? 4 : 2;
+
+// sc[r*BK + j] = q_r · kt[:, j] for r < R, j < n; kt is [D][BK] (the key block transposed,
+// zero past n up to whole vectors). Accumulators stay in registers: every index is a constant
+// after unrolling.
+template <int R>
+inline void attention_scores(const float* q, int64_t q_rs, const float* kt, int64_t D, int64_t n, float* sc) {
+  constexpr int64_t BK = kAttentionKeyBlock;
+  int64_t j = 0;
+  for (; j + 4 * V::W <= n; j += 4 * V::W) {
+    V acc[R][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[r][u] = V::zero();
+    for (int64_t d = 0; d < D; ++d) {
+      const float* k = kt + d * BK + j;
+      V kv[4];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) kv[u] = V::load(k + u * V::W);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const V qd = V::set1(q[r * q_rs + d]);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) acc[r][u] = fma(qd, kv[u], acc[r][u]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[r][u].store(sc + r * BK + j + u * V::W);
+  }
+  for (; j < n; j += V::W) {  // one vector of keys at a time (zero-padded in kt)
+    V acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = V::zero();
+    for (int64_t d = 0; d < D; ++d) {
+      const V kv = V::load(kt + d * BK + j);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r] = fma(V::set1(q[r * q_rs + d]), kv, acc[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r].store(sc + r * BK + j);
+  }
+}
+
+// o[r*Dv + :] += sum_j p[r*BK + j] * v[j*v_rs + :] for r < R, j < n.
+template <int R>
+inline void attention_pv(const float* p, int64_t n, const float* v, int64_t v_rs, int64_t Dv, float* o) {
+  constexpr int64_t BK = kAttentionKeyBlock;
+  int64_t dv = 0;
+  for (; dv + 4 * V::W <= Dv; dv += 4 * V::W) {
+    V acc[R][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[r][u] = V::load(o + r * Dv + dv + u * V::W);
+    for (int64_t j = 0; j < n; ++j) {
+      const float* vp = v + j * v_rs + dv;
+      V vb[4];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) vb[u] = V::load(vp + u * V::W);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const V pr = V::set1(p[r * BK + j]);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) acc[r][u] = fma(pr, vb[u], acc[r][u]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[r][u].store(o + r * Dv + dv + u * V::W);
+  }
+  for (; dv < Dv; dv += V::W) {  // one (possibly partial) vector of Dv at a time
+    const int w = Dv - dv < V::W ? static_cast<int>(Dv - dv) : V::W;
+    V acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = V::load_first(o + r * Dv + dv, w);
+    for (int64_t j = 0; j < n; ++j) {
+      const V vb = V::load_first(v + j * v_rs + dv, w);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r] = fma(V::set1(p[r * BK + j]), vb, acc[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r].store_first(o + r * Dv + dv, w);
+  }
+}
+
+// One group of R query rows against one key block: scores, online softmax, O update.
+template <int R>
+inline void attention_rows(const AttentionTile& t, int64_t g, int64_t j0, int64_t nb, const float* kt, float* sc,
+                           float* o, float* m, float* l) {
+  constexpr int64_t BK = kAttentionKeyBlock;
+  const float neg_inf = -__builtin_inff();
+  // Keys row r may see in this block (causal: up to its own position + offset).
+  int64_t lim[R], n = 0;
+  for (int r = 0; r < R; ++r) {
+    lim[r] = nb;
+    if (t.causal) lim[r] = imin(nb, t.i0 + g + r + t.causal_offset + 1 - j0);
+    n = lim[r] > n ? lim[r] : n;
+  }
+  if (n <= 0) return;
+  attention_scores<R>(t.q + g * t.q_rs, t.q_rs, kt, t.D, n, sc);
+  const V vscale = V::set1(t.scale);
+  for (int r = 0; r < R; ++r) {
+    float* s = sc + r * BK;
+    const float* mrow = t.mask ? t.mask + (g + r) * t.mask_rs + j0 * t.mask_cs : nullptr;
+    // Scale, add the mask, hide keys past the row's causal limit; block max.
+    V vmx = V::set1(neg_inf);
+    for (int64_t j = 0; j < n; j += V::W) {
+      const int w = n - j < V::W ? static_cast<int>(n - j) : V::W;
+      V x = V::load_first(s + j, w) * vscale;
+      if (mrow) {
+        if (t.mask_cs == 1) x = x + V::load_first(mrow + j, w);
+        else if (t.mask_cs == 0) x = x + V::set1(mrow[0]);
+        else {
+          alignas(64) float mv[V::W];
+          for (int q = 0; q < w; ++q) mv[q] = mrow[(j + q) * t.mask_cs];
+          x = x + V::load_first(mv, w);
+        }
+      }
+      x.store_first(s + j, w);
+    }
+    for (int64_t j = lim[r] > 0 ? lim[r] : 0; j < n; ++j) s[j] = neg_inf;  // past the causal limit
+    int64_t j = 0;
+    for (; j + V::W <= n; j += V::W) vmx = max(vmx, V::load(s + j));
+    for (; j < n; ++j) vmx = max(vmx, V::set1(s[j]));
+    const float bmax = vmx.max();
+    const float m_new = bmax > m[g + r] ? bmax : m[g + r];
+    float* orow = o + (g + r) * t.Dv;
+    if (m_new == neg_inf) {  // every key so far masked out: this row adds nothing yet
+      for (int64_t j = 0; j < n; ++j) s[j] = 0.f;
+      continue;
+    }
+    const float corr = m[g + r] == neg_inf ? 0.f : __builtin_expf(m[g + r] - m_new);
+    const V vm = V::set1(m_new);
+    V vs = V::zero();
+    for (int64_t j = 0; j < n; j += V::W) {
+      const int w = n - j < V::W ? static_cast<int>(n - j) : V::W;
+      V e = exp_v(V::load_first(s + j, w) - vm);
+      if (w < V::W) {
+        e.store_first(s + j, w);
+        e = V::load_first(s + j, w);  // lanes past n read as 0
+      } else {
+        e.store(s + j);
+      }
+      vs = vs + e;
+    }
+    l[g + r] = l[g + r] * corr + vs.sum();
+    m[g + r] = m_new;
+    if (corr != 1.f) {
+      const V vc = V::set1(corr);
+      for (int64_t dv = 0; dv < t.Dv; dv += V::W) {
+        const int w = t.Dv - dv < V::W ? static_cast<int>(t.Dv - dv) : V::W;
+        (V::load_first(orow + dv, w) * vc).store_first(orow + dv, w);
+      }
+    }
+  }
+  attention_pv<R>(sc, n, t.v + j0 * t.v_rs, t.v_rs, t.Dv, o + g * t.Dv);
 }
 
 void attention_tile(const AttentionTile& t) {
   constexpr int64_t BK = kAttentionKeyBlock;
-  const float neg_inf = -__builtin_inff();
   float* kt = t.scratch;                // [D][BK]
-  float* sc = kt + t.D * BK;            // [BK] scores of one row
-  float* o = sc + BK;                   // [rows][Dv] running outputs
+  float* sc = kt + t.D * BK;            // [kAttnRows][BK] scores / probabilities of a row group
+  static_assert(kAttnRows <= 8, "attention_scratch_floats holds 8 rows of scores");
+  float* o = sc + kAttnRows * BK;       // [rows][Dv] running outputs
   float* m = o + t.rows * t.Dv;         // [rows] running max
   float* l = m + t.rows;                // [rows] running sum
   for (int64_t i = 0; i < t.rows * t.Dv; ++i) o[i] = 0.f;
-  for (int64_t i = 0; i < t.rows; ++i) m[i] = neg_inf, l[i] = 0.f;
-  const bool causal = t.causal;
+  for (int64_t i = 0; i < t.rows; ++i) m[i] = -__builtin_inff(), l[i] = 0.f;
   int64_t key_end = t.Sk;
-  if (causal) key_end = imin(t.Sk, t.i0 + t.rows + t.causal_offset);
-
+  if (t.causal) key_end = imin(t.Sk, t.i0 + t.rows + t.causal_offset);
   for (int64_t j0 = 0; j0 < key_end; j0 += BK) {
     const int64_t nb = imin(BK, key_end - j0);
-    for (int64_t j = 0; j < round_up_w(nb); ++j)
-      for (int64_t d = 0; d < t.D; ++d) kt[d * BK + j] = j < nb ? t.k[(j0 + j) * t.k_rs + d] : 0.f;
-    for (int64_t i = 0; i < t.rows; ++i) {
-      int64_t n = nb;
-      if (causal) n = imin(nb, t.i0 + i + t.causal_offset + 1 - j0);
-      if (n <= 0) continue;
-      attention_scores(t.q + i * t.q_rs, kt, t.D, n, sc);
-      const float* mrow = t.mask ? t.mask + i * t.mask_rs + j0 * t.mask_cs : nullptr;
-      float bmax = neg_inf;
-      for (int64_t j = 0; j < n; ++j) {
-        float s = sc[j] * t.scale + (mrow ? mrow[j * t.mask_cs] : 0.f);
-        sc[j] = s;
-        bmax = s > bmax ? s : bmax;
-      }
-      const float m_new = bmax > m[i] ? bmax : m[i];
-      if (m_new == neg_inf) continue;  // every key so far masked out
-      const float corr = m[i] == neg_inf ? 0.f : __builtin_expf(m[i] - m_new);
-      const V vm = V::set1(m_new);
-      V vs = V::zero();
-      int64_t j = 0;
-      for (; j + V::W <= n; j += V::W) {
-        V e = exp_v(V::load(sc + j) - vm);
-        e.store(sc + j);
-        vs = vs + e;
-      }
-      float psum = vs.sum();
-      for (; j < n; ++j) {
-        sc[j] = __builtin_expf(sc[j] - m_new);
-        psum += sc[j];
-      }
-      l[i] = l[i] * corr + psum;
-      m[i] = m_new;
-      float* oi = o + i * t.Dv;
-      const V vc = V::set1(corr);
-      for (int64_t dv = 0; dv < t.Dv; dv += V::W) {
-        const int w = t.Dv - dv < V::W ? static_cast<int>(t.Dv - dv) : V::W;
-        V acc = V::load_first(oi + dv, w) * vc;
-        const float* vp = t.v + j0 * t.v_rs + dv;
-        if (w == V::W) {
-          for (int64_t jj = 0; jj < n; ++jj) acc = fma(V::set1(sc[jj]), V::load(vp + jj * t.v_rs), acc);
-        } else {
-          for (int64_t jj = 0; jj < n; ++jj) acc = fma(V::set1(sc[jj]), V::load_first(vp + jj * t.v_rs, w), acc);
-        }
-        acc.store_first(oi + dv, w);
-      }
+    // The key block transposed (zero past nb up to whole vectors).
+    t.transpose(t.k + j0 * t.k_rs, t.k_rs, nb, t.D, kt, BK);
+    for (int64_t d = 0; d < t.D; ++d)
+      for (int64_t j = nb; j < round_up_w(nb) && j < BK; ++j) kt[d * BK + j] = 0.f;
+    int64_t g = 0;
+    for (; g + kAttnRows <= t.rows; g += kAttnRows) attention_rows<kAttnRows>(t, g, j0, nb, kt, sc, o, m, l);
+    switch (t.rows - g) {  // the last, partial group
+      case 5: attention_rows<5>(t, g, j0, nb, kt, sc, o, m, l); break;
+      case 4: attention_rows<4>(t, g, j0, nb, kt, sc, o, m, l); break;
+      case 3: attention_rows<3>(t, g, j0, nb, kt, sc, o, m, l); break;
+      case 2: attention_rows<2>(t, g, j0, nb, kt, sc, o, m, l); break;
+      case 1: attention_rows<1>(t, g, j0, nb, kt, sc, o, m, l); break;
+      default: break;
     }
   }
   for (int64_t i = 0; i < t.rows; ++i) {

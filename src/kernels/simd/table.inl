@@ -11,6 +11,10 @@ KernelTable make_table() {
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
+  t.max_grid = max_grid;
+  t.sum_row = sum_row;
+  t.pack_a_runs = pack_a_runs;
+  t.transpose = transpose_portable;
   t.attention_tile = attention_tile;
   t.pack_b_rows = pack_b_rows;
   t.strided_copy = strided_copy;

@@ -1,0 +1,34 @@
+// 2-D pooling on NCHW planes (MaxPool, AveragePool) and the global average, on the stride-phase
+// planes of the depthwise convolution: each window tap is a contiguous slice of a padded phase
+// plane, so a plane is max_t(tap_t) or sum_t(tap_t) over whole vectors.
+//
+// The geometry is a Conv2dShape with K = C and group = C (kernel R x S, strides, dilations,
+// pads); ceil_mode is expressed by extra pad_bottom / pad_right (the caller checks that every
+// window still holds an input element). Numerics: max is exact; the average sums the taps in
+// order t = 0..R*S-1 in f32 and multiplies by 1/count (a rounding of the reciprocal away from
+// the reference's division: within 2 ulp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kiln/kernels/conv.h"
+
+namespace kiln::kernels {
+
+enum class PoolKind : uint8_t { Max, Average };
+
+// Scratch floats pool2d needs for `threads` threads (one phase-plane slot per thread).
+size_t pool2d_workspace_floats(const Conv2dShape& s, int threads);
+
+// y [N, C, out_h, out_w]. Average divides by R*S when count_include_pad (padding counts as
+// zeros), else by the number of taps inside the input (pad_bottom/right beyond the ONNX pads,
+// i.e. ceil_mode, must be 0 for an average that includes padding).
+// workspace: pool2d_workspace_floats(s, threads) floats, or null for a thread-local buffer.
+void pool2d(PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x, float* y, float* workspace,
+            int threads);
+
+// y[p] = mean of x[p*size : (p+1)*size] for p < planes (GlobalAveragePool), summed in double
+// and divided like the reference kernel (the same float in practice).
+void global_average_pool(const float* x, int64_t planes, int64_t size, float* y, int threads);
+
+}  // namespace kiln::kernels

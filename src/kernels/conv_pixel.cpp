@@ -1,0 +1,126 @@
+// The pixel-gemm convolution tactic (conv_pixel.h).
+//
+// im2col row q (K order (tap, channel) as in conv_phase.h) at pixel p is a read of one phase
+// plane row at the pixel's grid offset (p / OW) * Wg + p % OW; a 1x1 stride-1 unpadded
+// convolution reads the input plane of channel q at p directly. Consecutive pixels of one
+// output row are consecutive offsets, so an A panel of mr pixels is a few runs of plain vector
+// copies per im2col row (KernelTable::pack_a_runs).
+#include "conv_pixel.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "conv_phase.h"
+#include "gemm_driver.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+namespace {
+
+// 1x1, stride 1, no padding: im2col row c is input plane c, no phase planes needed.
+bool reads_input_planes(const Conv2dShape& s) {
+  return s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !s.pad_top && !s.pad_left && !s.pad_bottom &&
+         !s.pad_right;
+}
+
+struct PixelWorkspace {
+  size_t phases = 0, result = 0;  // phase planes of all channels; C [OH*OW, K]
+};
+PixelWorkspace pixel_workspace(const Conv2dShape& s) {
+  PixelWorkspace w;
+  if (!reads_input_planes(s)) w.phases = static_cast<size_t>(s.C * phase_geometry(s).per_channel);
+  w.result = static_cast<size_t>(s.out_h() * s.out_w() * s.K);
+  return w;
+}
+
+}  // namespace
+
+size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
+  return packed_b_floats_on(t, s.C * s.R * s.S, s.K);
+}
+
+void pixel_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
+  // Wᵀ with K order (tap, channel): B[q][k] = w[k][c][tap], q = tap * C + c.
+  const int64_t RS = s.R * s.S, KK = s.C * RS;
+  std::vector<float> reordered(s.K * KK);
+  for (int64_t k = 0; k < s.K; ++k)
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t tap = 0; tap < RS; ++tap) reordered[k * KK + tap * s.C + c] = w[(k * s.C + c) * RS + tap];
+  pack_b_on(t, reordered.data(), KK, /*trans_b=*/true, KK, s.K, packed);
+}
+
+size_t pixel_workspace_floats(const KernelTable&, const Conv2dShape& s) {
+  const PixelWorkspace w = pixel_workspace(s);
+  return w.phases + w.result;
+}
+
+void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                     const Epilogue& epi, float* workspace, int threads) {
+  const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW, KK = s.C * s.R * s.S, HW = s.H * s.W;
+  const bool direct = reads_input_planes(s);
+  const PhaseGeometry geo = direct ? PhaseGeometry{} : phase_geometry(s);
+  const PixelWorkspace wl = pixel_workspace(s);
+  thread_local std::vector<float> own;
+  if (!workspace) {
+    if (own.size() < wl.phases + wl.result) own.resize(wl.phases + wl.result);
+    workspace = own.data();
+  }
+  float* phases = workspace;
+  float* result = workspace + wl.phases;
+  const int mr = t.gemm.mr;
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* xn = x + n * s.C * HW;
+    float* yn = y + n * s.K * OHW;
+    if (!direct) {
+      const double work = static_cast<double>(s.C) * geo.per_channel;
+      parallel_for(s.C, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
+        build_phase_planes(t, s, geo, xn + b * HW, e - b, phases + b * geo.per_channel);
+      });
+    }
+    // A block: pixels [i0, i0+mc) x im2col rows [p0, p0+kc), mr pixels per panel.
+    auto pack = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+      thread_local std::vector<const float*> rows;
+      rows.resize(kc);
+      for (int64_t q = 0; q < kc; ++q)
+        rows[q] = direct ? xn + (p0 + q) * HW : phase_row(s, geo, phases, s.C, p0 + q);
+      PixelRun runs[32];
+      for (int64_t ip = 0; ip < mc; ip += mr, out += kc * mr) {
+        const int64_t first = i0 + ip, last = std::min(first + mr, OHW);
+        int nruns = 0;
+        for (int64_t p = first; p < last;) {
+          // A run ends at the end of an output row (the grid skips Wg - OW columns there).
+          const int64_t row_end = direct ? last : std::min(last, (p / OW + 1) * OW);
+          PixelRun& r = runs[nruns++];
+          r.src = static_cast<int32_t>(direct ? p : (p / OW) * geo.Wg + p % OW);
+          r.dst = static_cast<int32_t>(p - first);
+          r.len = static_cast<int32_t>(row_end - p);
+          p = row_end;
+        }
+        t.pack_a_runs(rows.data(), kc, runs, nruns, static_cast<int>(last - first), mr, out);
+      }
+    };
+    GemmProblem p;
+    p.M = OHW, p.N = s.K, p.K = KK;
+    p.pack_a = pack;
+    p.b_packed = packed_w;
+    p.C = result, p.ldc = s.K;
+    gemm_run(t, p, threads);
+    // NCHW output: C transposed, then the epilogue (bias per channel, residual NCHW) on each
+    // channel block while it is in cache.
+    Epilogue e = epi;
+    e.bias_per_row = true;
+    if (e.residual) e.residual += n * s.K * OHW, e.ldr = OHW;
+    const bool apply = !epilogue_is_identity(e);
+    constexpr int64_t kBlock = 16;
+    const int64_t blocks = (s.K + kBlock - 1) / kBlock;
+    parallel_for(blocks, threads_for_work(static_cast<double>(s.K) * OHW, threads), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t k0 = b * kBlock, nk = std::min(kBlock, s.K - k0);
+        t.transpose(result + k0, s.K, OHW, nk, yn + k0 * OHW, OHW);
+        if (apply) t.epilogue_tile(yn + k0 * OHW, OHW, nk, OHW, tile_epilogue(e, k0, 0));
+      }
+    });
+  }
+}
+
+}  // namespace kiln::kernels::detail

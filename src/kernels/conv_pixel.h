@@ -1,0 +1,19 @@
+// The pixel-gemm convolution tactic (conv.h): output pixels are the GEMM's rows and output
+// channels its columns, C[OH*OW, K] = im2colᵀ · Wᵀ with the weight packed as B, then C is
+// transposed into the NCHW output with the epilogue. Small images (resnet's 14x14 and 7x7
+// stages) fill the micro-kernel's 16-float columns with channels (K = 256..2048) instead of
+// 49 or 196 pixels, and a 3x3 window wastes no columns on the stride-phase grid.
+#pragma once
+#include <cstddef>
+
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels::detail {
+
+size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
+void pixel_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
+size_t pixel_workspace_floats(const KernelTable& t, const Conv2dShape& s);
+void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                     const Epilogue& epi, float* workspace, int threads);
+
+}  // namespace kiln::kernels::detail

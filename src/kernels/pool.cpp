@@ -1,0 +1,146 @@
+// Pooling on the stride-phase planes of conv_phase.h (pool.h): per (image, channel) plane the
+// padded phase planes go into this thread's workspace slot (padding -inf for max, 0 for the
+// average), the table's max_grid / depthwise_grid (all weights 1) computes the output grid, and
+// the grid is compacted into the output with the 1/count scale.
+#include "kiln/kernels/pool.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "conv_phase.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels {
+namespace {
+
+// Small planes cost more in per-plane set-up than in pooling (digits_cnn: 8x8). When windows
+// tile the rows exactly (no vertical padding or dilation, R == stride_h, H a multiple of it),
+// G consecutive planes stacked are one plane of G*H rows with the same outputs: pool that.
+constexpr int64_t kMinGridFloats = 2048;
+struct Stacking {
+  int64_t planes_per_unit = 1;
+  Conv2dShape unit;  // the shape of one unit (N = C = 1)
+};
+Stacking stacking(const Conv2dShape& s) {
+  Stacking st;
+  st.unit = s;
+  st.unit.N = 1, st.unit.C = st.unit.K = st.unit.group = 1;
+  const bool tiles_rows = s.pad_top == 0 && s.pad_bottom == 0 && s.dil_h == 1 && s.R == s.stride_h && s.H % s.R == 0;
+  const int64_t grid = s.out_h() * s.out_w();
+  if (tiles_rows && grid < kMinGridFloats) {
+    st.planes_per_unit = std::min<int64_t>(s.N * s.C, kMinGridFloats / std::max<int64_t>(grid, 1));
+    st.unit.H = s.H * st.planes_per_unit;
+  }
+  return st;
+}
+
+size_t slot_floats(const Conv2dShape& s) {
+  const detail::PhaseGeometry g = detail::phase_geometry(stacking(s).unit);
+  return static_cast<size_t>(g.per_channel + g.grid);
+}
+
+// Taps of window position o in one dim that land inside [0, in): the average's divisor.
+int64_t inside_taps(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64_t k, int64_t in) {
+  int64_t n = 0;
+  for (int64_t t = 0; t < k; ++t) {
+    const int64_t i = o * stride - pad + t * dil;
+    n += i >= 0 && i < in;
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t pool2d_workspace_floats_on(const KernelTable&, const Conv2dShape& s, int threads) {
+  if (threads <= 0) threads = default_threads();
+  return static_cast<size_t>(threads) * slot_floats(s);
+}
+
+void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x,
+               float* y, float* workspace, int threads) {
+  std::string bad = conv_tactic_unsupported(ConvTactic::Depthwise, s);
+  KILN_CHECK(bad.empty(), "pool2d: ", bad);
+  if (threads <= 0) threads = default_threads();
+  const Stacking stack = stacking(s);
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S, G = stack.planes_per_unit;
+  const int64_t units = (planes + G - 1) / G;
+  const size_t slot = slot_floats(s);
+  const bool is_max = kind == PoolKind::Max;
+  const float pad = is_max ? -std::numeric_limits<float>::infinity() : 0.f;
+  // Without padding every window holds R*S inputs; otherwise an average that leaves padding
+  // out divides each output by its own count of inside taps.
+  const bool padded = s.pad_top || s.pad_left || s.pad_bottom || s.pad_right;
+  const bool per_position = !is_max && !count_include_pad && padded;
+  threads = threads_for_work(static_cast<double>(planes) * OH * OW * RS, threads);
+  auto run_units = [&](int64_t b, int64_t e, int64_t part) {
+    thread_local std::vector<float> own;
+    thread_local std::vector<const float*> taps;
+    thread_local std::vector<float> ones;
+    float* phases;
+    if (workspace) {
+      phases = workspace + part * slot;
+    } else {
+      if (own.size() < slot) own.resize(slot);
+      phases = own.data();
+    }
+    for (int64_t u = b; u < e; ++u) {
+      // The last unit may hold fewer planes: its own (shorter) geometry.
+      Conv2dShape us = stack.unit;
+      const int64_t first = u * G, count = std::min(G, planes - first);
+      us.H = s.H * count;
+      const detail::PhaseGeometry geo = detail::phase_geometry(us);
+      float* grid = phases + geo.per_channel;
+      if (u == b || count != G) {
+        taps.resize(RS);
+        ones.assign(RS, 1.f);
+        for (int64_t q = 0; q < RS; ++q) taps[q] = detail::phase_row(us, geo, phases, 1, q);
+        std::fill(phases, phases + geo.per_channel, pad);
+      }
+      detail::build_phase_planes(t, us, geo, x + first * s.H * s.W, 1, phases, /*borders_filled=*/true, pad);
+      const int64_t UH = OH * count;  // output rows of the unit
+      float* out = y + first * OH * OW;
+      float* g = geo.compact ? grid : out;
+      if (is_max) t.max_grid(taps.data(), RS, geo.grid, g);
+      else t.depthwise_grid(taps.data(), ones.data(), RS, geo.grid, g);
+      TileEpilogue te;
+      if (!is_max && !per_position) te.alpha = 1.f / static_cast<float>(RS);
+      if (geo.compact) t.epilogue_copy(g, geo.Wg, out, OW, UH, OW, te);
+      else if (te.alpha != 1.f) t.epilogue_tile(out, OW, UH, OW, te);
+      if (per_position)
+        for (int64_t i = 0; i < UH; ++i)
+          for (int64_t j = 0; j < OW; ++j)
+            out[i * OW + j] /= static_cast<float>(inside_taps(i % OH, s.stride_h, s.pad_top, s.dil_h, s.R, s.H) *
+                                                  inside_taps(j, s.stride_w, s.pad_left, s.dil_w, s.S, s.W));
+    }
+  };
+  // One contiguous range of units per part; part i uses workspace slot i.
+  const int64_t parts = std::min<int64_t>(threads, units);
+  parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+    for (int64_t part = pb; part < pe; ++part) run_units(units * part / parts, units * (part + 1) / parts, part);
+  });
+}
+
+void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y,
+                            int threads) {
+  if (threads <= 0) threads = default_threads();
+  const double count = static_cast<double>(size);
+  parallel_for(planes, threads_for_work(static_cast<double>(planes) * size, threads), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) y[p] = static_cast<float>(t.sum_row(x + p * size, size) / count);
+  });
+}
+
+size_t pool2d_workspace_floats(const Conv2dShape& s, int threads) {
+  return pool2d_workspace_floats_on(kernel_table(), s, threads);
+}
+void pool2d(PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x, float* y, float* workspace,
+            int threads) {
+  pool2d_on(kernel_table(), kind, s, count_include_pad, x, y, workspace, threads);
+}
+void global_average_pool(const float* x, int64_t planes, int64_t size, float* y, int threads) {
+  global_average_pool_on(kernel_table(), x, planes, size, y, threads);
+}
+
+}  // namespace kiln::kernels

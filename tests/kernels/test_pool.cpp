@@ -1,0 +1,106 @@
+// Pooling kernels (pool.h) against naive loops on every kernel table: max exact, average within
+// 1e-6 relative (f32 sums of <= 49 taps, one reciprocal), over strides, pads, dilations, ragged
+// widths, extra bottom/right padding (ceil_mode) and both count_include_pad settings; the global
+// average equal to the reference kernel's sequential double sum.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernel_test_util.h"
+#include "kiln/kernels/pool.h"
+
+namespace kiln::kernels {
+namespace {
+
+using test::all_tables;
+using test::random_vec;
+
+std::vector<float> naive_pool(PoolKind kind, const Conv2dShape& s, bool include_pad, const std::vector<float>& x) {
+  const int64_t OH = s.out_h(), OW = s.out_w();
+  std::vector<float> y(s.N * s.C * OH * OW);
+  for (int64_t p = 0; p < s.N * s.C; ++p)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        int64_t inside = 0;
+        for (int64_t r = 0; r < s.R; ++r)
+          for (int64_t c = 0; c < s.S; ++c) {
+            const int64_t ih = i * s.stride_h - s.pad_top + r * s.dil_h, iw = j * s.stride_w - s.pad_left + c * s.dil_w;
+            if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+            const double v = x[(p * s.H + ih) * s.W + iw];
+            best = std::max(best, v), sum += v, ++inside;
+          }
+        const double avg = sum / static_cast<double>(include_pad ? s.R * s.S : inside);
+        y[(p * OH + i) * OW + j] = static_cast<float>(kind == PoolKind::Max ? best : avg);
+      }
+  return y;
+}
+
+void check(const Conv2dShape& s, const std::string& label) {
+  const std::vector<float> x = random_vec(s.N * s.C * s.H * s.W, 7, -3.f, 2.f);
+  for (const KernelTable* t : all_tables())
+    for (PoolKind kind : {PoolKind::Max, PoolKind::Average})
+      for (bool include_pad : {false, true})
+        for (int threads : {1, 2}) {
+          if (kind == PoolKind::Max && include_pad) continue;
+          const std::vector<float> want = naive_pool(kind, s, include_pad, x);
+          std::vector<float> y(want.size(), 123.f), ws(pool2d_workspace_floats_on(*t, s, threads));
+          pool2d_on(*t, kind, s, include_pad, x.data(), y.data(), threads == 2 ? ws.data() : nullptr, threads);
+          for (size_t i = 0; i < y.size(); ++i) {
+            const float tol = kind == PoolKind::Max ? 0.f : 1e-6f * std::max(1.f, std::fabs(want[i]));
+            ASSERT_NEAR(y[i], want[i], tol) << label << " isa " << isa_name(t->isa) << " kind "
+                                            << static_cast<int>(kind) << " include_pad " << include_pad
+                                            << " threads " << threads << " at " << i;
+          }
+        }
+}
+
+Conv2dShape pool_shape(int64_t C, int64_t H, int64_t W, int64_t R, int64_t S, int64_t stride, int64_t pad,
+                       int64_t dil = 1) {
+  Conv2dShape s;
+  s.N = 2, s.C = s.K = s.group = C, s.H = H, s.W = W, s.R = R, s.S = S;
+  s.stride_h = s.stride_w = stride, s.dil_h = s.dil_w = dil;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+  return s;
+}
+
+TEST(Pool, ResNetStemWindow) { check(pool_shape(8, 112, 112, 3, 3, 2, 1), "3x3 s2 p1 112"); }  // 2 threads pay here
+TEST(Pool, StridesPadsDilationsAndRaggedWidths) {
+  check(pool_shape(5, 9, 13, 2, 2, 2, 0), "2x2 s2");
+  check(pool_shape(4, 17, 21, 3, 3, 1, 1), "3x3 s1 p1");
+  check(pool_shape(3, 15, 19, 3, 2, 3, 1, 2), "3x2 s3 p1 d2");
+  check(pool_shape(2, 7, 7, 7, 7, 1, 0), "7x7 global-like");
+  check(pool_shape(2, 33, 35, 5, 5, 2, 2), "5x5 s2 p2");
+}
+TEST(Pool, SmallPlanesStackedIntoTallerOnes) {
+  Conv2dShape s = pool_shape(70, 8, 8, 2, 2, 2, 0);  // 140 planes of 4x4 outputs: two units, the last short
+  check(s, "digits 2x2 s2");
+  s.pad_left = s.pad_right = 1;  // horizontal padding only: still stacked, averages count inside taps
+  check(s, "2x2 s2 pad w");
+}
+TEST(Pool, ExtraBottomRightPaddingLikeCeilMode) {
+  Conv2dShape s = pool_shape(3, 10, 11, 3, 3, 2, 0);
+  s.pad_bottom = 1, s.pad_right = 2;  // windows reach past the input: only inside taps count
+  check(s, "ceil-like");
+}
+
+TEST(Pool, GlobalAverageIsTheReferenceDoubleMean) {
+  for (const KernelTable* t : all_tables())
+    for (int64_t size : {1, 7, 49, 50, 3136, 12544}) {
+      const int64_t planes = 5;
+      const std::vector<float> x = random_vec(planes * size, 3, -1.f, 2.f);
+      std::vector<float> y(planes);
+      global_average_pool_on(*t, x.data(), planes, size, y.data(), 2);
+      for (int64_t p = 0; p < planes; ++p) {
+        double sum = 0;
+        for (int64_t i = 0; i < size; ++i) sum += x[p * size + i];
+        EXPECT_EQ(y[p], static_cast<float>(sum / static_cast<double>(size)))  // as the reference kernel
+            << isa_name(t->isa) << " size " << size << " plane " << p;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace kiln::kernels
