@@ -30,7 +30,7 @@ CACHE="$T/cache"
 check "compile exits 0" test $? -eq 0
 check "wrote message" grep -qF "wrote $T/d.kiln" "$T/c.err"
 check "pass table" grep -qE "^fuse-epilogue +yes" "$T/c.txt"
-check "tactics listed" grep -qE "kiln::FusedConv +gemm" "$T/c.txt"
+check "tactics listed" grep -qE "kiln::FusedConv +(pixel-gemm|gemm) " "$T/c.txt"
 check "plan report" grep -qF "arena (peak)" "$T/c.txt"
 
 "$KILN" run "$MODEL" --input input="$IMAGES" --out "$T/ref" >/dev/null 2>&1

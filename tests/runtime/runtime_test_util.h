@@ -1,6 +1,7 @@
 // Helpers shared by the compiled-runtime tests: scratch directories, error capture, artifacts
 // written from textual IR, and exact tensor comparison.
 #pragma once
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,8 +17,10 @@ namespace kiln::testing {
 // A fresh directory under the build tree, removed with its contents at scope exit.
 class ScratchDir {
  public:
+  // ctest runs each test in its own process, several at a time: the directory is unique to the
+  // process so that two tests using the same name never remove each other's files.
   explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::path(KILN_BINARY_DIR) / "test_tmp" / name) {
+      : path_(std::filesystem::path(KILN_BINARY_DIR) / "test_tmp" / (name + "." + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
