@@ -12,7 +12,6 @@ KernelTable make_table() {
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
   t.attention_tile = attention_tile;
-  t.pack_b_rows = pack_b_rows;
   t.strided_copy = strided_copy;
   t.pack_a_panel = pack_a_panel_portable;
   return t;
