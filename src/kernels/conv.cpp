@@ -30,15 +30,14 @@ std::string shape_problem(const Conv2dShape& s) {
   return "";
 }
 
-// Workspace of the gemm/pointwise tactics: per-thread B blocks, then (gemm) the phase planes
-// of one group, then (when the grid is wider than the output) the output grid of one group.
+// Workspace of the gemm tactic: the phase planes of one group, then (when the grid is wider
+// than the output) the output grid of one group. Pointwise needs none: B is the input itself.
 struct GemmWorkspace {
-  size_t b_blocks = 0, phases = 0, grid = 0;
-  size_t total() const { return b_blocks + phases + grid; }
+  size_t phases = 0, grid = 0;
+  size_t total() const { return phases + grid; }
 };
-GemmWorkspace gemm_workspace(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
+GemmWorkspace gemm_workspace(ConvTactic tactic, const Conv2dShape& s) {
   GemmWorkspace w;
-  w.b_blocks = static_cast<size_t>(threads) * detail::gemm_b_block_floats(t.gemm);
   if (tactic == ConvTactic::Gemm) {
     const detail::PhaseGeometry g = detail::phase_geometry(s);
     w.phases = static_cast<size_t>(s.C / s.group * g.per_channel);
@@ -54,13 +53,13 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
   const size_t wfloats = packed_a_floats_on(t, Kg, KK);
   const bool pointwise = tactic == ConvTactic::Pointwise;
   const detail::PhaseGeometry geo = pointwise ? detail::PhaseGeometry{} : detail::phase_geometry(s);
-  const GemmWorkspace wl = gemm_workspace(t, tactic, s, threads);
+  const GemmWorkspace wl = gemm_workspace(tactic, s);
   thread_local std::vector<float> own;
   if (!workspace) {
     if (own.size() < wl.total()) own.resize(wl.total());
     workspace = own.data();
   }
-  float* phases = workspace + wl.b_blocks;
+  float* phases = workspace;
   float* grid = phases + wl.phases;
   const int64_t N = pointwise ? OHW : geo.grid;
   for (int64_t n = 0; n < s.N; ++n)
@@ -80,15 +79,12 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
       detail::GemmProblem p;
       p.M = Kg, p.N = N, p.K = KK;
       p.a_packed = packed_w + g * wfloats;
-      auto pack = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-        thread_local std::vector<const float*> rows;
-        rows.resize(kc);
+      // B is read in place: input planes (pointwise) or phase-plane rows (gemm).
+      auto rows = [&](int64_t p0, int64_t kc, const float** out) {
         for (int64_t q = 0; q < kc; ++q)
-          rows[q] = (pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q)) + j0;
-        t.pack_b_rows(rows.data(), kc, nc, t.gemm.nr, out);
+          out[q] = pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q);
       };
-      p.pack_b = pack;
-      p.workspace = workspace;
+      p.b_rows = rows;
       if (pointwise || !geo.compact) {
         p.C = y + out_off, p.ldc = OHW, p.epi = &e;
         detail::gemm_run(t, p, threads);
@@ -255,7 +251,7 @@ size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const C
   if (threads <= 0) threads = default_threads();
   if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
-  return gemm_workspace(t, tactic, s, threads).total();
+  return gemm_workspace(tactic, s).total();
 }
 
 void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,

@@ -65,6 +65,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   const int64_t mc_max = round_up(std::max<int64_t>(g.mc, MR), MR);
   const int64_t nc_max = p.b_packed ? part.j1 - part.j0 : round_up(std::max<int64_t>(g.nc, NR), NR);
   thread_local std::vector<float> abuf_tl;
+  thread_local std::vector<const float*> brows;
   float* abuf = nullptr;
   if (!p.a_packed) {
     size_t need = static_cast<size_t>(mc_max * std::min(kc_max, p.K));
@@ -76,8 +77,14 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
     const int64_t nc = std::min(nc_max, part.j1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, p.K - pc);
-      const Panels b = p.b_packed ? prepacked(p.b_packed, jc / NR, NR, p.K, pc)
-                                  : (p.pack_b(pc, kc, jc, nc, bbuf), Panels{bbuf, kc * NR});
+      Panels b{nullptr, 0};
+      if (p.b_rows) {
+        if (static_cast<int64_t>(brows.size()) < kc) brows.resize(kc);
+        p.b_rows(pc, kc, brows.data());
+      } else {
+        b = p.b_packed ? prepacked(p.b_packed, jc / NR, NR, p.K, pc)
+                       : (p.pack_b(pc, kc, jc, nc, bbuf), Panels{bbuf, kc * NR});
+      }
       const bool load_c = p.accumulate || pc > 0, last = pc + kc == p.K;
       for (int64_t ic = part.i0; ic < part.i1; ic += mc_max) {
         const int64_t mc = std::min(mc_max, part.i1 - ic);
@@ -90,7 +97,12 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             float* c = p.C + (ic + ir) * p.ldc + jc + jr;
-            t.tile[rows - 1][wide](kc, a.first + (ir / MR) * a.stride, bp, c, p.ldc, nr, load_c);
+            const float* ap = a.first + (ir / MR) * a.stride;
+            if (p.b_rows)
+              t.tile_rows[rows - 1][wide][nr != (wide ? NR : NR / 2)](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
+                                                                      load_c);
+            else
+              t.tile[rows - 1][wide](kc, ap, bp, c, p.ldc, nr, load_c);
             if (last && epi) t.epilogue_tile(c, p.ldc, rows, nr, tile_epilogue(*p.epi, ic + ir, jc + jr));
           }
         }
@@ -148,7 +160,7 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   std::vector<Part> parts = partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads);
   const size_t bfloats = gemm_b_block_floats(t.gemm);
   auto buffer_for = [&](int64_t part) -> float* {
-    if (p.b_packed) return nullptr;
+    if (p.b_packed || p.b_rows) return nullptr;
     if (p.workspace) return p.workspace + part * bfloats;
     thread_local std::vector<float> bbuf_tl;
     if (bbuf_tl.size() < bfloats) bbuf_tl.resize(bfloats);

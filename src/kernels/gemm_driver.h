@@ -39,12 +39,16 @@ using PackABlock = FunctionRef<void(int64_t i0, int64_t mc, int64_t p0, int64_t 
 // Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into nr-column panels, panel stride kc*nr.
 using PackBBlock = FunctionRef<void(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out)>;
 
+// Row pointers of depth [p0, p0+kc) of a B read in place: out[q] = start of row p0 + q.
+using BRows = FunctionRef<void(int64_t p0, int64_t kc, const float** out)>;
+
 struct GemmProblem {
   int64_t M = 0, N = 0, K = 0;
   const float* a_packed = nullptr;  // mr-row panels over the full K (panel q at q*K*mr), or
   PackABlock pack_a;                //   packed per block by this when a_packed is null
   const float* b_packed = nullptr;  // nr-column panels over the full K (panel q at q*K*nr), or
-  PackBBlock pack_b;                //   packed per block by this when b_packed is null
+  PackBBlock pack_b;                //   packed per block by this, or
+  BRows b_rows;                     //   read in place through row pointers (no packing)
   float* C = nullptr;
   int64_t ldc = 0;
   bool accumulate = false;          // C += product (before the epilogue) instead of C = product

@@ -73,6 +73,9 @@ struct PixelRun {
 // kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
 // fixed by the table slot, nr <= the slot's column count.
 using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c);
+// The same with B read in place instead of packed: row p of B at brows[p] + col.
+using TileRowsKernel = void (*)(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c,
+                                int64_t ldc, int nr, bool load_c);
 
 struct KernelTable {
   Isa isa = Isa::Scalar;
@@ -80,6 +83,8 @@ struct KernelTable {
   GemmBlocking gemm;
   // tile[rows - 1][0]: rows x (nr / 2) columns; tile[rows - 1][1]: rows x nr. rows <= mr.
   TileKernel tile[16][2] = {};
+  // tile_rows[rows - 1][half][masked]: masked loads only the nr columns of a partial panel.
+  TileRowsKernel tile_rows[16][2][2] = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions
@@ -104,9 +109,6 @@ struct KernelTable {
   // dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols.
   void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
-  // Packs a kc x ncols block whose row q starts at rows[q] (contiguous columns) into nr-column
-  // B panels (panel stride kc*nr), zero past ncols.
-  void (*pack_b_rows)(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) = nullptr;
   // One mr-row A panel: out[q*mr + r] = A[r*lda + q] for r < rows (<= mr), 0 for r >= rows.
   void (*pack_a_panel)(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) = nullptr;
   // dst[j] = src[j * stride] for j < n (vectorised for strides 1 and 2).

@@ -8,9 +8,31 @@
 // Floats ahead of the B read pointer prefetched by the few-row tiles.
 constexpr int64_t kStreamAhead = 512;
 
-template <int ROWS, int NVEC>
-void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
-               int nr, bool load_c) {
+// Where step p of the K loop finds its row of B, and how it loads it.
+// A packed panel: rows nr floats apart, zero-padded, always loaded whole.
+struct PackedPanel {
+  static constexpr bool kStream = true;  // GEMV-like tiles stream it: prefetch ahead
+  const float* b;
+  const float* row(int64_t p) const { return b + p * NR; }
+  V load(const float* r, int v, int nvec) const { return V::load(r + v * V::W); }
+};
+// Rows in place (a convolution's input planes): row p at rows[p] + col. With MASKED the last
+// vector loads only `last` floats, so a partial panel never reads past its row's data.
+template <bool MASKED>
+struct RowPointers {
+  static constexpr bool kStream = false;
+  const float* const* rows;
+  int64_t col;
+  int last;
+  const float* row(int64_t p) const { return rows[p] + col; }
+  V load(const float* r, int v, int nvec) const {
+    return (MASKED && v == nvec - 1) ? V::load_first(r + v * V::W, last) : V::load(r + v * V::W);
+  }
+};
+
+template <int ROWS, int NVEC, class BSource>
+inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, float* __restrict c, int64_t ldc,
+                      int nr, bool load_c) {
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
@@ -21,11 +43,10 @@ void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r) prefetch(c + r * ldc);
 
-  int64_t p = 0;
   auto step = [&](const float* ap, const float* bp) __attribute__((always_inline)) {
     V bv[NVEC];
 #pragma GCC unroll 4
-    for (int v = 0; v < NVEC; ++v) bv[v] = V::load(bp + v * V::W);
+    for (int v = 0; v < NVEC; ++v) bv[v] = b.load(bp, v, NVEC);
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; ++r) {
       V ar = V::set1(ap[r]);
@@ -35,13 +56,13 @@ void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
   };
   // Few rows: the kernel streams B (a GEMV reads each packed weight once), so fetch it well
   // ahead, across page boundaries the hardware prefetcher stops at.
-  if constexpr (ROWS <= 2) {
-    for (; p < kc; ++p, a += MR, b += NR) {
-      prefetch(b + kStreamAhead);
-      step(a, b);
+  if constexpr (ROWS <= 2 && BSource::kStream) {
+    for (int64_t p = 0; p < kc; ++p, a += MR) {
+      prefetch(b.row(p) + kStreamAhead);
+      step(a, b.row(p));
     }
   } else {
-    for (; p < kc; ++p, a += MR, b += NR) step(a, b);
+    for (int64_t p = 0; p < kc; ++p, a += MR) step(a, b.row(p));
   }
 
 #pragma GCC unroll 16
@@ -62,12 +83,31 @@ void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
   }
 }
 
-// Fills table.tile[rows-1][half] for rows 1..MR: [0] covers NR/2 columns, [1] all NR.
+// C[0:ROWS, 0:nr] (=|+=) A panel (kc x MR) · packed B panel (kc x NR).
+template <int ROWS, int NVEC>
+void gemm_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c) {
+  tile_core<ROWS, NVEC>(kc, a, PackedPanel{b}, c, ldc, nr, load_c);
+}
+
+// The same with B read in place: row p of the tile's B at brows[p] + col.
+template <int ROWS, int NVEC, bool MASKED>
+void gemm_tile_rows(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c, int64_t ldc, int nr,
+                    bool load_c) {
+  const int last = nr - (NVEC - 1) * V::W;
+  tile_core<ROWS, NVEC>(kc, a, RowPointers<MASKED>{brows, col, last}, c, ldc, nr, load_c);
+}
+
+// Fills table.tile[rows-1][half] (and tile_rows) for rows 1..MR: [0] covers NR/2 columns, [1] all NR.
 template <int ROWS>
 void fill_tiles(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    t.tile[ROWS - 1][0] = gemm_tile<ROWS, NR / V::W / 2 == 0 ? 1 : NR / V::W / 2>;
-    t.tile[ROWS - 1][1] = gemm_tile<ROWS, NR / V::W>;
+    constexpr int kHalf = NR / V::W / 2 == 0 ? 1 : NR / V::W / 2, kFull = NR / V::W;
+    t.tile[ROWS - 1][0] = gemm_tile<ROWS, kHalf>;
+    t.tile[ROWS - 1][1] = gemm_tile<ROWS, kFull>;
+    t.tile_rows[ROWS - 1][0][0] = gemm_tile_rows<ROWS, kHalf, false>;
+    t.tile_rows[ROWS - 1][0][1] = gemm_tile_rows<ROWS, kHalf, true>;
+    t.tile_rows[ROWS - 1][1][0] = gemm_tile_rows<ROWS, kFull, false>;
+    t.tile_rows[ROWS - 1][1][1] = gemm_tile_rows<ROWS, kFull, true>;
     fill_tiles<ROWS - 1>(t);
   }
 }

@@ -413,29 +413,3 @@ void pack_a_panel_portable(const float* A, int64_t lda, int64_t rows, int64_t kc
     }
   }
 }
-
-// ---- B panel packing -------------------------------------------------------------------------
-
-// out (nr-column panels, panel stride kc*nr): element (q, j) = rows[q][j] for j < ncols, 0 past.
-void pack_b_rows(const float* const* rows, int64_t kc, int64_t ncols, int nr, float* out) {
-  for (int64_t jp = 0; jp < ncols; jp += nr, out += kc * nr) {
-    const int64_t cols = ncols - jp < nr ? ncols - jp : nr;
-    if (cols == nr) {
-      for (int64_t q = 0; q < kc; ++q) {
-        const float* src = rows[q] + jp;
-        float* dst = out + q * nr;
-        for (int u = 0; u < nr; u += V::W) V::load(src + u).store(dst + u);
-      }
-    } else {
-      for (int64_t q = 0; q < kc; ++q) {
-        const float* src = rows[q] + jp;
-        float* dst = out + q * nr;
-        for (int u = 0; u < nr; u += V::W) {
-          const int64_t n = cols - u;
-          V v = n >= V::W ? V::load(src + u) : n > 0 ? V::load_first(src + u, static_cast<int>(n)) : V::zero();
-          v.store(dst + u);
-        }
-      }
-    }
-  }
-}

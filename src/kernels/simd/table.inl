@@ -16,7 +16,6 @@ KernelTable make_table() {
   t.pack_a_runs = pack_a_runs;
   t.transpose = transpose_portable;
   t.attention_tile = attention_tile;
-  t.pack_b_rows = pack_b_rows;
   t.strided_copy = strided_copy;
   t.pack_a_panel = pack_a_panel_portable;
   return t;
