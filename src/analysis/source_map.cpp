@@ -23,17 +23,17 @@ SourceMap map_sources(const Graph& original, const Graph& compiled) {
   SourceMap out;
   for (const auto& cn : compiled.nodes()) {
     std::set<size_t> covered;  // by original order
-    std::vector<std::string> todo;
+    std::vector<std::string> pending;
     for (const Value* o : cn->outputs)
-      if (o) todo.push_back(o->name);
-    while (!todo.empty()) {
-      std::string name = todo.back();
-      todo.pop_back();
+      if (o) pending.push_back(o->name);
+    while (!pending.empty()) {
+      std::string name = pending.back();
+      pending.pop_back();
       auto it = producer.find(name);
       if (it == producer.end() || !covered.insert(order[it->second]).second) continue;
       for (const Value* in : it->second->inputs) {
         if (!in || in->initializer || in->producer == nullptr || kept.count(in->name)) continue;
-        todo.push_back(in->name);
+        pending.push_back(in->name);
       }
     }
     std::vector<SourceNode> nodes;
