@@ -30,6 +30,7 @@ const char* kUsage =
     "  quantize MODEL -o OUT (--calib DIR | --calib-random N | --dynamic) [--method minmax|percentile[:P]|entropy]\n"
     "            [--per-channel|--per-tensor] [--activations u8|s8] [--exclude NODE,..] [--format kiln|qdq]\n"
     "            [--report] [--json FILE] [--eval DIR] [--runs N] [--dim NAME=N] [--shape INPUT=d0,..] [--seed N]\n"
+    "            [--accuracy-budget X [--budget-metric auto|accuracy|cosine] [--eval-random N]]\n"
     "      INT8 post-training quantization to an artifact or a QDQ ONNX model; the report compares it with fp32\n"
     "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"

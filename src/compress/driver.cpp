@@ -2,6 +2,7 @@
 // quantize-dynamic pass after the -O2 fusions).
 #include "kiln/compress/driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -60,7 +61,32 @@ Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result) {
       calibrate(m, result.plan.tensors, data, result.plan.channel_axis,
                 [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
   result.calibrate_seconds = since(t0);
-  result.lines = apply_static(m, result.plan, obs, job.options);
+  QuantizeOptions options = job.options;
+  if (job.accuracy_budget) {
+    EvalSet eval = load_eval_set(m, job.eval_dir, job.eval_random, heldout_seed(job), job.inputs.dims);
+    KILN_CHECK(job.budget_metric == "auto" || job.budget_metric == "accuracy" || job.budget_metric == "cosine",
+               "--budget-metric ", job.budget_metric, ": expected auto, accuracy or cosine");
+    KILN_CHECK(job.budget_metric != "accuracy" || eval.labels, "--budget-metric accuracy needs labels: --eval DIR with ",
+               "DIR/labels.npy");
+    if (job.budget_metric == "cosine") eval.labels.reset();
+    if (job.log)
+      *job.log << "accuracy budget " << *job.accuracy_budget << ": sensitivity of " << result.plan.nodes.size()
+               << " layers on " << eval.source << "\n";
+    result.budget = plan_accuracy_budget(m, result.plan, obs, job.options, eval, *job.accuracy_budget, job.log);
+    const BudgetPlan& bp = *result.budget;
+    KILN_CHECK(bp.met, "--accuracy-budget ", *job.accuracy_budget, ": even one int8 layer breaks the budget (",
+               bp.metric, "); nothing to quantize");
+    options.exclude.insert(options.exclude.end(), bp.float_nodes.begin(), bp.float_nodes.end());
+    result.plan = plan_static(m, options);
+    // Say why the budget's layers stay in float.
+    for (auto& s : result.plan.skipped)
+      for (const auto& l : bp.layers)
+        if (l.kept_float && s == l.node + ": excluded (--exclude)" &&
+            std::find(job.options.exclude.begin(), job.options.exclude.end(), l.node) == job.options.exclude.end())
+          s = l.node + ": accuracy budget (sensitivity rank " + std::to_string(l.rank) + ", output cosine " +
+              std::to_string(l.score.worst_cosine) + " with only this layer int8)";
+  }
+  result.lines = apply_static(m, result.plan, obs, options);
   result.quantized_nodes = static_cast<int>(result.plan.nodes.size());
   for (const auto& s : result.plan.skipped) result.lines.push_back("kept in float: " + s);
   return m;

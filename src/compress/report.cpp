@@ -95,7 +95,10 @@ std::vector<std::string> suggestions(const Report& r) {
     s.push_back("calibrate on real inputs (--calib DIR): random calibration data only sets plausible ranges");
   std::vector<LayerReport> worst = r.layers;
   std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.error.sqnr_db < b.error.sqnr_db; });
-  if (!worst.empty() && worst.front().error.sqnr_db < 20) {
+  if (r.budget) {
+    s.push_back("the accuracy budget chose the float layers (" + std::to_string(r.budget->float_nodes.size()) +
+                "): a larger --accuracy-budget quantizes more of them, a smaller one fewer");
+  } else if (!worst.empty() && worst.front().error.sqnr_db < 20) {
     std::string names;
     for (size_t i = 0; i < std::min<size_t>(3, worst.size()) && worst[i].error.sqnr_db < 20; ++i)
       names += (names.empty() ? "" : ",") + worst[i].node;
@@ -110,7 +113,7 @@ std::vector<std::string> suggestions(const Report& r) {
   }
   if (r.accuracy_fp32 && r.accuracy_int8 && *r.accuracy_fp32 - *r.accuracy_int8 > 0.5)
     s.push_back("accuracy drops by more than 0.5 points: exclude the worst layers, or try --activations s8");
-  if (!r.float_nodes.empty())
+  if (!r.float_nodes.empty() && !r.budget)
     s.push_back(std::to_string(r.float_nodes.size()) + " compute node(s) stay in float (see the list): they run the fp32 kernels");
   if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5)
     s.push_back("little speed-up: float ops between quantized ones (pooling, softmax, normalisation) convert back and forth");
@@ -148,6 +151,7 @@ Report make_report(const ReportJob& rj) {
   r.random_calibration = res.random_calibration;
   r.quantized_nodes = res.quantized_nodes;
   r.float_nodes = res.plan.skipped;
+  r.budget = res.budget;
   r.runs = rj.runs;
 
   fs::path work = fs::path(job.out_path).parent_path() / (fs::path(job.out_path).filename().string() + ".report");
@@ -317,7 +321,6 @@ std::string format_report(const Report& r) {
   return s.str();
 }
 
-namespace {
 std::string json_str(const std::string& v) {
   std::string o = "\"";
   for (char c : v) {
@@ -330,12 +333,15 @@ std::string json_str(const std::string& v) {
   }
   return o + "\"";
 }
+
 std::string json_num(double v) {
   if (!std::isfinite(v)) return v > 0 ? "1e999" : "null";
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
 }
+
+namespace {
 std::string json_agreement(const Agreement& a) {
   return "{\"cosine\": " + json_num(a.cosine) + ", \"sqnr_db\": " + json_num(a.sqnr_db) +
          ", \"max_abs\": " + json_num(a.max_abs) + "}";
@@ -364,7 +370,8 @@ std::string report_json(const Report& r) {
   for (size_t i = 0; i < r.layers.size(); ++i)
     s << (i ? ",\n    " : "\n    ") << "{\"node\": " << json_str(r.layers[i].node) << ", \"op\": " << json_str(r.layers[i].op)
       << ", \"error\": " << json_agreement(r.layers[i].error) << "}";
-  s << "],\n  \"next\": [";
+  if (r.budget) s << "],\n  \"accuracy_budget\": " << budget_plan_json(*r.budget) << ",\n  \"next\": [";
+  else s << "],\n  \"next\": [";
   for (size_t i = 0; i < r.next.size(); ++i) s << (i ? ", " : "") << json_str(r.next[i]);
   s << "]\n}\n";
   return s.str();

@@ -48,6 +48,7 @@ struct Report {
   double bytes_fp32_artifact = 0;                     // the float model compiled by kiln
   double peak_rss_fp32 = 0, peak_rss_int8 = 0;        // `kiln run` of each artifact (0 = not measured)
   std::vector<std::string> next;                      // what to try next
+  std::optional<BudgetPlan> budget;                   // --accuracy-budget's plan
 };
 
 struct ReportJob {
@@ -63,5 +64,8 @@ Report make_report(const ReportJob& rj);
 std::string format_report(const Report& r);
 std::string report_json(const Report& r);
 void write_report_json(const Report& r, const std::string& path);
+// JSON pieces shared by the compress reports: a quoted, escaped string; a number (inf as 1e999).
+std::string json_str(const std::string& v);
+std::string json_num(double v);
 
 }  // namespace kiln::compress
