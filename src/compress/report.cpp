@@ -16,6 +16,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "kiln/compiler/compile.h"
 #include "kiln/frontend/onnx.h"
@@ -30,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 double file_bytes(const std::string& path) {
   std::error_code ec;
   double b = static_cast<double>(fs::file_size(path, ec));
@@ -41,6 +44,8 @@ double file_bytes(const std::string& path) {
   }
   return b;
 }
+
+namespace {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -137,6 +142,25 @@ Agreement AgreementSum::result() const {
   a.sqnr_db = ee > 0 ? 10 * std::log10(rr / ee) : std::numeric_limits<double>::infinity();
   a.max_abs = max_abs;
   return a;
+}
+
+std::pair<double, double> interleaved_latency(Executable& a, Executable& b, const Inputs& in, int runs) {
+  std::vector<Tensor> xs;
+  for (const Value* v : a.model().graph->inputs) xs.push_back(in.count(v->name) ? in.at(v->name) : Tensor());
+  std::vector<Tensor> oa, ob;
+  a.run(xs, oa);
+  b.run(xs, ob);
+  std::vector<double> ta, tb;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = Clock::now();
+    a.run(xs, oa);
+    auto t1 = Clock::now();
+    b.run(xs, ob);
+    auto t2 = Clock::now();
+    ta.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    tb.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+  return {median(ta), median(tb)};
 }
 
 Report make_report(const ReportJob& rj) {
@@ -239,27 +263,8 @@ Report make_report(const ReportJob& rj) {
   }
 
   // Latency: the two models alternate run by run on the first batch (same load, same caches).
-  {
-    Inputs in = eval.batch(0);
-    std::vector<Tensor> xs;
-    for (const Value* v : fp32->model().graph->inputs) xs.push_back(in.count(v->name) ? in.at(v->name) : Tensor());
-    std::vector<Tensor> of, oq;
-    fp32->run(xs, of);
-    int8->run(xs, oq);
-    std::vector<double> tf, tq;
-    for (int i = 0; i < rj.runs; ++i) {
-      auto t0 = Clock::now();
-      fp32->run(xs, of);
-      auto t1 = Clock::now();
-      int8->run(xs, oq);
-      auto t2 = Clock::now();
-      tf.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      tq.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-    }
-    r.ms_fp32 = median(tf);
-    r.ms_int8 = median(tq);
-    r.threads = fp32->manifest().threads;
-  }
+  std::tie(r.ms_fp32, r.ms_int8) = interleaved_latency(*fp32, *int8, eval.batch(0), rj.runs);
+  r.threads = fp32->manifest().threads;
   r.bytes_fp32 = file_bytes(job.model_path);
   r.bytes_int8 = file_bytes(job.out_path);
   r.bytes_fp32_artifact = file_bytes(fp32_artifact);

@@ -4,9 +4,11 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/compress/driver.h"
+#include "kiln/runtime/executable.h"
 
 namespace kiln::compress {
 
@@ -64,6 +66,11 @@ Report make_report(const ReportJob& rj);
 std::string format_report(const Report& r);
 std::string report_json(const Report& r);
 void write_report_json(const Report& r, const std::string& path);
+// Median latencies (ms) of `a` and `b` run alternately `runs` times on the same inputs, after one
+// warm-up each (same load, same caches for both).
+std::pair<double, double> interleaved_latency(Executable& a, Executable& b, const Inputs& in, int runs);
+// Bytes of a model file (plus ONNX external data next to it); 0 when missing.
+double file_bytes(const std::string& path);
 // JSON pieces shared by the compress reports: a quoted, escaped string; a number (inf as 1e999).
 std::string json_str(const std::string& v);
 std::string json_num(double v);
