@@ -35,7 +35,7 @@ int verb_quantize(int argc, char** argv) {
   Args a("quantize", argc, argv,
          {"-o", "--out", "--calib", "--calib-random", "--seed", "--method", "--activations", "--exclude", "--format",
           "--dim", "--shape", "--eval", "--json", "--cache-dir", "--runs", "--accuracy-budget",
-          "--eval-random", "--budget-metric"},
+          "--eval-random", "--budget-metric", "--precision"},
          {"--per-channel", "--per-tensor", "--dynamic", "--report", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln quantize: expected one MODEL argument (kiln quantize MODEL -o OUT)");
   compress::QuantizeJob job;
@@ -55,7 +55,13 @@ int verb_quantize(int argc, char** argv) {
   job.options.exclude = split_list(a.all("--exclude"));
   job.calib_dir = a.get_or("--calib", "");
   job.calib_random = static_cast<int>(a.get_int("--calib-random", 0));
-  KILN_CHECK(job.dynamic || job.calib_dir.empty() != (job.calib_random == 0),
+  job.precision = a.get_or("--precision", "int8");
+  KILN_CHECK(job.precision == "int8" || job.precision == "bf16" || job.precision == "fp16", "--precision ",
+             job.precision, ": expected int8, bf16 or fp16");
+  const bool half = job.precision != "int8";
+  KILN_CHECK(!half || (!job.dynamic && job.calib_dir.empty() && job.calib_random == 0),
+             "kiln quantize --precision ", job.precision, " needs no calibration (--calib, --calib-random, --dynamic)");
+  KILN_CHECK(half || job.dynamic || job.calib_dir.empty() != (job.calib_random == 0),
              "kiln quantize: give exactly one of --calib DIR and --calib-random N (or --dynamic)");
   job.seed = static_cast<uint64_t>(a.get_int("--seed", 1));
   ShapeFlags flags = parse_shape_flags(a);
@@ -70,6 +76,8 @@ int verb_quantize(int argc, char** argv) {
     KILN_CHECK(end && *end == '\0' && !b->empty() && v >= 0 && std::isfinite(v), "--accuracy-budget ", *b,
                ": expected a non-negative number (accuracy points with --eval labels, else (1 - cosine) x 100)");
     KILN_CHECK(!job.dynamic, "--accuracy-budget applies to static quantization, not --dynamic");
+    KILN_CHECK(job.precision == "int8", "--accuracy-budget applies to int8 quantization, not --precision ",
+               job.precision);
     job.accuracy_budget = v;
     job.budget_metric = a.get_or("--budget-metric", "auto");
   }

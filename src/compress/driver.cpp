@@ -96,6 +96,25 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
   auto t0 = Clock::now();
   QuantizeResult result;
   KILN_CHECK(!job.out_path.empty(), "kiln quantize: -o OUT is required");
+  if (job.precision == "bf16" || job.precision == "fp16") {
+    KILN_CHECK(job.format == OutputFormat::Kiln, "kiln quantize --precision ", job.precision,
+               " writes a kiln artifact (--format kiln)");
+    register_passes();
+    compiler::CompileOptions c = compile_options(job);
+    std::string pipeline;
+    for (const auto& p : passes::pipeline_for_level(2)) pipeline += p + ",";
+    const std::string pass = "precision-" + job.precision;
+    c.passes = pipeline + pass + ",dce";
+    compiler::CompileReport rep = compiler::compile_file(job.model_path, job.out_path, c);
+    for (const auto& r : rep.remarks)
+      if (r.pass == pass) result.lines.push_back(r.node + ": " + r.message);
+    if (rep.cache_hit) result.lines.push_back(job.out_path + " is up to date");
+    std::unique_ptr<Executable> exe = Executable::load(job.out_path);  // alive through the loop
+    for (const auto& n : exe->model().graph->nodes()) result.quantized_nodes += n->op == "HalfConv" || n->op == "HalfMatMul";
+    result.total_seconds = since(t0);
+    return result;
+  }
+  KILN_CHECK(job.precision == "int8", "--precision ", job.precision, ": expected int8, bf16 or fp16");
   if (job.dynamic) {
     KILN_CHECK(job.format == OutputFormat::Kiln, "kiln quantize --dynamic writes a kiln artifact (--format kiln)");
     register_passes();
@@ -110,7 +129,8 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
     if (rep.cache_hit) {
       // Up to date: nothing ran, so say what the artifact holds.
       result.quantized_nodes = 0;
-      for (const auto& n : Executable::load(job.out_path)->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
+      std::unique_ptr<Executable> exe = Executable::load(job.out_path);  // alive through the loop
+      for (const auto& n : exe->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
       result.lines.push_back(job.out_path + " is up to date (" + std::to_string(result.quantized_nodes) +
                              " kiln.QMatMul nodes)");
     }

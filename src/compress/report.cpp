@@ -120,7 +120,7 @@ std::vector<std::string> suggestions(const Report& r) {
     s.push_back("accuracy drops by more than 0.5 points: exclude the worst layers, or try --activations s8");
   if (!r.float_nodes.empty() && !r.budget)
     s.push_back(std::to_string(r.float_nodes.size()) + " compute node(s) stay in float (see the list): they run the fp32 kernels");
-  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5)
+  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5 && (r.mode == "static" || r.mode == "dynamic"))
     s.push_back("little speed-up: float ops between quantized ones (pooling, softmax, normalisation) convert back and forth");
   if (s.empty()) s.push_back("nothing obvious: the quantized model tracks the float one closely");
   return s;
@@ -170,8 +170,10 @@ Report make_report(const ReportJob& rj) {
   r.model = job.model_path;
   r.out = job.out_path;
   r.format = job.format == OutputFormat::Qdq ? "qdq" : "kiln";
-  r.mode = job.dynamic ? "dynamic" : "static";
-  r.calibration = job.dynamic ? "none (dynamic)" : calibration_name(job.options.calibration);
+  r.mode = job.precision != "int8" ? job.precision : job.dynamic ? "dynamic" : "static";
+  r.calibration = job.precision != "int8" ? "none (" + job.precision + " weights)"
+                  : job.dynamic           ? "none (dynamic)"
+                                          : calibration_name(job.options.calibration);
   r.random_calibration = res.random_calibration;
   r.quantized_nodes = res.quantized_nodes;
   r.float_nodes = res.plan.skipped;
@@ -287,6 +289,7 @@ Report make_report(const ReportJob& rj) {
 
 std::string format_report(const Report& r) {
   std::ostringstream s;
+  const char* label = r.mode == "bf16" || r.mode == "fp16" ? r.mode.c_str() : "int8";
   char buf[256];
   s << "quantization report: " << r.model << " -> " << r.out << " (" << r.mode << ", format " << r.format
     << ", calibration " << r.calibration << (r.random_calibration ? " on RANDOM data" : "") << ")\n";
@@ -300,19 +303,20 @@ std::string format_report(const Report& r) {
     s << buf;
   }
   if (r.accuracy_fp32) {
-    std::snprintf(buf, sizeof buf, "  accuracy: fp32 %.2f%%  int8 %.2f%%  (%+.2f points)\n", *r.accuracy_fp32,
+    std::snprintf(buf, sizeof buf, "  accuracy: fp32 %.2f%%  %s %.2f%%  (%+.2f points)\n", *r.accuracy_fp32, label,
                   *r.accuracy_int8, *r.accuracy_int8 - *r.accuracy_fp32);
     s << buf;
   }
-  std::snprintf(buf, sizeof buf, "  latency (median of %d, interleaved): fp32 %.3f ms  int8 %.3f ms  (%.2fx)\n", r.runs,
-                r.ms_fp32, r.ms_int8, r.ms_int8 > 0 ? r.ms_fp32 / r.ms_int8 : 0.0);
+  std::snprintf(buf, sizeof buf, "  latency (median of %d, interleaved): fp32 %.3f ms  %s %.3f ms  (%.2fx)\n", r.runs,
+                r.ms_fp32, label, r.ms_int8, r.ms_int8 > 0 ? r.ms_fp32 / r.ms_int8 : 0.0);
   s << buf;
   s << "  size: fp32 model " << mib(r.bytes_fp32) << " (kiln fp32 artifact " << mib(r.bytes_fp32_artifact)
-    << "), int8 " << mib(r.bytes_int8);
+    << "), " << label << " " << mib(r.bytes_int8);
   std::snprintf(buf, sizeof buf, " (%.3fx of the model)\n", r.bytes_fp32 > 0 ? r.bytes_int8 / r.bytes_fp32 : 0.0);
   s << buf;
   if (r.peak_rss_fp32 > 0 && r.peak_rss_int8 > 0)
-    s << "  peak memory (kiln run, resident): fp32 " << mib(r.peak_rss_fp32) << ", int8 " << mib(r.peak_rss_int8) << "\n";
+    s << "  peak memory (kiln run, resident): fp32 " << mib(r.peak_rss_fp32) << ", " << label << " "
+      << mib(r.peak_rss_int8) << "\n";
   if (!r.layers.empty()) {
     s << "  per layer (output vs float, first held-out batch):\n    node                                   op       cosine     SQNR dB\n";
     for (const auto& l : r.layers) {

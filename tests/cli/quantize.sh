@@ -56,6 +56,16 @@ expect_error "budget metric without budget" "--budget-metric needs --accuracy-bu
 expect_error "accuracy metric without labels" "needs labels" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --accuracy-budget 1 --budget-metric accuracy
 expect_error "budget with dynamic" "not --dynamic" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --dynamic --accuracy-budget 1
 
+# --precision bf16: weights in bf16, no calibration.
+"$KILN" quantize "$MODEL" -o "$T/bf16.kiln" --precision bf16 --eval "$T/d/eval" --runs 3 --cache-dir "$T/cache" \
+  > "$T/bf16.txt" 2> /dev/null
+check "bf16 exits 0" test $? -eq 0
+check "bf16 report" grep -q "accuracy: fp32 .* bf16" "$T/bf16.txt"
+check "bf16 nodes" grep -q "kiln.HalfConv (bf16 weight)" "$T/bf16.txt"
+expect_error "precision with calib" "needs no calibration" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --precision bf16 --calib-random 2
+expect_error "bad precision" "expected int8, bf16 or fp16" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --precision fp8
+expect_error "precision qdq" "writes a kiln artifact" "$KILN" quantize "$MODEL" -o "$T/x.onnx" --precision fp16 --format qdq
+
 expect_error "no calibration" "--calib DIR and --calib-random N" "$KILN" quantize "$MODEL" -o "$T/x.kiln"
 expect_error "bad method" "expected minmax, percentile[:P] or entropy" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --method median
 expect_error "bad format" "expected kiln or qdq" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --format tflite

@@ -21,6 +21,10 @@ struct QuantizeJob {
   std::string out_path;
   OutputFormat format = OutputFormat::Kiln;
   bool dynamic = false;          // dynamic quantization of MatMul weights (no calibration)
+  // "int8" (static or dynamic as above), or "bf16" / "fp16": Conv/MatMul weights stored in 16 bits
+  // (kiln.HalfConv/HalfMatMul: AVX512-BF16 dot products for bf16 where the CPU has them, else f32
+  // kernels on the widened weights), no calibration, format kiln only.
+  std::string precision = "int8";
   QuantizeOptions options;
   std::string calib_dir;         // or calib_random > 0
   int calib_random = 0;
