@@ -27,10 +27,14 @@ const char* kUsage =
     "            [--dim NAME=N|NAME=LO..HI] [--shape INPUT=d0,..] [--explain] [--report] [--dump-dir DIR]\n"
     "            [--print-after-all] [--cache-dir DIR] [--quiet]\n"
     "      optimize, lower to kernels, generate code, plan memory: one artifact that kiln run/bench load\n"
-    "  quantize MODEL -o OUT (--calib DIR | --calib-random N | --dynamic) [--method minmax|percentile[:P]|entropy]\n"
+    "  quantize MODEL -o OUT (--calib DIR | --calib-random N | --dynamic | --precision bf16|fp16) [--method minmax|percentile[:P]|entropy]\n"
     "            [--per-channel|--per-tensor] [--activations u8|s8] [--exclude NODE,..] [--format kiln|qdq]\n"
     "            [--report] [--json FILE] [--eval DIR] [--runs N] [--dim NAME=N] [--shape INPUT=d0,..] [--seed N]\n"
+    "            [--accuracy-budget X [--budget-metric auto|accuracy|cosine] [--eval-random N]]\n"
     "      INT8 post-training quantization to an artifact or a QDQ ONNX model; the report compares it with fp32\n"
+    "  prune MODEL --ratio R -o OUT (--calib DIR | --calib-random N | --no-reconstruct) [--norm l1|l2] [--residuals]\n"
+    "            [--multiple M] [--exclude NODE,..] [--format onnx|kiln] [--eval DIR] [--report] [--json FILE] [--runs N]\n"
+    "      structured channel pruning with least-squares reconstruction; FLOPs, params, latency, accuracy before/after\n"
     "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
@@ -70,6 +74,7 @@ int main(int argc, char** argv) {
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
     if (verb == "compile") return kiln::cli::verb_compile(argc - 2, argv + 2);
     if (verb == "quantize") return kiln::cli::verb_quantize(argc - 2, argv + 2);
+    if (verb == "prune") return kiln::cli::verb_prune(argc - 2, argv + 2);
     if (verb == "bench") return kiln::cli::verb_bench(argc - 2, argv + 2);
     if (verb == "machine") return kiln::cli::verb_machine(argc - 2, argv + 2);
     if (verb == "perf") return kiln::cli::verb_perf(argc - 2, argv + 2);

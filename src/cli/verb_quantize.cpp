@@ -1,7 +1,9 @@
 // kiln quantize MODEL -o OUT: INT8 post-training quantization (static with calibration, or
 // dynamic), written as a compiled artifact or a QDQ ONNX model, with an optional report of what
 // it cost in accuracy and gained in speed and size (include/kiln/compress/).
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "common.h"
@@ -32,7 +34,8 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 int verb_quantize(int argc, char** argv) {
   Args a("quantize", argc, argv,
          {"-o", "--out", "--calib", "--calib-random", "--seed", "--method", "--activations", "--exclude", "--format",
-          "--dim", "--shape", "--eval", "--json", "--cache-dir", "--runs"},
+          "--dim", "--shape", "--eval", "--json", "--cache-dir", "--runs", "--accuracy-budget",
+          "--eval-random", "--budget-metric", "--precision"},
          {"--per-channel", "--per-tensor", "--dynamic", "--report", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln quantize: expected one MODEL argument (kiln quantize MODEL -o OUT)");
   compress::QuantizeJob job;
@@ -52,18 +55,40 @@ int verb_quantize(int argc, char** argv) {
   job.options.exclude = split_list(a.all("--exclude"));
   job.calib_dir = a.get_or("--calib", "");
   job.calib_random = static_cast<int>(a.get_int("--calib-random", 0));
-  KILN_CHECK(job.dynamic || job.calib_dir.empty() != (job.calib_random == 0),
+  job.precision = a.get_or("--precision", "int8");
+  KILN_CHECK(job.precision == "int8" || job.precision == "bf16" || job.precision == "fp16", "--precision ",
+             job.precision, ": expected int8, bf16 or fp16");
+  const bool half = job.precision != "int8";
+  KILN_CHECK(!half || (!job.dynamic && job.calib_dir.empty() && job.calib_random == 0),
+             "kiln quantize --precision ", job.precision, " needs no calibration (--calib, --calib-random, --dynamic)");
+  KILN_CHECK(half || job.dynamic || job.calib_dir.empty() != (job.calib_random == 0),
              "kiln quantize: give exactly one of --calib DIR and --calib-random N (or --dynamic)");
   job.seed = static_cast<uint64_t>(a.get_int("--seed", 1));
   ShapeFlags flags = parse_shape_flags(a);
   job.inputs = flags.spec;
   job.cache_dir = a.get_or("--cache-dir", "");
+  job.eval_dir = a.get_or("--eval", "");
+  job.eval_random = static_cast<int>(a.get_int("--eval-random", 4));
+  KILN_CHECK(job.eval_random > 0, "--eval-random ", job.eval_random, ": expected a positive count");
+  if (auto b = a.get("--accuracy-budget")) {
+    char* end = nullptr;
+    double v = std::strtod(b->c_str(), &end);
+    KILN_CHECK(end && *end == '\0' && !b->empty() && v >= 0 && std::isfinite(v), "--accuracy-budget ", *b,
+               ": expected a non-negative number (accuracy points with --eval labels, else (1 - cosine) x 100)");
+    KILN_CHECK(!job.dynamic, "--accuracy-budget applies to static quantization, not --dynamic");
+    KILN_CHECK(job.precision == "int8", "--accuracy-budget applies to int8 quantization, not --precision ",
+               job.precision);
+    job.accuracy_budget = v;
+    job.budget_metric = a.get_or("--budget-metric", "auto");
+  }
+  KILN_CHECK(job.accuracy_budget || !a.get("--budget-metric"), "--budget-metric needs --accuracy-budget X");
   const bool quiet = a.has("--quiet");
   job.log = quiet ? nullptr : &std::cerr;
 
   compress::QuantizeResult r = compress::quantize_file(job);
   if (!quiet)
     for (const auto& line : r.lines) std::printf("  %s\n", line.c_str());
+  if (r.budget && !quiet) std::fputs(compress::format_budget_plan(*r.budget).c_str(), stdout);
   std::fprintf(stderr, "wrote %s (%.2f s%s)\n", job.out_path.c_str(), r.total_seconds,
                r.random_calibration ? ", calibrated on random data" : "");
 
@@ -71,7 +96,8 @@ int verb_quantize(int argc, char** argv) {
     compress::ReportJob rj;
     rj.job = &job;
     rj.result = &r;
-    rj.eval_dir = a.get_or("--eval", "");
+    rj.eval_dir = job.eval_dir;
+    rj.eval_random = job.eval_random;
     rj.runs = static_cast<int>(a.get_int("--runs", 20));
     rj.kiln_exe = "/proc/self/exe";
     compress::Report rep = compress::make_report(rj);

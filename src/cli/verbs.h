@@ -12,4 +12,5 @@ int verb_perf(int argc, char** argv);
 int verb_profile(int argc, char** argv);
 int verb_compile(int argc, char** argv);
 int verb_quantize(int argc, char** argv);
+int verb_prune(int argc, char** argv);
 }  // namespace kiln::cli

@@ -2,6 +2,7 @@
 // quantize-dynamic pass after the -O2 fusions).
 #include "kiln/compress/driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -60,7 +61,32 @@ Model quantize_to_qdq(const QuantizeJob& job, QuantizeResult& result) {
       calibrate(m, result.plan.tensors, data, result.plan.channel_axis,
                 [&](size_t i, size_t n) { progress_bar(job.log, i, n); });
   result.calibrate_seconds = since(t0);
-  result.lines = apply_static(m, result.plan, obs, job.options);
+  QuantizeOptions options = job.options;
+  if (job.accuracy_budget) {
+    EvalSet eval = load_eval_set(m, job.eval_dir, job.eval_random, heldout_seed(job), job.inputs.dims);
+    KILN_CHECK(job.budget_metric == "auto" || job.budget_metric == "accuracy" || job.budget_metric == "cosine",
+               "--budget-metric ", job.budget_metric, ": expected auto, accuracy or cosine");
+    KILN_CHECK(job.budget_metric != "accuracy" || eval.labels, "--budget-metric accuracy needs labels: --eval DIR with ",
+               "DIR/labels.npy");
+    if (job.budget_metric == "cosine") eval.labels.reset();
+    if (job.log)
+      *job.log << "accuracy budget " << *job.accuracy_budget << ": sensitivity of " << result.plan.nodes.size()
+               << " layers on " << eval.source << "\n";
+    result.budget = plan_accuracy_budget(m, result.plan, obs, job.options, eval, *job.accuracy_budget, job.log);
+    const BudgetPlan& bp = *result.budget;
+    KILN_CHECK(bp.met, "--accuracy-budget ", *job.accuracy_budget, ": even one int8 layer breaks the budget (",
+               bp.metric, "); nothing to quantize");
+    options.exclude.insert(options.exclude.end(), bp.float_nodes.begin(), bp.float_nodes.end());
+    result.plan = plan_static(m, options);
+    // Say why the budget's layers stay in float.
+    for (auto& s : result.plan.skipped)
+      for (const auto& l : bp.layers)
+        if (l.kept_float && s == l.node + ": excluded (--exclude)" &&
+            std::find(job.options.exclude.begin(), job.options.exclude.end(), l.node) == job.options.exclude.end())
+          s = l.node + ": accuracy budget (sensitivity rank " + std::to_string(l.rank) + ", output cosine " +
+              std::to_string(l.score.worst_cosine) + " with only this layer int8)";
+  }
+  result.lines = apply_static(m, result.plan, obs, options);
   result.quantized_nodes = static_cast<int>(result.plan.nodes.size());
   for (const auto& s : result.plan.skipped) result.lines.push_back("kept in float: " + s);
   return m;
@@ -70,6 +96,25 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
   auto t0 = Clock::now();
   QuantizeResult result;
   KILN_CHECK(!job.out_path.empty(), "kiln quantize: -o OUT is required");
+  if (job.precision == "bf16" || job.precision == "fp16") {
+    KILN_CHECK(job.format == OutputFormat::Kiln, "kiln quantize --precision ", job.precision,
+               " writes a kiln artifact (--format kiln)");
+    register_passes();
+    compiler::CompileOptions c = compile_options(job);
+    std::string pipeline;
+    for (const auto& p : passes::pipeline_for_level(2)) pipeline += p + ",";
+    const std::string pass = "precision-" + job.precision;
+    c.passes = pipeline + pass + ",dce";
+    compiler::CompileReport rep = compiler::compile_file(job.model_path, job.out_path, c);
+    for (const auto& r : rep.remarks)
+      if (r.pass == pass) result.lines.push_back(r.node + ": " + r.message);
+    if (rep.cache_hit) result.lines.push_back(job.out_path + " is up to date");
+    std::unique_ptr<Executable> exe = Executable::load(job.out_path);  // alive through the loop
+    for (const auto& n : exe->model().graph->nodes()) result.quantized_nodes += n->op == "HalfConv" || n->op == "HalfMatMul";
+    result.total_seconds = since(t0);
+    return result;
+  }
+  KILN_CHECK(job.precision == "int8", "--precision ", job.precision, ": expected int8, bf16 or fp16");
   if (job.dynamic) {
     KILN_CHECK(job.format == OutputFormat::Kiln, "kiln quantize --dynamic writes a kiln artifact (--format kiln)");
     register_passes();
@@ -84,7 +129,8 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
     if (rep.cache_hit) {
       // Up to date: nothing ran, so say what the artifact holds.
       result.quantized_nodes = 0;
-      for (const auto& n : Executable::load(job.out_path)->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
+      std::unique_ptr<Executable> exe = Executable::load(job.out_path);  // alive through the loop
+      for (const auto& n : exe->model().graph->nodes()) result.quantized_nodes += n->op == "QMatMul";
       result.lines.push_back(job.out_path + " is up to date (" + std::to_string(result.quantized_nodes) +
                              " kiln.QMatMul nodes)");
     }

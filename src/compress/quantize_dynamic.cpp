@@ -110,6 +110,8 @@ std::unique_ptr<passes::Pass> make_quantize_dynamic_pass() { return std::make_un
 void register_passes() {
   passes::PassRegistry& r = passes::PassRegistry::global();
   if (!r.has(kName)) r.add(std::string(kName), [] { return make_quantize_dynamic_pass(); });
+  if (!r.has("precision-bf16")) r.add("precision-bf16", [] { return make_precision_pass(DType::bf16); });
+  if (!r.has("precision-fp16")) r.add("precision-fp16", [] { return make_precision_pass(DType::f16); });
 }
 
 }  // namespace kiln::compress

@@ -16,6 +16,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "kiln/compiler/compile.h"
 #include "kiln/frontend/onnx.h"
@@ -30,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 double file_bytes(const std::string& path) {
   std::error_code ec;
   double b = static_cast<double>(fs::file_size(path, ec));
@@ -41,6 +44,8 @@ double file_bytes(const std::string& path) {
   }
   return b;
 }
+
+namespace {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -95,7 +100,10 @@ std::vector<std::string> suggestions(const Report& r) {
     s.push_back("calibrate on real inputs (--calib DIR): random calibration data only sets plausible ranges");
   std::vector<LayerReport> worst = r.layers;
   std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.error.sqnr_db < b.error.sqnr_db; });
-  if (!worst.empty() && worst.front().error.sqnr_db < 20) {
+  if (r.budget) {
+    s.push_back("the accuracy budget chose the float layers (" + std::to_string(r.budget->float_nodes.size()) +
+                "): a larger --accuracy-budget quantizes more of them, a smaller one fewer");
+  } else if (!worst.empty() && worst.front().error.sqnr_db < 20) {
     std::string names;
     for (size_t i = 0; i < std::min<size_t>(3, worst.size()) && worst[i].error.sqnr_db < 20; ++i)
       names += (names.empty() ? "" : ",") + worst[i].node;
@@ -110,9 +118,9 @@ std::vector<std::string> suggestions(const Report& r) {
   }
   if (r.accuracy_fp32 && r.accuracy_int8 && *r.accuracy_fp32 - *r.accuracy_int8 > 0.5)
     s.push_back("accuracy drops by more than 0.5 points: exclude the worst layers, or try --activations s8");
-  if (!r.float_nodes.empty())
+  if (!r.float_nodes.empty() && !r.budget)
     s.push_back(std::to_string(r.float_nodes.size()) + " compute node(s) stay in float (see the list): they run the fp32 kernels");
-  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5)
+  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5 && (r.mode == "static" || r.mode == "dynamic"))
     s.push_back("little speed-up: float ops between quantized ones (pooling, softmax, normalisation) convert back and forth");
   if (s.empty()) s.push_back("nothing obvious: the quantized model tracks the float one closely");
   return s;
@@ -136,6 +144,25 @@ Agreement AgreementSum::result() const {
   return a;
 }
 
+std::pair<double, double> interleaved_latency(Executable& a, Executable& b, const Inputs& in, int runs) {
+  std::vector<Tensor> xs;
+  for (const Value* v : a.model().graph->inputs) xs.push_back(in.count(v->name) ? in.at(v->name) : Tensor());
+  std::vector<Tensor> oa, ob;
+  a.run(xs, oa);
+  b.run(xs, ob);
+  std::vector<double> ta, tb;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = Clock::now();
+    a.run(xs, oa);
+    auto t1 = Clock::now();
+    b.run(xs, ob);
+    auto t2 = Clock::now();
+    ta.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    tb.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+  return {median(ta), median(tb)};
+}
+
 Report make_report(const ReportJob& rj) {
   const QuantizeJob& job = *rj.job;
   const QuantizeResult& res = *rj.result;
@@ -143,11 +170,14 @@ Report make_report(const ReportJob& rj) {
   r.model = job.model_path;
   r.out = job.out_path;
   r.format = job.format == OutputFormat::Qdq ? "qdq" : "kiln";
-  r.mode = job.dynamic ? "dynamic" : "static";
-  r.calibration = job.dynamic ? "none (dynamic)" : calibration_name(job.options.calibration);
+  r.mode = job.precision != "int8" ? job.precision : job.dynamic ? "dynamic" : "static";
+  r.calibration = job.precision != "int8" ? "none (" + job.precision + " weights)"
+                  : job.dynamic           ? "none (dynamic)"
+                                          : calibration_name(job.options.calibration);
   r.random_calibration = res.random_calibration;
   r.quantized_nodes = res.quantized_nodes;
   r.float_nodes = res.plan.skipped;
+  r.budget = res.budget;
   r.runs = rj.runs;
 
   fs::path work = fs::path(job.out_path).parent_path() / (fs::path(job.out_path).filename().string() + ".report");
@@ -235,27 +265,8 @@ Report make_report(const ReportJob& rj) {
   }
 
   // Latency: the two models alternate run by run on the first batch (same load, same caches).
-  {
-    Inputs in = eval.batch(0);
-    std::vector<Tensor> xs;
-    for (const Value* v : fp32->model().graph->inputs) xs.push_back(in.count(v->name) ? in.at(v->name) : Tensor());
-    std::vector<Tensor> of, oq;
-    fp32->run(xs, of);
-    int8->run(xs, oq);
-    std::vector<double> tf, tq;
-    for (int i = 0; i < rj.runs; ++i) {
-      auto t0 = Clock::now();
-      fp32->run(xs, of);
-      auto t1 = Clock::now();
-      int8->run(xs, oq);
-      auto t2 = Clock::now();
-      tf.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      tq.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-    }
-    r.ms_fp32 = median(tf);
-    r.ms_int8 = median(tq);
-    r.threads = fp32->manifest().threads;
-  }
+  std::tie(r.ms_fp32, r.ms_int8) = interleaved_latency(*fp32, *int8, eval.batch(0), rj.runs);
+  r.threads = fp32->manifest().threads;
   r.bytes_fp32 = file_bytes(job.model_path);
   r.bytes_int8 = file_bytes(job.out_path);
   r.bytes_fp32_artifact = file_bytes(fp32_artifact);
@@ -278,6 +289,7 @@ Report make_report(const ReportJob& rj) {
 
 std::string format_report(const Report& r) {
   std::ostringstream s;
+  const char* label = r.mode == "bf16" || r.mode == "fp16" ? r.mode.c_str() : "int8";
   char buf[256];
   s << "quantization report: " << r.model << " -> " << r.out << " (" << r.mode << ", format " << r.format
     << ", calibration " << r.calibration << (r.random_calibration ? " on RANDOM data" : "") << ")\n";
@@ -291,19 +303,20 @@ std::string format_report(const Report& r) {
     s << buf;
   }
   if (r.accuracy_fp32) {
-    std::snprintf(buf, sizeof buf, "  accuracy: fp32 %.2f%%  int8 %.2f%%  (%+.2f points)\n", *r.accuracy_fp32,
+    std::snprintf(buf, sizeof buf, "  accuracy: fp32 %.2f%%  %s %.2f%%  (%+.2f points)\n", *r.accuracy_fp32, label,
                   *r.accuracy_int8, *r.accuracy_int8 - *r.accuracy_fp32);
     s << buf;
   }
-  std::snprintf(buf, sizeof buf, "  latency (median of %d, interleaved): fp32 %.3f ms  int8 %.3f ms  (%.2fx)\n", r.runs,
-                r.ms_fp32, r.ms_int8, r.ms_int8 > 0 ? r.ms_fp32 / r.ms_int8 : 0.0);
+  std::snprintf(buf, sizeof buf, "  latency (median of %d, interleaved): fp32 %.3f ms  %s %.3f ms  (%.2fx)\n", r.runs,
+                r.ms_fp32, label, r.ms_int8, r.ms_int8 > 0 ? r.ms_fp32 / r.ms_int8 : 0.0);
   s << buf;
   s << "  size: fp32 model " << mib(r.bytes_fp32) << " (kiln fp32 artifact " << mib(r.bytes_fp32_artifact)
-    << "), int8 " << mib(r.bytes_int8);
+    << "), " << label << " " << mib(r.bytes_int8);
   std::snprintf(buf, sizeof buf, " (%.3fx of the model)\n", r.bytes_fp32 > 0 ? r.bytes_int8 / r.bytes_fp32 : 0.0);
   s << buf;
   if (r.peak_rss_fp32 > 0 && r.peak_rss_int8 > 0)
-    s << "  peak memory (kiln run, resident): fp32 " << mib(r.peak_rss_fp32) << ", int8 " << mib(r.peak_rss_int8) << "\n";
+    s << "  peak memory (kiln run, resident): fp32 " << mib(r.peak_rss_fp32) << ", " << label << " "
+      << mib(r.peak_rss_int8) << "\n";
   if (!r.layers.empty()) {
     s << "  per layer (output vs float, first held-out batch):\n    node                                   op       cosine     SQNR dB\n";
     for (const auto& l : r.layers) {
@@ -317,7 +330,6 @@ std::string format_report(const Report& r) {
   return s.str();
 }
 
-namespace {
 std::string json_str(const std::string& v) {
   std::string o = "\"";
   for (char c : v) {
@@ -330,12 +342,15 @@ std::string json_str(const std::string& v) {
   }
   return o + "\"";
 }
+
 std::string json_num(double v) {
   if (!std::isfinite(v)) return v > 0 ? "1e999" : "null";
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
 }
+
+namespace {
 std::string json_agreement(const Agreement& a) {
   return "{\"cosine\": " + json_num(a.cosine) + ", \"sqnr_db\": " + json_num(a.sqnr_db) +
          ", \"max_abs\": " + json_num(a.max_abs) + "}";
@@ -364,7 +379,8 @@ std::string report_json(const Report& r) {
   for (size_t i = 0; i < r.layers.size(); ++i)
     s << (i ? ",\n    " : "\n    ") << "{\"node\": " << json_str(r.layers[i].node) << ", \"op\": " << json_str(r.layers[i].op)
       << ", \"error\": " << json_agreement(r.layers[i].error) << "}";
-  s << "],\n  \"next\": [";
+  if (r.budget) s << "],\n  \"accuracy_budget\": " << budget_plan_json(*r.budget) << ",\n  \"next\": [";
+  else s << "],\n  \"next\": [";
   for (size_t i = 0; i < r.next.size(); ++i) s << (i ? ", " : "") << json_str(r.next[i]);
   s << "]\n}\n";
   return s.str();

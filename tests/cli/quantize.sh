@@ -41,6 +41,31 @@ check "qdq compiles to int8 kernels" grep -q "kiln::QConv .*int8" "$T/explain"
 "$KILN" run "$T/qdq.kiln" --input input="$T/d/eval/input.npy" --out "$T/run" --quiet > /dev/null 2>&1
 check "qdq artifact runs" test -s "$T/run/logits.npy"
 
+# --accuracy-budget: labels -> accuracy points; the tight cosine budget keeps layers in float.
+"$KILN" quantize "$MODEL" -o "$T/b.kiln" --calib "$T/d/calib" --eval "$T/d/eval" --accuracy-budget 0.5 \
+  --cache-dir "$T/cache" > "$T/budget.txt" 2> /dev/null
+check "budget exits 0" test $? -eq 0
+check "budget plan printed" grep -q "accuracy budget: top-1 accuracy drop in points" "$T/budget.txt"
+check "budget sensitivity table" grep -q "per-layer sensitivity" "$T/budget.txt"
+"$KILN" quantize "$MODEL" -o "$T/b2.kiln" --calib "$T/d/calib" --eval "$T/d/eval" --accuracy-budget 0.001 \
+  --budget-metric cosine --cache-dir "$T/cache" --json "$T/b2.json" > "$T/budget2.txt" 2> /dev/null
+check "cosine budget keeps layers in float" grep -Eq "plan: [1-9][0-9]* of 4 layers in float" "$T/budget2.txt"
+check "budget in json" grep -q '"accuracy_budget": {"metric"' "$T/b2.json"
+expect_error "bad budget" "expected a non-negative number" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --accuracy-budget -1
+expect_error "budget metric without budget" "--budget-metric needs --accuracy-budget" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --budget-metric cosine
+expect_error "accuracy metric without labels" "needs labels" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --accuracy-budget 1 --budget-metric accuracy
+expect_error "budget with dynamic" "not --dynamic" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --dynamic --accuracy-budget 1
+
+# --precision bf16: weights in bf16, no calibration.
+"$KILN" quantize "$MODEL" -o "$T/bf16.kiln" --precision bf16 --eval "$T/d/eval" --runs 3 --cache-dir "$T/cache" \
+  > "$T/bf16.txt" 2> /dev/null
+check "bf16 exits 0" test $? -eq 0
+check "bf16 report" grep -q "accuracy: fp32 .* bf16" "$T/bf16.txt"
+check "bf16 nodes" grep -q "kiln.HalfConv (bf16 weight)" "$T/bf16.txt"
+expect_error "precision with calib" "needs no calibration" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --precision bf16 --calib-random 2
+expect_error "bad precision" "expected int8, bf16 or fp16" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --precision fp8
+expect_error "precision qdq" "writes a kiln artifact" "$KILN" quantize "$MODEL" -o "$T/x.onnx" --precision fp16 --format qdq
+
 expect_error "no calibration" "--calib DIR and --calib-random N" "$KILN" quantize "$MODEL" -o "$T/x.kiln"
 expect_error "bad method" "expected minmax, percentile[:P] or entropy" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --method median
 expect_error "bad format" "expected kiln or qdq" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --format tflite

@@ -3,11 +3,13 @@
 #pragma once
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/compress/calibrate.h"
 #include "kiln/compress/quantize.h"
+#include "kiln/compress/sensitivity.h"
 #include "kiln/ops/specialize.h"
 
 namespace kiln::compress {
@@ -19,6 +21,10 @@ struct QuantizeJob {
   std::string out_path;
   OutputFormat format = OutputFormat::Kiln;
   bool dynamic = false;          // dynamic quantization of MatMul weights (no calibration)
+  // "int8" (static or dynamic as above), or "bf16" / "fp16": Conv/MatMul weights stored in 16 bits
+  // (kiln.HalfConv/HalfMatMul: AVX512-BF16 dot products for bf16 where the CPU has them, else f32
+  // kernels on the widened weights), no calibration, format kiln only.
+  std::string precision = "int8";
   QuantizeOptions options;
   std::string calib_dir;         // or calib_random > 0
   int calib_random = 0;
@@ -26,7 +32,16 @@ struct QuantizeJob {
   ops::InputSpec inputs;         // dims fixed for compilation (and random calibration data)
   std::string cache_dir;         // generated-kernel cache for compilation ("" = default)
   std::ostream* log = nullptr;   // progress and notes (stderr in the CLI)
+  // --accuracy-budget X (static only): keep the most sensitive layers in float until the
+  // budget holds on the held-out inputs (sensitivity.h defines X).
+  std::optional<double> accuracy_budget;
+  std::string eval_dir;          // held-out inputs (+ labels.npy); "" = random batches
+  int eval_random = 4;           // random held-out batches when eval_dir is empty
+  // "auto": accuracy points when the held-out set has labels, else cosine; "accuracy"; "cosine".
+  std::string budget_metric = "auto";
 };
+// The seed of the random held-out inputs: another stream than the calibration's.
+inline uint64_t heldout_seed(const QuantizeJob& job) { return job.seed + 1000003; }
 
 struct QuantizeResult {
   std::vector<std::string> lines;    // what was quantized, one line per node; notes
@@ -36,6 +51,7 @@ struct QuantizeResult {
   bool random_calibration = false;
   int quantized_nodes = 0;           // compute nodes made int8
   double calibrate_seconds = 0, total_seconds = 0;
+  std::optional<BudgetPlan> budget;  // with --accuracy-budget
 };
 
 QuantizeResult quantize_file(const QuantizeJob& job);

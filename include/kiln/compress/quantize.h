@@ -64,6 +64,9 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel)
 
 // The pass "quantize-dynamic" (FusedMatMul with a constant weight -> dynamic kiln.QMatMul).
 std::unique_ptr<passes::Pass> make_quantize_dynamic_pass();
+// The passes "precision-bf16" / "precision-fp16" (type bf16 / f16): Conv, MatMul, FusedConv and
+// FusedMatMul with a constant f32 weight -> kiln.HalfConv / kiln.HalfMatMul with a 16-bit weight.
+std::unique_ptr<passes::Pass> make_precision_pass(DType type);
 // Adds kiln's compress passes to the global registry (once; later calls do nothing).
 void register_passes();
 

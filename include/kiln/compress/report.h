@@ -4,9 +4,11 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/compress/driver.h"
+#include "kiln/runtime/executable.h"
 
 namespace kiln::compress {
 
@@ -48,6 +50,7 @@ struct Report {
   double bytes_fp32_artifact = 0;                     // the float model compiled by kiln
   double peak_rss_fp32 = 0, peak_rss_int8 = 0;        // `kiln run` of each artifact (0 = not measured)
   std::vector<std::string> next;                      // what to try next
+  std::optional<BudgetPlan> budget;                   // --accuracy-budget's plan
 };
 
 struct ReportJob {
@@ -63,5 +66,13 @@ Report make_report(const ReportJob& rj);
 std::string format_report(const Report& r);
 std::string report_json(const Report& r);
 void write_report_json(const Report& r, const std::string& path);
+// Median latencies (ms) of `a` and `b` run alternately `runs` times on the same inputs, after one
+// warm-up each (same load, same caches for both).
+std::pair<double, double> interleaved_latency(Executable& a, Executable& b, const Inputs& in, int runs);
+// Bytes of a model file (plus ONNX external data next to it); 0 when missing.
+double file_bytes(const std::string& path);
+// JSON pieces shared by the compress reports: a quoted, escaped string; a number (inf as 1e999).
+std::string json_str(const std::string& v);
+std::string json_num(double v);
 
 }  // namespace kiln::compress
