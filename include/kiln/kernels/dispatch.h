@@ -74,12 +74,28 @@ struct PixelRun {
 // fixed by the table slot, nr <= the slot's column count.
 using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c);
 
+// A run of the direct convolution's K index (kernels/conv_direct.h) within one tap: `steps`
+// consecutive input channels, the first at `offset` floats from the tile's input base.
+struct ConvSegment {
+  int64_t offset = 0, steps = 0;
+};
+// Direct-convolution micro-kernel: C[0:rows, 0:ncols] = (load_c ? C : 0) + sum over the
+// segments' steps q of x(q) ⊗ b(q), where x(q)[r] = a[off_q + r*SW] (SW the pixel stride in
+// the input plane, fixed by the table slot; off_q = segment offset + step * a_step) and b(q)
+// the q-th row of B: NR floats of the packed panel at b (advancing NR per step), and for a
+// wide slot NR more at b + b_next. Rows are output pixels, columns output channels.
+using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b,
+                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c);
+
 struct KernelTable {
   Isa isa = Isa::Scalar;
   int simd_width = 1;  // floats per vector register
   GemmBlocking gemm;
   // tile[rows - 1][0]: rows x (nr / 2) columns; tile[rows - 1][1]: rows x nr. rows <= mr.
   TileKernel tile[16][2] = {};
+  // conv_tile[SW - 1][wide][rows - 1]: pixel stride SW (1 or 2); wide 0: rows <= mr, NR
+  // columns; wide 1: rows <= mr / 2, 2 * NR columns (two packed panels, b_next apart).
+  ConvTileKernel conv_tile[2][2][16] = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

@@ -6,6 +6,8 @@ KernelTable make_table() {
   t.simd_width = V::W;
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
+  fill_conv_tiles<MR, 1>(t);
+  fill_conv_tiles<MR, 2>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
