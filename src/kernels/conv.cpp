@@ -116,8 +116,56 @@ size_t depthwise_slot_floats(const Conv2dShape& s) {
   return static_cast<size_t>(g.per_channel + g.grid);
 }
 
+DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
+  DepthwisePlane g;
+  g.H = s.H, g.W = s.W, g.OH = s.out_h(), g.OW = s.out_w(), g.R = s.R, g.S = s.S;
+  g.stride_h = s.stride_h, g.stride_w = s.stride_w, g.dil_h = s.dil_h, g.dil_w = s.dil_w;
+  g.pad_top = s.pad_top, g.pad_left = s.pad_left;
+  return g;
+}
+
+// Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
+// copy in this part's workspace slot (zeroed once per call).
+bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
+
+void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
+                      const Epilogue& epi, float* workspace, int threads) {
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
+  const DepthwisePlane g = depthwise_geometry(s);
+  const int64_t slot = depthwise_padded(g, t.simd_width).floats;
+  threads = threads_for_work(static_cast<double>(planes) * OH * OW * RS, threads);
+  const int64_t parts = std::min<int64_t>(threads, planes);
+  parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+    thread_local std::vector<float> own;
+    for (int64_t part = pb; part < pe; ++part) {
+      float* padded;
+      if (workspace) {
+        padded = workspace + part * slot;
+      } else {
+        if (static_cast<int64_t>(own.size()) < slot) own.resize(slot);
+        padded = own.data();
+      }
+      std::fill(padded, padded + slot, 0.f);
+      for (int64_t pl = planes * part / parts; pl < planes * (part + 1) / parts; ++pl) {
+        const int64_t c = pl % s.C;
+        float* out = y + pl * OH * OW;
+        TileEpilogue te;
+        te.alpha = epi.alpha;
+        if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
+        if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
+        te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+        t.depthwise_plane(g, x + pl * s.H * s.W, w + c * RS, padded, out, te);
+      }
+    }
+  });
+}
+
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
+  if (depthwise_by_plane(s)) {
+    depthwise_planes(t, s, x, w, y, epi, workspace, threads);
+    return;
+  }
   const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
   const detail::PhaseGeometry geo = detail::phase_geometry(s);
   const size_t slot_floats = depthwise_slot_floats(s);
@@ -270,7 +318,9 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
 
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
-  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(threads) * depthwise_slot_floats(s);
+  if (tactic == ConvTactic::Depthwise)
+    return static_cast<size_t>(threads) * (depthwise_by_plane(s) ? depthwise_padded(depthwise_geometry(s), t.simd_width).floats
+                                                                   : depthwise_slot_floats(s));
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
   return gemm_workspace(t, tactic, s, threads).total();

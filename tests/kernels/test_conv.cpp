@@ -120,7 +120,12 @@ TEST(Conv, DepthwiseTactic) {
       {shape(1, 3, 9, 9, 3, 3, 3, 1, 2, 2, 3)},                         // dilated
       {shape(1, 2, 13, 70, 2, 3, 3, 3, 1, 1, 2), Act::None, false, true},  // stride 3: scalar path
       {shape(1, 6, 1, 1, 6, 3, 3, 1, 1, 1, 6)},                         // 1x1 input
+      {shape(1, 4, 9, 70, 4, 3, 3, 1, 1, 1, 4), Act::Relu, true, true},  // rows of several vectors
+      {shape(1, 3, 7, 7, 3, 7, 7, 1, 3, 1, 3)},                         // window wider than the row
   };
+  Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
+  same.pad_bottom = same.pad_right = 1;
+  cases.push_back({same, Act::Silu, true, false});
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
       for (int threads : {1, 2}) check(*t, ConvTactic::Depthwise, c, threads, threads == 2);

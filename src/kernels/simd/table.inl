@@ -13,6 +13,7 @@ KernelTable make_table() {
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
+  t.depthwise_plane = depthwise_plane;
   t.max_grid = max_grid;
   t.sum_row = sum_row;
   t.pack_a_runs = pack_a_runs;
