@@ -1,12 +1,15 @@
 // Convolution throughput on resnet50's layer shapes (GFLOP/s, % of the 225 GFLOP/s/core FMA
 // peak) and mobilenet_v2's depthwise layers (GB/s of input + output moved), batch 1, through
-// the tactic the lowering would pick (pointwise for 1x1/s1/p0, depthwise for group == C,
-// else gemm).
+// the tactic the lowering picks (conv_preferred_tactic), or one named by KILN_CONV_TACTIC
+// (gemm, pointwise, pixel-gemm, direct) where it applies.
 //   build/bench/conv_bench --benchmark_min_time=1
+//   KILN_CONV_TACTIC=direct build/bench/conv_bench --benchmark_filter=Resnet50
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -27,9 +30,10 @@ void BM_Conv(benchmark::State& st) {
   s.group = st.range(5);
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
   const int threads = static_cast<int>(st.range(6));
-  ConvTactic tactic = s.group == s.C && s.K == s.C ? ConvTactic::Depthwise
-                      : conv_tactic_unsupported(ConvTactic::Pointwise, s).empty() ? ConvTactic::Pointwise
-                                                                                   : ConvTactic::Gemm;
+  ConvTactic tactic = conv_preferred_tactic(s);
+  if (const char* forced = std::getenv("KILN_CONV_TACTIC"))
+    for (ConvTactic t : {ConvTactic::Gemm, ConvTactic::Pointwise, ConvTactic::PixelGemm, ConvTactic::Direct})
+      if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> x(s.C * s.H * s.W), w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
@@ -64,6 +68,9 @@ void resnet50(benchmark::internal::Benchmark* b) {
       {128, 28, 128, 3, 1, 1},  {256, 28, 256, 3, 2, 1},  {256, 14, 256, 3, 1, 1}, {256, 14, 1024, 1, 1, 1},
       {1024, 14, 256, 1, 1, 1}, {512, 14, 512, 3, 2, 1},  {512, 7, 512, 3, 1, 1},  {512, 7, 2048, 1, 1, 1},
       {2048, 7, 512, 1, 1, 1},
+      // the downsample branches (1x1 stride 2) and resnet18's own shapes
+      {256, 56, 512, 1, 2, 1},  {512, 28, 1024, 1, 2, 1}, {1024, 14, 2048, 1, 2, 1}, {64, 56, 128, 3, 2, 1},
+      {64, 56, 128, 1, 2, 1},   {128, 28, 256, 1, 2, 1},  {256, 14, 512, 1, 2, 1},
   };
   for (int64_t th : {1, 2})
     for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], l[5], th});

@@ -47,7 +47,8 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
   // a symbolic one takes the first applicable tactic, which does not depend on the size.
   const bool sized = x->shape[2].is_static() && x->shape[3].is_static();
   const std::vector<kernels::ConvTactic> all = {kernels::ConvTactic::Depthwise, kernels::ConvTactic::Pointwise,
-                                                kernels::ConvTactic::PixelGemm, kernels::ConvTactic::Gemm};
+                                                kernels::ConvTactic::PixelGemm, kernels::ConvTactic::Gemm,
+                                                kernels::ConvTactic::Direct};
   std::optional<kernels::ConvTactic> chosen;
   if (sized) chosen = kernels::conv_preferred_tactic(s);
   // Why each other tactic was not taken: it cannot run this shape, or it can but costs more.

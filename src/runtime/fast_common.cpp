@@ -19,7 +19,7 @@ kernels::Epilogue epilogue_of(const Node& n) {
 kernels::ConvTactic conv_tactic_of(const Node& n) {
   std::string t = n.attr_s("tactic", "");
   for (auto c : {kernels::ConvTactic::Gemm, kernels::ConvTactic::Pointwise, kernels::ConvTactic::Depthwise,
-                 kernels::ConvTactic::PixelGemm})
+                 kernels::ConvTactic::PixelGemm, kernels::ConvTactic::Direct})
     if (t == kernels::conv_tactic_name(c)) return c;
   throw Error(str_cat(n.describe(), ": unknown convolution tactic '", t, "'"));
 }

@@ -120,7 +120,12 @@ TEST(Conv, DepthwiseTactic) {
       {shape(1, 3, 9, 9, 3, 3, 3, 1, 2, 2, 3)},                         // dilated
       {shape(1, 2, 13, 70, 2, 3, 3, 3, 1, 1, 2), Act::None, false, true},  // stride 3: scalar path
       {shape(1, 6, 1, 1, 6, 3, 3, 1, 1, 1, 6)},                         // 1x1 input
+      {shape(1, 4, 9, 70, 4, 3, 3, 1, 1, 1, 4), Act::Relu, true, true},  // rows of several vectors
+      {shape(1, 3, 7, 7, 3, 7, 7, 1, 3, 1, 3)},                         // window wider than the row
   };
+  Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
+  same.pad_bottom = same.pad_right = 1;
+  cases.push_back({same, Act::Silu, true, false});
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
       for (int threads : {1, 2}) check(*t, ConvTactic::Depthwise, c, threads, threads == 2);
@@ -141,6 +146,31 @@ TEST(Conv, PixelGemmTactic) {
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
       for (int threads : {1, 2}) check(*t, ConvTactic::PixelGemm, c, threads, threads == 2);
+}
+
+TEST(Conv, DirectTactic) {
+  std::vector<ConvCase> cases = {
+      {shape(1, 16, 7, 7, 40, 1, 1, 1, 0), Act::Relu, true, true},     // flat 1x1: 49 pixels, wide tiles
+      {shape(1, 24, 7, 7, 33, 3, 3, 1, 1), Act::Relu},                 // padded copy, wide, odd channels
+      {shape(2, 12, 14, 14, 20, 3, 3, 2, 1), Act::None, true, true},   // stride 2, batch 2
+      {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2, unpadded
+      {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a tile
+      {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
+      {shape(1, 3, 23, 23, 16, 7, 7, 2, 3), Act::Relu},                // resnet stem-like: 3-step segments
+      {shape(1, 200, 9, 30, 70, 3, 3, 1, 1), Act::None, true, true},   // K = 1800: three K blocks, 3 units
+      {shape(1, 900, 6, 6, 36, 1, 1, 1, 0), Act::HardSwish},           // flat, two K blocks, wide
+      {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu},               // input over 256 KiB: two chunks
+  };
+  Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
+  asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
+  cases.push_back({asym, Act::LeakyRelu, true, true});
+  for (const KernelTable* t : test::all_tables())
+    for (const ConvCase& c : cases)
+      for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, shape(1, 8, 9, 9, 8, 3, 3, 3, 1)),
+            "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, shape(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 2)), "grouped");
+  EXPECT_STREQ(conv_tactic_name(ConvTactic::Direct), "direct");
 }
 
 TEST(Conv, TransposeMatchesTheDefinition) {

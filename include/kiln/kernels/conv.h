@@ -9,6 +9,9 @@
 //   pixel-gemm group 1: output pixels as GEMM rows, channels as columns (weight packed as B),
 //              result transposed into NCHW: for small images (7x7, 14x14), where the gemm
 //              tactic's pixel columns would leave most of each vector empty.
+//   direct     group 1, stride_w <= 2: pixel-gemm's orientation without im2col: the micro-kernel
+//              reads output pixels straight from the (zero-padded copy of the) input planes
+//              and transposes its register tile into NCHW with the epilogue (conv_direct.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +32,9 @@ struct Conv2dShape {
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
 };
 
-enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise, PixelGemm };
-const char* conv_tactic_name(ConvTactic t);  // "gemm", "pointwise", "depthwise", "pixel-gemm"
+enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise, PixelGemm, Direct };
+// "gemm", "pointwise", "depthwise", "pixel-gemm", "direct"
+const char* conv_tactic_name(ConvTactic t);
 
 // Empty when the tactic can run this shape, else why not (for --explain).
 std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s);

@@ -77,6 +77,41 @@ using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c
 using TileRowsKernel = void (*)(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c,
                                 int64_t ldc, int nr, bool load_c);
 
+// A run of the direct convolution's K index (kernels/conv_direct.h) within one tap: `steps`
+// consecutive input channels, the first at `offset` floats from the tile's input base.
+struct ConvSegment {
+  int64_t offset = 0, steps = 0;
+};
+// One depthwise plane's geometry (KernelTable::depthwise_plane): input H x W, output OH x OW,
+// window R x S with its strides (stride_w 1 or 2), dilations and top/left padding (the
+// bottom/right padding is implied by OH, OW).
+struct DepthwisePlane {
+  int64_t H = 0, W = 0, OH = 0, OW = 0, R = 1, S = 1;
+  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_top = 0, pad_left = 0;
+};
+// The zero-padded copy of the input plane depthwise_plane works on: Hp rows of Wp floats (the
+// input at row pad_top, column pad_left), then room for the last vector's reads past the end.
+struct DepthwisePadded {
+  int64_t Hp = 0, Wp = 0, floats = 0;
+};
+inline DepthwisePadded depthwise_padded(const DepthwisePlane& g, int simd_width) {
+  DepthwisePadded p;
+  const int64_t rows = (g.OH - 1) * g.stride_h + (g.R - 1) * g.dil_h + 1;
+  const int64_t cols = (g.OW - 1) * g.stride_w + (g.S - 1) * g.dil_w + 1;
+  p.Hp = rows > g.pad_top + g.H ? rows : g.pad_top + g.H;
+  p.Wp = cols > g.pad_left + g.W ? cols : g.pad_left + g.W;
+  p.floats = p.Hp * p.Wp + 2 * g.stride_w * simd_width;
+  return p;
+}
+
+// Direct-convolution micro-kernel: C[0:rows, 0:ncols] = (load_c ? C : 0) + sum over the
+// segments' steps q of x(q) ⊗ b(q), where x(q)[r] = a[off_q + r*SW] (SW the pixel stride in
+// the input plane, fixed by the table slot; off_q = segment offset + step * a_step) and b(q)
+// the q-th row of B: NR floats of the packed panel at b (advancing NR per step), and for a
+// wide slot NR more at b + b_next. Rows are output pixels, columns output channels.
+using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b,
+                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c);
+
 struct KernelTable {
   Isa isa = Isa::Scalar;
   int simd_width = 1;  // floats per vector register
@@ -85,6 +120,9 @@ struct KernelTable {
   TileKernel tile[16][2] = {};
   // tile_rows[rows - 1][half][masked]: masked loads only the nr columns of a partial panel.
   TileRowsKernel tile_rows[16][2][2] = {};
+  // conv_tile[SW - 1][wide][rows - 1]: pixel stride SW (1 or 2); wide 0: rows <= mr, NR
+  // columns; wide 1: rows <= mr / 2, 2 * NR columns (two packed panels, b_next apart).
+  ConvTileKernel conv_tile[2][2][16] = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions
@@ -98,6 +136,13 @@ struct KernelTable {
                          int64_t n) = nullptr;
   // out[j] = sum_t w[t] * taps[t][j] for j < n: a depthwise plane on the stride-phase grid.
   void (*depthwise_grid)(const float* const* taps, const float* w, int64_t ntaps, int64_t n, float* out) = nullptr;
+  // out[oh*OW + ow] = epilogue(sum over the window of w[kh*S + kw] * x[ih*W + iw]), taps
+  // outside the input counting 0: one depthwise plane; `e` has a Scalar (or no) bias and a
+  // residual plane with rows OW apart. `padded` holds depthwise_padded(g).floats floats, zero
+  // when a caller first passes it for this geometry: the kernel writes only the input's
+  // interior there, so the padding stays zero across the planes of a convolution.
+  void (*depthwise_plane)(const DepthwisePlane& g, const float* x, const float* w, float* padded, float* out,
+                          const TileEpilogue& e) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
   // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).

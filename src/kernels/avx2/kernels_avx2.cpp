@@ -13,6 +13,8 @@ constexpr int MR = 6, NR = 16;
 constexpr int64_t KC = 256, MC = 6 * 20, NC = 1024;
 #include "simd/vecmath.inl"
 #include "simd/gemm_tile.inl"
+#include "simd/conv_tile.inl"
+#include "simd/depthwise.inl"
 #include "simd/rows.inl"
 #include "simd/table.inl"
 }  // namespace kiln::kernels::avx2

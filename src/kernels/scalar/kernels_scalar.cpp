@@ -12,6 +12,8 @@ constexpr int MR = 6, NR = 8;
 constexpr int64_t KC = 256, MC = 6 * 16, NC = 512;
 #include "simd/vecmath.inl"
 #include "simd/gemm_tile.inl"
+#include "simd/conv_tile.inl"
+#include "simd/depthwise.inl"
 #include "simd/rows.inl"
 #include "simd/table.inl"
 }  // namespace kiln::kernels::scalar

@@ -6,11 +6,14 @@ KernelTable make_table() {
   t.simd_width = V::W;
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
+  fill_conv_tiles<MR, 1>(t);
+  fill_conv_tiles<MR, 2>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
+  t.depthwise_plane = depthwise_plane;
   t.max_grid = max_grid;
   t.sum_row = sum_row;
   t.pack_a_runs = pack_a_runs;

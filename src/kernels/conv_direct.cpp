@@ -1,0 +1,194 @@
+// The direct convolution tactic (conv_direct.h).
+#include "conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "conv_pixel.h"
+#include "gemm_driver.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+namespace {
+
+// Most K steps per block: a narrow block of the packed weight (kDirectKc x NR floats, 96 KiB
+// on AVX-512) stays in L2 while the chunk's tiles run over it.
+constexpr int64_t kDirectKc = 768;
+// Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
+constexpr double kChunkInputBytes = 256 << 10;
+
+bool padded(const Conv2dShape& s) { return s.pad_top || s.pad_left || s.pad_bottom || s.pad_right; }
+
+// Where everything is, for one shape on one table.
+struct Plan {
+  bool flat = false;             // 1x1, stride 1, unpadded: the image's pixels are one row
+  bool copy = false;             // padded: the kernel reads a zero-padded copy of the input
+  int64_t Hp = 0, Wp = 0, plane = 0;  // the planes the kernel reads (the input's own unless copy)
+  int64_t OH = 0, OW = 0, OHW = 0;
+  int sw = 1;                    // input floats between consecutive output pixels
+  bool wide = false;             // tiles of up to mr/2 pixels by 2*nr channels
+  int tile = 0;                  // pixels per full tile
+  int64_t tiles_per_row = 0, tiles = 0;
+  int64_t unit_cols = 0, units = 0;  // output channels per column unit (nr or 2 nr), units
+  int64_t KK = 0, kc = 0, kblocks = 0;
+  int64_t chunk_tiles = 0, chunks = 0;
+  size_t copy_floats() const { return copy ? static_cast<size_t>(plane) : 0; }  // per channel
+  size_t slot_floats() const {  // one thread's C tiles: the chunk's when K is blocked
+    return static_cast<size_t>((kblocks > 1 ? chunk_tiles : 1) * tile * unit_cols);
+  }
+};
+
+Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
+  Plan p;
+  p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
+  p.copy = padded(s);
+  p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !p.copy;
+  p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
+  p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
+  const int64_t row_len = p.flat ? p.OHW : p.OW;
+  const int mr = t.gemm.mr;
+  // A row too short for mr pixels would leave accumulators idle: twice the channels instead.
+  p.wide = mr >= 2 && row_len <= mr / 2;
+  p.tile = static_cast<int>(std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
+  p.tiles_per_row = ceil_div(row_len, p.tile);
+  p.tiles = (p.flat ? 1 : p.OH) * p.tiles_per_row;
+  p.unit_cols = (p.wide ? 2 : 1) * t.gemm.nr;
+  p.units = ceil_div(s.K, p.unit_cols);
+  p.KK = s.C * s.R * s.S;
+  p.kblocks = ceil_div(p.KK, kDirectKc);
+  p.kc = ceil_div(p.KK, p.kblocks);
+  // Input bytes a tile brings in: its pixels' channels (flat), or its share of the stride_h
+  // new input rows each output row reads.
+  const double per_tile = p.flat ? 4.0 * p.tile * s.C : 4.0 * s.stride_h * p.Wp * s.C / p.tiles_per_row;
+  p.chunk_tiles = std::clamp<int64_t>(static_cast<int64_t>(kChunkInputBytes / per_tile), 1, p.tiles);
+  p.chunks = ceil_div(p.tiles, p.chunk_tiles);
+  p.chunk_tiles = ceil_div(p.tiles, p.chunks);  // equal chunks
+  return p;
+}
+
+// The K block [q0, q1) as runs of channels within one tap, offsets from a tile's input base.
+std::vector<ConvSegment> segments(const Conv2dShape& s, const Plan& p, int64_t q0, int64_t q1) {
+  std::vector<ConvSegment> out;
+  for (int64_t q = q0; q < q1;) {
+    const int64_t tap = q / s.C, c = q % s.C, n = std::min(s.C - c, q1 - q);
+    const int64_t kh = tap / s.S, kw = tap % s.S;
+    out.push_back({kh * s.dil_h * p.Wp + kw * s.dil_w + c * p.plane, n});
+    q += n;
+  }
+  return out;
+}
+
+// planes[c] = x[c] with the convolution's zero padding around it.
+void copy_padded(const Conv2dShape& s, const Plan& p, const float* x, int64_t c0, int64_t c1, float* planes) {
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* src = x + c * s.H * s.W;
+    float* dst = planes + c * p.plane;
+    std::fill(dst, dst + s.pad_top * p.Wp, 0.f);
+    dst += s.pad_top * p.Wp;
+    for (int64_t h = 0; h < s.H; ++h, dst += p.Wp, src += s.W) {
+      std::fill(dst, dst + s.pad_left, 0.f);
+      std::memcpy(dst + s.pad_left, src, sizeof(float) * s.W);
+      std::fill(dst + s.pad_left + s.W, dst + p.Wp, 0.f);
+    }
+    std::fill(dst, dst + s.pad_bottom * p.Wp, 0.f);
+  }
+}
+
+}  // namespace
+
+std::string direct_unsupported(const Conv2dShape& s) {
+  if (s.group != 1) return "grouped";
+  if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
+  return "";
+}
+
+size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
+  return pixel_packed_weight_floats(t, s);
+}
+
+void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
+  pixel_pack_weight(t, s, w, packed);  // Wᵀ, K order (tap, channel), nr-column panels
+}
+
+size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
+  const Plan p = plan_for(t, s);
+  return static_cast<size_t>(s.C) * p.copy_floats() + static_cast<size_t>(std::max(threads, 1)) * p.slot_floats();
+}
+
+void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                 const Epilogue& epi, float* workspace, int threads) {
+  const Plan p = plan_for(t, s);
+  const int NR = t.gemm.nr;
+  threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
+  const size_t copy_total = static_cast<size_t>(s.C) * p.copy_floats(), slot = p.slot_floats();
+  thread_local std::vector<float> own;
+  if (!workspace) {
+    const size_t need = copy_total + static_cast<size_t>(threads) * slot;
+    if (own.size() < need) own.resize(need);
+    workspace = own.data();
+  }
+  float* planes = workspace;
+  float* slots = workspace + copy_total;
+  std::vector<std::vector<ConvSegment>> blocks;
+  for (int64_t b = 0; b < p.kblocks; ++b) blocks.push_back(segments(s, p, b * p.kc, std::min(p.KK, (b + 1) * p.kc)));
+  // Work items: chunks of tiles, each with all column units or (fewer chunks than threads)
+  // with a share of them.
+  const int64_t groups = p.chunks >= threads ? 1 : std::min<int64_t>(p.units, ceil_div(threads, p.chunks));
+  const int64_t items = p.chunks * groups;
+  const int64_t parts = std::min<int64_t>(threads, items);
+  const bool apply = !epilogue_is_identity(epi);
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* xn = x + n * s.C * s.H * s.W;
+    float* yn = y + n * s.K * p.OHW;
+    const float* in = xn;
+    if (p.copy) {
+      parallel_for(s.C, threads_for_work(static_cast<double>(s.C) * p.plane, threads),
+                   [&](int64_t c0, int64_t c1) { copy_padded(s, p, xn, c0, c1, planes); });
+      in = planes;
+    }
+    Epilogue e = epi;
+    e.bias_per_row = true;
+    if (e.residual) e.residual += n * s.K * p.OHW, e.ldr = p.OHW;
+    auto run_item = [&](int64_t item, float* cbuf) {
+      const int64_t chunk = item / groups, g = item % groups;
+      const int64_t t0 = chunk * p.chunk_tiles, t1 = std::min(p.tiles, t0 + p.chunk_tiles);
+      const int64_t u0 = p.units * g / groups, u1 = p.units * (g + 1) / groups;
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t k0 = u * p.unit_cols;
+        const int ncols = static_cast<int>(std::min(p.unit_cols, s.K - k0));
+        const int wide = ncols > NR ? 1 : 0;
+        for (int64_t kb = 0; kb < p.kblocks; ++kb) {
+          const float* b = packed_w + (k0 / NR) * p.KK * NR + kb * p.kc * NR;
+          const std::vector<ConvSegment>& seg = blocks[kb];
+          const bool last = kb + 1 == p.kblocks;
+          for (int64_t ti = t0; ti < t1; ++ti) {
+            int64_t pix, rows;
+            const float* a;
+            if (p.flat) {
+              pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix;
+            } else {
+              const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
+              pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
+              a = in + oh * s.stride_h * p.Wp + ow0 * p.sw;
+            }
+            float* c = p.kblocks > 1 ? cbuf + (ti - t0) * p.tile * p.unit_cols : cbuf;
+            t.conv_tile[p.sw - 1][wide][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b,
+                                                   p.KK * NR, c, p.unit_cols, ncols, kb > 0);
+            if (!last) continue;
+            // The finished tile: transposed into NCHW, then the epilogue while it is in L1.
+            float* yk = yn + k0 * p.OHW + pix;
+            t.transpose(c, p.unit_cols, rows, ncols, yk, p.OHW);
+            if (apply) t.epilogue_tile(yk, p.OHW, ncols, rows, tile_epilogue(e, k0, pix));
+          }
+        }
+      }
+    };
+    parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+      for (int64_t part = pb; part < pe; ++part)
+        for (int64_t i = items * part / parts; i < items * (part + 1) / parts; ++i) run_item(i, slots + part * slot);
+    });
+  }
+}
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,29 @@
+// The direct convolution tactic (conv.h): pixel-gemm's orientation (output pixels on the
+// micro-kernel's rows, output channels on its vector columns, the weight packed as B with K
+// order (tap, channel)) without an im2col panel. The micro-kernel (KernelTable::conv_tile)
+// broadcasts the input values of consecutive output pixels of one output row straight from the
+// input planes — a zero-padded copy of them when the convolution pads — at immediate offsets
+// r * stride_w, and each finished register tile is transposed into the NCHW output with the
+// epilogue while it is in L1. A 1x1 stride-1 unpadded convolution reads the input as it is,
+// its pixels taken as one long row.
+//
+// Schedule (explicit knobs below): the K index is cut into equal blocks of at most kDirectKc
+// steps so a block of the packed weight stays in L2 across the tiles of a chunk; a chunk is a
+// run of tiles whose input fits in L2 with it (all tiles, on small images, so the weights are
+// read once). Threads split the chunks, or the output channels when there are fewer chunks.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels::detail {
+
+std::string direct_unsupported(const Conv2dShape& s);
+size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
+void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
+size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads);
+void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                 const Epilogue& epi, float* workspace, int threads);
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,59 @@
+// The direct-convolution micro-kernel (KernelTable::conv_tile, kernels/conv_direct.h), written
+// once over the ISA's vector type V: ROWS output pixels by NVEC vectors of output channels,
+// accumulated in registers over every step of every segment. Step q broadcasts the ROWS input
+// values a[off + r*SW] (consecutive output pixels of one row: immediate offsets, no im2col
+// panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
+// Needs constexpr MR and NR in the including namespace.
+
+template <int ROWS, int NVEC, int SW>
+void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a,
+               const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols, bool load_c) {
+  constexpr int PV = NR / V::W;  // vectors per packed panel row
+  V acc[ROWS][NVEC];
+#pragma GCC unroll 16
+  for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) acc[r][v] = V::zero();
+  const float* b2 = b + b_next;  // the second panel of a wide tile
+  for (int s = 0; s < nseg; ++s) {
+    const float* ap = a + seg[s].offset;
+    for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, b += NR, b2 += NR) {
+      V bv[NVEC];
+#pragma GCC unroll 4
+      for (int v = 0; v < NVEC; ++v) bv[v] = V::load((v < PV ? b : b2) + (v % PV) * V::W);
+#pragma GCC unroll 16
+      for (int r = 0; r < ROWS; ++r) {
+        const V ar = V::set1(ap[r * SW]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < ROWS; ++r) {
+    float* cr = c + r * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) {
+      const int col = v * V::W;
+      if (ncols >= col + V::W) {
+        if (load_c) acc[r][v] = acc[r][v] + V::load(cr + col);
+        acc[r][v].store(cr + col);
+      } else if (ncols > col) {
+        const int n = ncols - col;
+        if (load_c) acc[r][v] = acc[r][v] + V::load_first(cr + col, n);
+        acc[r][v].store_first(cr + col, n);
+      }
+    }
+  }
+}
+
+// Fills conv_tile[SW-1][0][rows-1] for rows 1..MR and conv_tile[SW-1][1][rows-1] for rows
+// 1..MR/2 (twice the columns: the same number of accumulators).
+template <int ROWS, int SW>
+void fill_conv_tiles(KernelTable& t) {
+  if constexpr (ROWS > 0) {
+    t.conv_tile[SW - 1][0][ROWS - 1] = conv_tile<ROWS, NR / V::W, SW>;
+    if constexpr (2 * ROWS <= MR) t.conv_tile[SW - 1][1][ROWS - 1] = conv_tile<ROWS, 2 * NR / V::W, SW>;
+    fill_conv_tiles<ROWS - 1, SW>(t);
+  }
+}
