@@ -36,6 +36,8 @@ NO_CASE = {
     "FusedMatMul": "kiln domain: checked against MatMul/Gemm + Add + activation in tests/ops/test_kiln_epilogue_ops.cpp",
     "LayerNorm": "kiln domain: checked against ONNX LayerNormalization in tests/ops/test_kiln_norm_attention_ops.cpp",
     "QConv": "kiln domain: checked against QLinearConv and DQ -> Conv -> Q in tests/compress/quantized_ops_test.cpp",
+    "HalfConv": "kiln domain: checked against Conv on the widened weights in tests/compress/bf16_test.cpp",
+    "HalfMatMul": "kiln domain: checked against MatMul on the widened weights in tests/compress/bf16_test.cpp",
     "QMatMul": "kiln domain: checked against QLinearMatMul and DynamicQuantizeLinear/MatMulInteger in tests/compress/quantized_ops_test.cpp",
 }
 
