@@ -50,8 +50,11 @@ struct BKernels {
   // acc[r * nr + j] = sum over k of rows(r, k) * cols(k, j), one rows panel by one cols panel
   // of `kpairs` k pairs.
   void (*tile)(int64_t kpairs, const uint32_t* rows, const uint32_t* cols, float* acc) = nullptr;
-  // out[j] = pair(bf16(r0[j]), bf16(r1[j])) for j < n (r1 == nullptr: a zero high half).
-  void (*pair_f32)(const float* r0, const float* r1, int64_t n, uint32_t* out) = nullptr;
+  // One cols panel from f32 rows at offsets: for each k pair g < kpairs and column j < nr,
+  //   out[g * nr + j] = pair(bf16(base[offsets[2g] + j]), bf16(base[offsets[2g + 1] + j]))
+  // for j < count, 0 for count <= j < nr; offsets[2g + 1] < 0 gives a zero high half. Reads
+  // base[offset + j] only for j < count.
+  void (*pack_panel)(const float* base, const int64_t* offsets, int64_t kpairs, int64_t count, uint32_t* out) = nullptr;
 };
 
 // AVX512-BF16 kernels, or nullptr when the CPU (or the OS) lacks them.

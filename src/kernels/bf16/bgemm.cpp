@@ -44,12 +44,16 @@ void emulated_tile(int64_t kpairs, const uint32_t* rows, const uint32_t* cols, f
   }
 }
 
-void emulated_pair_f32(const float* r0, const float* r1, int64_t n, uint32_t* out) {
-  for (int64_t j = 0; j < n; ++j) out[j] = pair(from_f32(r0[j]), r1 ? from_f32(r1[j]) : 0);
+void emulated_pack_panel(const float* base, const int64_t* offsets, int64_t kpairs, int64_t count, uint32_t* out) {
+  for (int64_t g = 0; g < kpairs; ++g, out += kEmuNr) {
+    const int64_t o0 = offsets[2 * g], o1 = offsets[2 * g + 1];
+    for (int64_t j = 0; j < kEmuNr; ++j)
+      out[j] = j < count ? pair(from_f32(base[o0 + j]), o1 >= 0 ? from_f32(base[o1 + j]) : 0) : 0;
+  }
 }
 
 struct Tables {
-  BKernels emulated{BIsa::Emulated, kEmuMr, kEmuNr, emulated_tile, emulated_pair_f32};
+  BKernels emulated{BIsa::Emulated, kEmuMr, kEmuNr, emulated_tile, emulated_pack_panel};
   BKernels avx512;
   bool has_avx512 = false;
   Tables() {
@@ -141,56 +145,115 @@ void gemm_packed(const BKernels& k, int64_t M, int64_t N, int64_t K, const uint3
       const uint32_t* cp = cols + c * kp * k.nr;
       const int64_t col0 = c * k.nr;
       const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, N - col0));
-      for (int64_t t = b * tiles_per_block; t < std::min(mt, (b + 1) * tiles_per_block); ++t) {
+      const int64_t t0 = b * tiles_per_block, t1 = std::min(mt, (b + 1) * tiles_per_block);
+      for (int64_t t = t0; t < t1; ++t) {
         k.tile(kp, rows + t * kp * k.mr, cp, acc);
         const int64_t row0 = t * k.mr;
         const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, M - row0));
         float* out = C + row0 * ldc + col0;
         for (int r = 0; r < rows_here; ++r) std::memcpy(out + r * ldc, acc + r * k.nr, cols_here * sizeof(float));
-        if (trivial) continue;
-        Epilogue e = epi;
-        if (e.bias) e.bias += e.bias_per_row ? row0 : col0;
-        if (e.residual) e.residual += row0 * e.ldr + col0;
-        apply_epilogue(out, ldc, rows_here, cols_here, e, 1);
       }
+      if (trivial) continue;
+      // The epilogue once per work item (the block's rows x this panel), still in cache.
+      const int64_t row0 = t0 * k.mr, rows_here = std::min(M, t1 * k.mr) - row0;
+      Epilogue e = epi;
+      if (e.bias) e.bias += e.bias_per_row ? row0 : col0;
+      if (e.residual) e.residual += row0 * e.ldr + col0;
+      apply_epilogue(C + row0 * ldc + col0, ldc, rows_here, cols_here, e, 1);
     }
   });
 }
 
 // ---- convolution -------------------------------------------------------------------------------
+// Implicit GEMM one cols panel at a time: a thread packs the nr GEMM columns of its panel for
+// every k pair (two kernel taps) into its own buffer, which stays in cache while every row tile of
+// the weights passes over it, then stores and applies the epilogue to those output positions.
+//
+// Every tap is a contiguous row at an offset, for any stride, padding and dilation: the input is
+// copied once per image into zero-padded *phase planes* — plane (c, ph, pw)[i][j] is the padded
+// input at row i * stride_h + ph, column j * stride_w + pw, of Hq x Wq = ceil(Hp / stride_h) x
+// ceil(Wp / stride_w) — and the GEMM runs over the phase-plane grid: column j = oh * Wq + ow
+// (N = (OH - 1) * Wq + OW columns; those with j % Wq >= OW are computed and dropped). Tap (kh, kw)
+// of output (oh, ow) is padded row oh * stride_h + kh * dil_h, i.e. phase (kh * dil_h) % stride_h,
+// phase row oh + (kh * dil_h) / stride_h: plane offset ((kh*dil_h)/stride_h) * Wq + (kw*dil_w)/stride_w
+// from column j. Only the phases some tap reads are filled. A stride-1 unpadded convolution reads
+// the input planes themselves (one phase, Hq x Wq = H x W).
 
 namespace {
 
 struct Geometry {
-  int64_t P, Kc, kpairs;
-  bool direct;  // 1x1, stride 1, unpadded: each tap's row is an input plane
+  int64_t C, P, OH, OW, Kc, kpairs, Hp, Wp, Hq, Wq, N;
+  bool copy;  // phase planes are built (else the input planes are the only phase)
   explicit Geometry(const Conv2dShape& s)
-      : P(s.out_h() * s.out_w()), Kc(s.C * s.R * s.S), kpairs(ceil_div(Kc, 2)),
-        direct(s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 &&
-               s.pad_bottom == 0 && s.pad_right == 0) {}
+      : C(s.C), P(s.out_h() * s.out_w()), OH(s.out_h()), OW(s.out_w()), Kc(s.C * s.R * s.S), kpairs(ceil_div(Kc, 2)),
+        Hp(s.H + s.pad_top + s.pad_bottom), Wp(s.W + s.pad_left + s.pad_right) {
+    copy = !(s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 &&
+             s.pad_right == 0);
+    Hq = copy ? ceil_div(Hp, s.stride_h) : s.H;
+    Wq = copy ? ceil_div(Wp, s.stride_w) : s.W;
+    N = (OH - 1) * Wq + OW;
+  }
+  int64_t plane_floats() const { return Hq * Wq; }
+  int64_t planes_floats(const Conv2dShape& s) const { return copy ? C * s.stride_h * s.stride_w * Hq * Wq : 0; }
+  int64_t panel_words(const BKernels& k) const { return round_up(kpairs * k.nr, 16); }
 };
 
-// dst[oh * OW + ow] = the input value under tap (kh, kw) at output (oh, ow), 0 outside the plane.
-void gather_tap_row(const Conv2dShape& s, const float* plane, int64_t kh, int64_t kw, float* dst) {
-  const int64_t OH = s.out_h(), OW = s.out_w();
-  const int64_t off = kw * s.dil_w - s.pad_left;  // iw = ow * stride_w + off
-  int64_t ow_lo = off >= 0 ? 0 : ceil_div(-off, s.stride_w);
-  int64_t ow_hi = s.W - 1 - off >= 0 ? std::min(OW, (s.W - 1 - off) / s.stride_w + 1) : 0;
-  ow_lo = std::min(ow_lo, OW);
-  ow_hi = std::max(ow_hi, ow_lo);
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    float* d = dst + oh * OW;
-    const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
-    if (ih < 0 || ih >= s.H) {
-      std::fill(d, d + OW, 0.f);
-      continue;
+// Fills the phase planes a tap reads (zeros where the padded input is padding).
+void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const float* x, float* planes, int threads) {
+  std::vector<char> used_h(static_cast<size_t>(s.stride_h), 0), used_w(static_cast<size_t>(s.stride_w), 0);
+  for (int64_t kh = 0; kh < s.R; ++kh) used_h[static_cast<size_t>(kh * s.dil_h % s.stride_h)] = 1;
+  for (int64_t kw = 0; kw < s.S; ++kw) used_w[static_cast<size_t>(kw * s.dil_w % s.stride_w)] = 1;
+  const int64_t phases = s.stride_h * s.stride_w;
+  parallel_for(s.C * phases, threads_for_work(static_cast<double>(s.C) * g.Hp * g.Wp, threads), [&](int64_t b, int64_t e) {
+    for (int64_t cp = b; cp < e; ++cp) {
+      const int64_t c = cp / phases, ph = cp % phases / s.stride_w, pw = cp % s.stride_w;
+      if (!used_h[static_cast<size_t>(ph)] || !used_w[static_cast<size_t>(pw)]) continue;
+      float* d = planes + cp * g.plane_floats();
+      // Phase columns j whose input column j * stride_w + pw - pad_left lies in [0, W).
+      const int64_t first = pw - s.pad_left;  // input column of j = 0
+      const int64_t j_lo = std::min(g.Wq, first >= 0 ? 0 : ceil_div(-first, s.stride_w));
+      const int64_t j_hi = std::max(j_lo, std::min(g.Wq, s.W - 1 - first >= 0 ? (s.W - 1 - first) / s.stride_w + 1 : 0));
+      for (int64_t i = 0; i < g.Hq; ++i, d += g.Wq) {
+        const int64_t ih = i * s.stride_h + ph - s.pad_top;
+        if (ih < 0 || ih >= s.H) {
+          std::fill(d, d + g.Wq, 0.f);
+          continue;
+        }
+        const float* row = x + (c * s.H + ih) * s.W;
+        std::fill(d, d + j_lo, 0.f);
+        if (s.stride_w == 1)
+          std::memcpy(d + j_lo, row + j_lo + first, static_cast<size_t>(j_hi - j_lo) * sizeof(float));
+        else
+          for (int64_t j = j_lo; j < j_hi; ++j) d[j] = row[j * s.stride_w + first];
+        std::fill(d + j_hi, d + g.Wq, 0.f);
+      }
     }
-    const float* src = plane + ih * s.W + off;
-    for (int64_t ow = 0; ow < ow_lo; ++ow) d[ow] = 0.f;
-    for (int64_t ow = ow_hi; ow < OW; ++ow) d[ow] = 0.f;
-    if (s.stride_w == 1) std::memcpy(d + ow_lo, src + ow_lo, static_cast<size_t>(ow_hi - ow_lo) * sizeof(float));
-    else
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) d[ow] = src[ow * s.stride_w];
+  });
+}
+
+// offsets[kk] = where tap kk's row starts relative to column 0 (kk < Kc); -1 pads an odd Kc.
+void tap_offsets(const Conv2dShape& s, const Geometry& g, int64_t* offsets) {
+  for (int64_t kk = 0; kk < g.Kc; ++kk) {
+    const int64_t c = kk / (s.R * s.S), kh = kk % (s.R * s.S) / s.S, kw = kk % s.S;
+    const int64_t dh = kh * s.dil_h, dw = kw * s.dil_w;
+    const int64_t plane = (c * s.stride_h + dh % s.stride_h) * s.stride_w + dw % s.stride_w;
+    offsets[kk] = plane * g.plane_floats() + dh / s.stride_h * g.Wq + dw / s.stride_w;
+  }
+  if (g.Kc % 2) offsets[g.Kc] = -1;
+}
+
+// Calls fn(column in the panel, output position, length) for each run of the panel's GEMM columns
+// [j0, j0 + count) that are output positions.
+template <typename Fn>
+void for_each_output_run(const Geometry& g, int64_t j0, int64_t count, Fn&& fn) {
+  if (g.Wq == g.OW) {
+    fn(int64_t{0}, j0, count);
+    return;
+  }
+  for (int64_t j = j0; j < j0 + count;) {
+    const int64_t oh = j / g.Wq, ow = j % g.Wq, run = std::min(j0 + count - j, g.Wq - ow);
+    if (ow < g.OW) fn(j - j0, oh * g.OW + ow, std::min(run, g.OW - ow));
+    j += run;
   }
 }
 
@@ -205,71 +268,68 @@ void conv_pack_weight(const BKernels& k, const Conv2dShape& s, const uint16_t* w
   pack_rows_bf16(k, w, g.Kc, s.K, g.Kc, packed);
 }
 
+namespace {
+// Workspace: [phase planes][tap offsets][per thread: one packed panel]
+struct Layout {
+  int64_t planes_bytes, offsets_bytes, per_thread_bytes;
+  Layout(const BKernels& k, const Conv2dShape& s, const Geometry& g)
+      : planes_bytes(round_up(g.planes_floats(s) * 4, 64)), offsets_bytes(round_up((g.Kc + 1) * 8, 64)),
+        per_thread_bytes(g.panel_words(k) * 4) {}
+};
+}  // namespace
+
 size_t conv_workspace_bytes(const BKernels& k, const Conv2dShape& s, int threads) {
   const Geometry g(s);
+  const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  return static_cast<size_t>(round_up(static_cast<int64_t>(packed_cols_words(k, g.Kc, g.P) * 4), 64) +
-                             threads * 2 * round_up(g.P * 4, 64) + round_up(k.nr * 4, 64) * threads);
+  return static_cast<size_t>(l.planes_bytes + l.offsets_bytes + threads * l.per_thread_bytes);
 }
 
 void conv2d(const BKernels& k, const Conv2dShape& s, const float* x, const uint32_t* packed_w, float* y,
             const Epilogue& epi, void* workspace, int threads) {
   const Geometry g(s);
+  const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  uint32_t* cols = static_cast<uint32_t*>(workspace);
-  char* scratch = static_cast<char*>(workspace) + round_up(static_cast<int64_t>(packed_cols_words(k, g.Kc, g.P) * 4), 64);
-  const int64_t row_bytes = round_up(g.P * 4, 64);
-  const int64_t nt = ceil_div(g.P, k.nr), panel = g.kpairs * k.nr;
-  const int pack_threads = threads_for_work(static_cast<double>(g.Kc) * g.P, threads);
+  const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(s.K, k.mr), kp = g.kpairs;
+  char* ws = static_cast<char*>(workspace);
+  float* planes = reinterpret_cast<float*>(ws);
+  int64_t* offsets = reinterpret_cast<int64_t*>(ws + l.planes_bytes);
+  char* slots_base = ws + l.planes_bytes + l.offsets_bytes;
+  tap_offsets(s, g, offsets);
+  const int work_threads = threads_for_work(static_cast<double>(s.K) * g.N * g.Kc / 2, threads);
+  const bool trivial = epi.alpha == 1.f && !epi.bias && !epi.residual && epi.act == Act::None;
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.C * s.H * s.W;
-    // im2col straight into the packed cols panels, one k pair (two taps) at a time.
-    parallel_for(pack_threads, pack_threads, [&](int64_t tb, int64_t te) {
-      for (int64_t t = tb; t < te; ++t) {
-        float* mine = reinterpret_cast<float*>(scratch + t * 2 * row_bytes);
-        uint32_t* tail = reinterpret_cast<uint32_t*>(scratch + pack_threads * 2 * row_bytes) + t * round_up(k.nr, 16);
-        const int64_t g0 = g.kpairs * t / pack_threads, g1 = g.kpairs * (t + 1) / pack_threads;
-        for (int64_t kg = g0; kg < g1; ++kg) {
-          const float* r[2];
-          for (int q = 0; q < 2; ++q) {
-            const int64_t kk = kg * 2 + q;
-            if (kk >= g.Kc) {
-              r[q] = nullptr;
-              continue;
-            }
-            const int64_t c = kk / (s.R * s.S), rem = kk % (s.R * s.S);
-            if (g.direct) {
-              r[q] = xn + c * s.H * s.W;
-            } else {
-              gather_tap_row(s, xn + c * s.H * s.W, rem / s.S, rem % s.S, mine + q * (row_bytes / 4));
-              r[q] = mine + q * (row_bytes / 4);
-            }
+    float* yn = y + n * s.K * g.P;
+    if (g.copy) fill_phase_planes(s, g, xn, planes, threads);
+    const float* base = g.copy ? planes : xn;
+    // One index per thread (its panel buffer), each taking a contiguous share of the panels.
+    const int64_t slots = std::min<int64_t>(work_threads, nt);
+    parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
+      for (int64_t slot = sb; slot < se; ++slot) {
+        uint32_t* panel = reinterpret_cast<uint32_t*>(slots_base + slot * l.per_thread_bytes);
+        alignas(64) float acc[16 * 64];  // mr * nr <= 16 * 64 for every table
+        for (int64_t p = nt * slot / slots; p < nt * (slot + 1) / slots; ++p) {
+          const int64_t j0 = p * k.nr, count = std::min<int64_t>(k.nr, g.N - j0);
+          k.pack_panel(base + j0, offsets, kp, count, panel);
+          for (int64_t t = 0; t < mt; ++t) {
+            k.tile(kp, packed_w + t * kp * k.mr, panel, acc);
+            const int64_t row0 = t * k.mr, rows_here = std::min<int64_t>(k.mr, s.K - row0);
+            for_each_output_run(g, j0, count, [&](int64_t col, int64_t pos, int64_t len) {
+              for (int64_t r = 0; r < rows_here; ++r)
+                std::memcpy(yn + (row0 + r) * g.P + pos, acc + r * k.nr + col, static_cast<size_t>(len) * sizeof(float));
+            });
           }
-          for (int64_t p = 0; p < nt; ++p) {
-            const int64_t j0 = p * k.nr, count = std::min<int64_t>(k.nr, g.P - j0);
-            uint32_t* dst = cols + p * panel + kg * k.nr;
-            if (!r[0]) {
-              std::fill(dst, dst + k.nr, 0u);
-              continue;
-            }
-            if (count == k.nr) {
-              k.pair_f32(r[0] + j0, r[1] ? r[1] + j0 : nullptr, count, dst);
-            } else {  // the last panel: zeros past P
-              k.pair_f32(r[0] + j0, r[1] ? r[1] + j0 : nullptr, count, tail);
-              std::fill(tail + count, tail + k.nr, 0u);
-              std::memcpy(dst, tail, k.nr * sizeof(uint32_t));
-            }
-          }
+          if (trivial) continue;
+          for_each_output_run(g, j0, count, [&](int64_t, int64_t pos, int64_t len) {
+            Epilogue e = epi;
+            e.bias_per_row = true;
+            if (e.residual) e.residual += n * s.K * g.P + pos, e.ldr = g.P;
+            apply_epilogue(yn + pos, g.P, s.K, len, e, 1);
+          });
         }
       }
     });
-    Epilogue e = epi;
-    e.bias_per_row = true;
-    if (e.residual) {
-      e.residual += n * s.K * g.P;
-      e.ldr = g.P;
-    }
-    gemm_packed(k, s.K, g.P, g.Kc, packed_w, cols, y + n * s.K * g.P, g.P, e, threads);
   }
 }
 
