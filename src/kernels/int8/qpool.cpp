@@ -11,16 +11,18 @@ namespace {
 template <typename T>
 void pool_plane(const Pool2d& p, const T* x, T* y, T* rows) {
   const T lowest = std::numeric_limits<T>::lowest();
-  // rows[ih * OW + ow] = max over the horizontal window of input row ih.
+  // rows[ih * OW + ow] = max over the horizontal window of input row ih, one window column kw at
+  // a time over the outputs whose column is inside the row (a branch-free loop that vectorises).
+  const int64_t sw = p.stride_w;
   for (int64_t ih = 0; ih < p.H; ++ih) {
     const T* xr = x + ih * p.W;
     T* r = rows + ih * p.OW;
-    for (int64_t ow = 0; ow < p.OW; ++ow) {
-      const int64_t w0 = ow * p.stride_w - p.pad_left;
-      const int64_t a = std::max<int64_t>(w0, 0), b = std::min(w0 + p.kw, p.W);
-      T m = lowest;
-      for (int64_t iw = a; iw < b; ++iw) m = std::max(m, xr[iw]);
-      r[ow] = m;
+    std::fill(r, r + p.OW, lowest);
+    for (int64_t k = 0; k < p.kw; ++k) {
+      const int64_t off = k - p.pad_left;  // iw = ow * sw + off
+      const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+      const int64_t hi = p.W - 1 - off >= 0 ? std::min(p.OW, (p.W - 1 - off) / sw + 1) : 0;
+      for (int64_t ow = lo; ow < hi; ++ow) r[ow] = std::max(r[ow], xr[ow * sw + off]);
     }
   }
   for (int64_t oh = 0; oh < p.OH; ++oh) {
