@@ -269,12 +269,19 @@ void conv_pack_weight(const BKernels& k, const Conv2dShape& s, const uint16_t* w
 }
 
 namespace {
-// Workspace: [phase planes][tap offsets][per thread: one packed panel]
+// Packed panels a thread keeps at once: the weights stream once per chunk of panels (row tiles
+// outer, the chunk's panels inner), so a chunk is as many panels as fit in about half an L2.
+constexpr int64_t kChunkBytes = 256 << 10;
+int64_t chunk_panels(const BKernels& k, const Geometry& g) {
+  return std::clamp<int64_t>(kChunkBytes / (g.panel_words(k) * 4), 1, ceil_div(g.N, k.nr));
+}
+
+// Workspace: [phase planes][tap offsets][per thread: one chunk of packed panels]
 struct Layout {
   int64_t planes_bytes, offsets_bytes, per_thread_bytes;
   Layout(const BKernels& k, const Conv2dShape& s, const Geometry& g)
       : planes_bytes(round_up(g.planes_floats(s) * 4, 64)), offsets_bytes(round_up((g.Kc + 1) * 8, 64)),
-        per_thread_bytes(g.panel_words(k) * 4) {}
+        per_thread_bytes(chunk_panels(k, g) * g.panel_words(k) * 4) {}
 };
 }  // namespace
 
@@ -285,47 +292,62 @@ size_t conv_workspace_bytes(const BKernels& k, const Conv2dShape& s, int threads
   return static_cast<size_t>(l.planes_bytes + l.offsets_bytes + threads * l.per_thread_bytes);
 }
 
+// Work is split over threads by panels when there are plenty (each thread streams the weights
+// once per chunk of its panels), else by row tiles (each thread packs every panel — cheap next to
+// the weights — and streams only its share of the weights: small images, many channels).
 void conv2d(const BKernels& k, const Conv2dShape& s, const float* x, const uint32_t* packed_w, float* y,
             const Epilogue& epi, void* workspace, int threads) {
   const Geometry g(s);
   const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(s.K, k.mr), kp = g.kpairs;
+  const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(s.K, k.mr), kp = g.kpairs, chunk = chunk_panels(k, g);
+  const int64_t panel_words = g.panel_words(k);
   char* ws = static_cast<char*>(workspace);
   float* planes = reinterpret_cast<float*>(ws);
   int64_t* offsets = reinterpret_cast<int64_t*>(ws + l.planes_bytes);
   char* slots_base = ws + l.planes_bytes + l.offsets_bytes;
   tap_offsets(s, g, offsets);
   const int work_threads = threads_for_work(static_cast<double>(s.K) * g.N * g.Kc / 2, threads);
+  const bool by_panels = nt >= 2 * work_threads;
+  const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   const bool trivial = epi.alpha == 1.f && !epi.bias && !epi.residual && epi.act == Act::None;
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.C * s.H * s.W;
     float* yn = y + n * s.K * g.P;
     if (g.copy) fill_phase_planes(s, g, xn, planes, threads);
     const float* base = g.copy ? planes : xn;
-    // One index per thread (its panel buffer), each taking a contiguous share of the panels.
-    const int64_t slots = std::min<int64_t>(work_threads, nt);
     parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
       for (int64_t slot = sb; slot < se; ++slot) {
-        uint32_t* panel = reinterpret_cast<uint32_t*>(slots_base + slot * l.per_thread_bytes);
+        uint32_t* panels = reinterpret_cast<uint32_t*>(slots_base + slot * l.per_thread_bytes);
         alignas(64) float acc[16 * 64];  // mr * nr <= 16 * 64 for every table
-        for (int64_t p = nt * slot / slots; p < nt * (slot + 1) / slots; ++p) {
-          const int64_t j0 = p * k.nr, count = std::min<int64_t>(k.nr, g.N - j0);
-          k.pack_panel(base + j0, offsets, kp, count, panel);
-          for (int64_t t = 0; t < mt; ++t) {
-            k.tile(kp, packed_w + t * kp * k.mr, panel, acc);
+        const int64_t p_begin = by_panels ? nt * slot / slots : 0, p_end = by_panels ? nt * (slot + 1) / slots : nt;
+        const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
+        const int64_t row_begin = t_begin * k.mr, row_end = std::min(s.K, t_end * k.mr);
+        for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+          const int64_t c1 = std::min(p_end, c0 + chunk);
+          for (int64_t p = c0; p < c1; ++p) {
+            const int64_t j0 = p * k.nr;
+            k.pack_panel(base + j0, offsets, kp, std::min<int64_t>(k.nr, g.N - j0), panels + (p - c0) * panel_words);
+          }
+          for (int64_t t = t_begin; t < t_end; ++t) {
             const int64_t row0 = t * k.mr, rows_here = std::min<int64_t>(k.mr, s.K - row0);
-            for_each_output_run(g, j0, count, [&](int64_t col, int64_t pos, int64_t len) {
-              for (int64_t r = 0; r < rows_here; ++r)
-                std::memcpy(yn + (row0 + r) * g.P + pos, acc + r * k.nr + col, static_cast<size_t>(len) * sizeof(float));
-            });
+            for (int64_t p = c0; p < c1; ++p) {
+              k.tile(kp, packed_w + t * kp * k.mr, panels + (p - c0) * panel_words, acc);
+              const int64_t j0 = p * k.nr;
+              for_each_output_run(g, j0, std::min<int64_t>(k.nr, g.N - j0), [&](int64_t col, int64_t pos, int64_t len) {
+                for (int64_t r = 0; r < rows_here; ++r)
+                  std::memcpy(yn + (row0 + r) * g.P + pos, acc + r * k.nr + col, static_cast<size_t>(len) * sizeof(float));
+              });
+            }
           }
           if (trivial) continue;
-          for_each_output_run(g, j0, count, [&](int64_t, int64_t pos, int64_t len) {
+          const int64_t j0 = c0 * k.nr;
+          for_each_output_run(g, j0, std::min(c1 * k.nr, g.N) - j0, [&](int64_t, int64_t pos, int64_t len) {
             Epilogue e = epi;
             e.bias_per_row = true;
-            if (e.residual) e.residual += n * s.K * g.P + pos, e.ldr = g.P;
-            apply_epilogue(yn + pos, g.P, s.K, len, e, 1);
+            if (e.bias) e.bias += row_begin;
+            if (e.residual) e.residual += (n * s.K + row_begin) * g.P + pos, e.ldr = g.P;
+            apply_epilogue(yn + row_begin * g.P + pos, g.P, row_end - row_begin, len, e, 1);
           });
         }
       }
