@@ -12,6 +12,9 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kiln/kernels/int8.h"
 #include "kiln/kernels/parallel.h"
@@ -43,6 +46,29 @@ struct Geometry {
   }
 };
 
+// dst[j] = src[j * stride] ^ flip for j < n; stride 1 and 2 16 bytes at a time (the build's -O2
+// leaves byte loops scalar).
+void copy_flipped(const uint8_t* src, int64_t stride, uint8_t flip, int64_t n, uint8_t* dst) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip)), even = _mm_set1_epi16(0x00FF);
+  if (stride == 1) {
+    for (; j + 16 <= n; j += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                       _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j)), f));
+  } else if (stride == 2) {
+    // 32 source bytes -> their 16 even bytes (the low byte of each 16-bit lane, packed); the last
+    // byte read, src[2j + 31], must not pass src[2(n - 1)]: j + 16 < n.
+    for (; j + 16 < n; j += 16) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j)), even);
+      const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j + 16)), even);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm_xor_si128(_mm_packus_epi16(a, b), f));
+    }
+  }
+#endif
+  for (; j < n; ++j) dst[j] = static_cast<uint8_t>(src[j * stride] ^ flip);
+}
+
 // The group's phase planes that some tap reads: `pad` outside the input, x XOR flip inside.
 void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
                        uint8_t* dst, int threads) {
@@ -67,7 +93,7 @@ void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x
         }
         const uint8_t* row = x + (c * s.H + ih) * s.W;
         for (int64_t j = 0; j < j_lo; ++j) d[j] = pad;
-        for (int64_t j = j_lo; j < j_hi; ++j) d[j] = static_cast<uint8_t>(row[j * s.stride_w + first] ^ flip);
+        copy_flipped(row + j_lo * s.stride_w + first, s.stride_w, flip, j_hi - j_lo, d + j_lo);
         for (int64_t j = j_hi; j < g.Wq; ++j) d[j] = pad;
       }
     }
@@ -88,49 +114,64 @@ void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w,
     pack_rows(k, reinterpret_cast<const uint8_t*>(w + gi * g.Mg * g.Kc), g.Kc, g.Mg, g.Kc, 0, packed + gi * per_group);
 }
 
+namespace {
+// Packed panels a thread keeps at once: the weights stream once per chunk of panels (row tiles
+// outer, the chunk's panels inner), so a chunk is as many panels as fit in about half an L2.
+constexpr int64_t kChunkBytes = 256 << 10;
+int64_t panel_bytes(const QKernels& k, const Geometry& g) { return g.kgroups * k.nr * 4; }
+int64_t chunk_panels(const QKernels& k, const Geometry& g) {
+  return std::clamp<int64_t>(kChunkBytes / panel_bytes(k, g), 1, ceil_div(g.N, k.nr));
+}
+// Workspace: [phase planes][tap offsets][per thread: one chunk of packed panels]
+struct Layout {
+  int64_t phase_bytes, offsets_bytes, per_thread_bytes;
+  Layout(const QKernels& k, const Conv2dShape& s, const Geometry& g)
+      : phase_bytes(round_up(g.phase_bytes(s), 64)), offsets_bytes(round_up(g.kgroups * 4 * 8, 64)),
+        per_thread_bytes(round_up(chunk_panels(k, g) * panel_bytes(k, g), 64)) {}
+  int64_t total(int threads) const { return phase_bytes + offsets_bytes + threads * per_thread_bytes; }
+};
+}  // namespace
+
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
-  (void)threads;
+  threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
   for (uint8_t flip : {0, 0x80}) {  // the layout (and so the size) depends on the flip
     Geometry g(s, flip);
-    most = std::max(most, static_cast<size_t>(round_up(static_cast<int64_t>(packed_cols_bytes(k, g.Kc, g.N)), 64) +
-                                              round_up(g.phase_bytes(s), 64)));
+    most = std::max(most, static_cast<size_t>(Layout(k, s, g).total(threads)));
   }
   return most;
 }
 
+// One pass per image and group: each thread packs a chunk of cols panels into its own buffer
+// (it stays in that core's L2) and runs the weights' row tiles over it, the requantizing
+// epilogue on each finished tile. Split over threads by panels when there are plenty, else by
+// row tiles (each thread packs every panel — cheap next to streaming its share of the weights).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   Geometry g(s, flip);
+  const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  uint8_t* cols = workspace;
-  uint8_t* phases = cols + round_up(static_cast<int64_t>(packed_cols_bytes(k, g.Kc, g.N)), 64);
+  uint8_t* phases = workspace;
+  int64_t* offsets = reinterpret_cast<int64_t*>(workspace + l.phase_bytes);
+  uint8_t* slots_base = workspace + l.phase_bytes + l.offsets_bytes;
   const size_t w_per_group = packed_rows_bytes(k, g.Mg, g.Kc);
   const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
-  const int pack_threads = threads_for_work(static_cast<double>(g.Kc) * g.N, threads);
+  // Where each tap's row starts (relative to the phase planes, or to the group's input planes);
+  // -1 past Kc (a zero row).
+  for (int64_t kk = 0; kk < g.kgroups * 4; ++kk) {
+    const int64_t c = kk / (s.R * s.S), rem = kk % (s.R * s.S);
+    offsets[kk] = kk >= g.Kc ? -1 : g.direct ? c * s.H * s.W : g.tap_offset(s, c, rem / s.S, rem % s.S);
+  }
+  const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(g.Mg, k.mr), chunk = chunk_panels(k, g);
+  const int64_t pbytes = panel_bytes(k, g);
+  const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.Kc / 4, threads);
+  const bool by_panels = nt >= 2 * work_threads;
+  const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
       const uint8_t* xg = x + (n * s.C + gi * g.Cg) * s.H * s.W;
       if (!g.direct) fill_phase_planes(s, g, xg, flip, pad, phases, threads);
-      // Each worker packs a contiguous range of 4-k groups.
-      parallel_for(pack_threads, pack_threads, [&](int64_t tb, int64_t te) {
-        for (int64_t t = tb; t < te; ++t) {
-          const int64_t g0 = g.kgroups * t / pack_threads, g1 = g.kgroups * (t + 1) / pack_threads;
-          for (int64_t kg = g0; kg < g1; ++kg) {
-            const uint8_t* r[4];
-            for (int q = 0; q < 4; ++q) {
-              const int64_t kk = kg * 4 + q;
-              if (kk >= g.Kc) {
-                r[q] = nullptr;
-                continue;
-              }
-              const int64_t c = kk / (s.R * s.S), rem = kk % (s.R * s.S);
-              r[q] = g.direct ? xg + c * s.H * s.W : phases + g.tap_offset(s, c, rem / s.S, rem % s.S);
-            }
-            pack_cols_group(k, r, g.N, kg, g.kgroups, cols);
-          }
-        }
-      });
+      const uint8_t* base = g.direct ? xg : phases;
       QEpilogue eg = e;
       const int64_t ch0 = gi * g.Mg;
       eg.per_row = true;
@@ -143,8 +184,32 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
         eg.residual = static_cast<const char*>(e.residual) + first * rsize;
         eg.ldr = g.P;
       }
-      qgemm_packed(k, true, g.Mg, g.N, g.Kc, packed_w + gi * w_per_group, cols, eg,
-                   static_cast<char*>(y) + first * osize, g.P, threads);
+      void* yg = static_cast<char*>(y) + first * osize;
+      const uint8_t* wg = packed_w + gi * w_per_group;
+      parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
+        alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table
+        for (int64_t slot = sb; slot < se; ++slot) {
+          uint8_t* panels = slots_base + slot * l.per_thread_bytes;
+          const int64_t p_begin = by_panels ? nt * slot / slots : 0, p_end = by_panels ? nt * (slot + 1) / slots : nt;
+          const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
+          for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+            const int64_t c1 = std::min(p_end, c0 + chunk), j0 = c0 * k.nr, ncols = std::min(g.N, c1 * k.nr) - j0;
+            for (int64_t kg = 0; kg < g.kgroups; ++kg) {
+              const uint8_t* r[4];
+              for (int q = 0; q < 4; ++q) r[q] = offsets[kg * 4 + q] < 0 ? nullptr : base + offsets[kg * 4 + q] + j0;
+              pack_cols_group(k, r, ncols, kg, g.kgroups, panels);
+            }
+            for (int64_t t = t_begin; t < t_end; ++t) {
+              const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
+              for (int64_t p = c0; p < c1; ++p) {
+                k.tile_s8u8(g.kgroups, wg + t * g.kgroups * k.mr * 4, panels + (p - c0) * pbytes, acc);
+                const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, g.N - p * k.nr));
+                epilogue_tile(k, acc, rows_here, t * k.mr, p * k.nr, cols_here, eg, yg, g.P);
+              }
+            }
+          }
+        }
+      });
     }
 }
 

@@ -112,6 +112,23 @@ void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out) {
   }
 }
 
+void epilogue_tile(const QKernels& k, const int32_t* acc, int rows, int64_t row0, int64_t col0, int cols,
+                   const QEpilogue& e, void* out, int64_t ldo) {
+  if (e.grid_w == 0) {
+    k.epilogue(acc, k.nr, rows, cols, e, row0, col0, out, ldo);
+    return;
+  }
+  // Wide grid: each run of valid columns within one grid row goes to its output columns.
+  for (int64_t j = col0, end = col0 + cols; j < end;) {
+    const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
+    const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
+    if (j < valid_end)
+      k.epilogue(acc + (j - col0), k.nr, rows, static_cast<int>(valid_end - j), e, row0,
+                 (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
+    j = row_end;
+  }
+}
+
 void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int64_t K, const uint8_t* rows,
                   const uint8_t* cols, const QEpilogue& e, void* out, int64_t ldo, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -130,19 +147,7 @@ void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int
       for (int64_t t = b * tiles_per_block; t < std::min(mt, (b + 1) * tiles_per_block); ++t) {
         tile_fn(kg, rows + t * kg * k.mr * 4, cp, acc);
         const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, M - t * k.mr));
-        if (e.grid_w == 0) {
-          k.epilogue(acc, k.nr, rows_here, cols_here, e, t * k.mr, c * k.nr, out, ldo);
-          continue;
-        }
-        // Wide grid: each run of valid columns within one grid row goes to its output columns.
-        for (int64_t j = c * k.nr, end = c * k.nr + cols_here; j < end;) {
-          const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
-          const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
-          if (j < valid_end)
-            k.epilogue(acc + (j - c * k.nr), k.nr, rows_here, static_cast<int>(valid_end - j), e, t * k.mr,
-                       (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
-          j = row_end;
-        }
+        epilogue_tile(k, acc, rows_here, t * k.mr, c * k.nr, cols_here, e, out, ldo);
       }
     }
   });
