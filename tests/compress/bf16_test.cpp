@@ -150,8 +150,10 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
                             {1, 7, 5, 6, 3, 2, 3, 1, 0, 1},   {1, 9, 23, 21, 70, 3, 3, 1, 1, 1},
                             {1, 4, 11, 13, 17, 3, 3, 3, 1, 1}, {1, 5, 13, 12, 10, 3, 2, 2, 2, 3},
                             {2, 33, 10, 10, 19, 1, 1, 2, 0, 1}, {1, 64, 20, 20, 24, 3, 3, 1, 1, 1},
-                            {1, 64, 5, 5, 200, 3, 3, 1, 1, 1}};
-  for (const BKernels* k : tables())
+                            {1, 64, 5, 5, 200, 3, 3, 1, 1, 1}, {1, 16, 7, 7, 64, 3, 3, 1, 1, 1},
+                            {1, 8, 5, 9, 90, 3, 3, 1, 1, 1},   {2, 12, 14, 14, 64, 3, 3, 2, 1, 1}};
+  for (const BKernels* k : tables()) {
+    int pixels = 0;  // shapes that ran with output positions as rows
     for (const auto& c : cases) {
       Conv2dShape s;
       s.N = c.N, s.C = c.C, s.H = c.H, s.W = c.W, s.K = c.K, s.R = c.R, s.S = c.S;
@@ -170,6 +172,7 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
       e.residual = res.data();
       e.act = Act::Relu;
       conv2d(*k, s, x.data(), packed.data(), y.data(), e, ws.data(), 2);
+      pixels += conv_uses_pixels(*k, s);
       for (int64_t n = 0; n < s.N; ++n)
         for (int64_t m = 0; m < s.K; ++m)
           for (int64_t oh = 0; oh < OH; ++oh)
@@ -189,6 +192,8 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
                             std::string(bisa_name(k->isa)) + " conv " + std::to_string(c.C) + "x" + std::to_string(c.R));
             }
     }
+    EXPECT_GE(pixels, 2) << bisa_name(k->isa) << ": the positions-as-rows orientation was not exercised";
+  }
 }
 
 TEST(Bf16, RuntimeTableAndForcedFallback) {

@@ -10,8 +10,9 @@
 namespace kiln::kernels::bf16 {
 namespace {
 
-constexpr int kMr = 8, kNv = 2, kLanes = 16;
+constexpr int kMr = 8, kMrPx = 7, kNv = 2, kLanes = 16;
 
+template <int kMr>
 void tile(int64_t kpairs, const uint32_t* rows, const uint32_t* cols, float* acc) {
   __m512 c[kMr][kNv];
 #pragma GCC unroll 8
@@ -62,8 +63,30 @@ void pack_panel(const float* base, const int64_t* offsets, int64_t kpairs, int64
   }
 }
 
+// Up to 8 positions of two taps per k pair: two masked 8-lane gathers, one vcvtne2ps2bf16 and a
+// vpermw into (tap 0, tap 1) pairs.
+void pack_rows_px(const float* base, const int64_t* offsets, int64_t kpairs, const int64_t* cols, int count,
+                  uint32_t* out) {
+  alignas(32) static constexpr uint16_t kInterleave[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
+  static_assert(kMrPx <= 8);
+  const __m256i interleave = _mm256_load_si256(reinterpret_cast<const __m256i*>(kInterleave));
+  alignas(32) int32_t idx[8] = {};
+  for (int r = 0; r < count; ++r) idx[r] = static_cast<int32_t>(cols[r]);
+  const __m256i vidx = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
+  const __mmask8 m = static_cast<__mmask8>((1u << count) - 1), store = static_cast<__mmask8>((1u << kMrPx) - 1);
+  for (int64_t g = 0; g < kpairs; ++g, out += kMrPx) {
+    const int64_t o1 = offsets[2 * g + 1];
+    const __m256 lo = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), m, vidx, base + offsets[2 * g], 4);
+    const __m256 hi = o1 >= 0 ? _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), m, vidx, base + o1, 4) : _mm256_setzero_ps();
+    const __m256i t = (__m256i)_mm256_cvtne2ps_pbh(hi, lo);
+    _mm256_mask_storeu_epi32(out, store, _mm256_permutexvar_epi16(interleave, t));
+  }
+}
+
 }  // namespace
 
-BKernels make_avx512bf16_bkernels() { return BKernels{BIsa::Avx512Bf16, kMr, kNv * kLanes, tile, pack_panel}; }
+BKernels make_avx512bf16_bkernels() {
+  return BKernels{BIsa::Avx512Bf16, kMr, kNv * kLanes, tile<kMr>, pack_panel, kMrPx, tile<kMrPx>, pack_rows_px};
+}
 
 }  // namespace kiln::kernels::bf16
