@@ -35,7 +35,7 @@ const char* kUsage =
     "  prune MODEL --ratio R -o OUT (--calib DIR | --calib-random N | --no-reconstruct) [--norm l1|l2] [--residuals]\n"
     "            [--multiple M] [--exclude NODE,..] [--format onnx|kiln] [--eval DIR] [--report] [--json FILE] [--runs N]\n"
     "      structured channel pruning with least-squares reconstruction; FLOPs, params, latency, accuracy before/after\n"
-    "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first\n"
+    "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE] [--ort-model FILE.onnx]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first;\n      --ort-model: ORT (and interp) run that model instead, e.g. the QDQ export of an int8 artifact\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
     "  perf MODEL --chip h100|a100|l4|orin|cpu|FILE.json [--batch 1,2,4,..] [--precision fp32|bf16|fp16|int8|fp8]\n"

@@ -87,15 +87,17 @@ struct Subject {
   const Graph* graph = nullptr;
 };
 
-Subject load_subject(const std::string& model_path, bool needs_source, bool vs_ort, const ShapeFlags& sf,
-                     int threads, const std::string& work_dir) {
+// `ort_model` (--ort-model) replaces the source model for ORT and interp: e.g. an int8 artifact
+// of `kiln quantize` against ONNX Runtime on kiln's QDQ export of the same quantization.
+Subject load_subject(const std::string& model_path, bool needs_source, bool vs_ort, const std::string& ort_model,
+                     const ShapeFlags& sf, int threads, const std::string& work_dir) {
   Subject s;
   if (is_artifact(model_path)) {
     s.artifact = make_compiled_backend({model_path, true, {}, threads, work_dir});
     s.graph = s.artifact->model().graph.get();
-    if (needs_source) s.source_path = artifact_source(model_path, s.artifact->manifest());
+    if (needs_source) s.source_path = ort_model.empty() ? artifact_source(model_path, s.artifact->manifest()) : ort_model;
   } else {
-    s.source_path = model_path;
+    s.source_path = ort_model.empty() ? model_path : ort_model;
   }
   if (!s.source_path.empty()) {
     KILN_CHECK(!vs_ort || !is_textual_ir(s.source_path), "--vs ort: ", s.source_path,
@@ -169,7 +171,7 @@ int verb_bench(int argc, char** argv) {
   const double load_before = load_average();  // the minute before the bench: other work on the machine
   Args a("bench", argc, argv,
          {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--dim", "--shape", "--input",
-          "--seed", "--ort-script"},
+          "--seed", "--ort-script", "--ort-model"},
          {"--json", "--check", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln bench: expected one MODEL argument (kiln bench MODEL [--vs ort] ...)");
   const std::string model_path = a.positional()[0];
@@ -188,8 +190,11 @@ int verb_bench(int argc, char** argv) {
   std::string default_backend = is_artifact(model_path) || compiled_backend_built() ? "compiled" : "interp";
   std::vector<std::string> names = parse_backends(a.get_or("--backends", default_backend));
   auto wants = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
-  bool vs_ort = a.has("--vs");
-  KILN_CHECK(!vs_ort || a.get_or("--vs", "") == "ort", "--vs: unknown peer '", a.get_or("--vs", ""), "' (want ort)");
+  bool vs_ort = a.has("--vs") || a.has("--ort-model");
+  KILN_CHECK(!a.has("--vs") || a.get_or("--vs", "") == "ort", "--vs: unknown peer '", a.get_or("--vs", ""),
+             "' (want ort)");
+  const std::string ort_model = a.get_or("--ort-model", "");
+  KILN_CHECK(ort_model.empty() || fs::is_regular_file(ort_model), "--ort-model: ", ort_model, ": cannot open");
   std::string ort_script;
   if (vs_ort) {
     ort_script = a.has("--ort-script") ? *a.get("--ort-script") : find_ort_script();
@@ -199,7 +204,7 @@ int verb_bench(int argc, char** argv) {
 
   TempDir work("kiln-bench");  // the peer's .npy files and the compiled artifact
   ShapeFlags sf = parse_shape_flags(a);
-  Subject subject = load_subject(model_path, wants("interp") || vs_ort, vs_ort, sf, threads, work.path());
+  Subject subject = load_subject(model_path, wants("interp") || vs_ort, vs_ort, ort_model, sf, threads, work.path());
   BenchInputs inputs = make_bench_inputs(*subject.graph, input_request(a, sf, subject, model_path));
   auto backends = make_backends(names, subject, model_path, inputs, sf, threads, ort_script, work.path());
 

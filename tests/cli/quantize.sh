@@ -40,6 +40,15 @@ check "qdq written" test -s "$T/qdq.onnx"
 check "qdq compiles to int8 kernels" grep -q "kiln::QConv .*int8" "$T/explain"
 "$KILN" run "$T/qdq.kiln" --input input="$T/d/eval/input.npy" --out "$T/run" --quiet > /dev/null 2>&1
 check "qdq artifact runs" test -s "$T/run/logits.npy"
+# bench --ort-model: the int8 artifact against ONNX Runtime on the QDQ model it was compiled from.
+"$KILN" bench "$T/qdq.kiln" --ort-model "$T/qdq.onnx" --ort-script "$SRC/scripts/ort_bench.js" --runs 2 --warmup 1 --batch 4 \
+  --threads 1 --json --quiet > "$T/qb.json" 2> /dev/null
+check "bench --ort-model" /usr/bin/python3 -c "
+import json, sys
+d = json.load(open('$T/qb.json'))
+assert d['source_model'].endswith('qdq.onnx') and d['ort']['median_ms'] > 0 and d['check']['reference'] == 'ort', d
+"
+expect_error "bench --ort-model missing" "--ort-model: " "$KILN" bench "$T/qdq.kiln" --ort-model "$T/none.onnx"
 
 # --accuracy-budget: labels -> accuracy points; the tight cosine budget keeps layers in float.
 "$KILN" quantize "$MODEL" -o "$T/b.kiln" --calib "$T/d/calib" --eval "$T/d/eval" --accuracy-budget 0.5 \

@@ -113,16 +113,14 @@ TEST(Bf16, GemmMatchesDoubleOnManyShapes) {
       for (int64_t i = 0; i < M; ++i)
         for (int64_t q = 0; q < K; ++q) at[q * M + i] = a[i * K + q];
       std::vector<uint32_t> acols(packed_cols_words(*k, K, M));
-      // activations as cols: pack through pair_f32 one k pair at a time
+      // activations as cols: pack_panel over rows of `at` (row q at offset q * M; odd K: -1)
       const int64_t kp = (K + 1) / 2, nt = (M + k->nr - 1) / k->nr;
-      std::vector<float> zero(M, 0.f);
-      for (int64_t t = 0; t < nt; ++t)
-        for (int64_t g = 0; g < kp; ++g) {
-          const int64_t j0 = t * k->nr, cnt = std::min<int64_t>(k->nr, M - j0);
-          std::vector<uint32_t> tmp(k->nr, 0u);
-          k->pair_f32(&at[2 * g * M + j0], 2 * g + 1 < K ? &at[(2 * g + 1) * M + j0] : nullptr, cnt, tmp.data());
-          std::copy(tmp.begin(), tmp.end(), acols.begin() + (t * kp + g) * k->nr);
-        }
+      std::vector<int64_t> offsets(2 * kp, -1);
+      for (int64_t q = 0; q < K; ++q) offsets[q] = q * M;
+      for (int64_t t = 0; t < nt; ++t) {
+        const int64_t j0 = t * k->nr, cnt = std::min<int64_t>(k->nr, M - j0);
+        k->pack_panel(at.data() + j0, offsets.data(), kp, cnt, acols.data() + t * kp * k->nr);
+      }
       std::vector<float> yt(N * M);
       Epilogue er;
       er.bias = bias.data();
@@ -149,8 +147,13 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
   const ConvCase cases[] = {{1, 3, 9, 9, 8, 3, 3, 1, 1, 1},   {2, 16, 7, 7, 24, 1, 1, 1, 0, 1},
                             {1, 5, 12, 10, 9, 3, 3, 2, 1, 1}, {1, 3, 15, 15, 4, 7, 7, 2, 3, 1},
                             {1, 6, 8, 8, 33, 3, 3, 1, 2, 2},  {1, 64, 14, 14, 40, 1, 1, 2, 0, 1},
-                            {1, 7, 5, 6, 3, 2, 3, 1, 0, 1}};
-  for (const BKernels* k : tables())
+                            {1, 7, 5, 6, 3, 2, 3, 1, 0, 1},   {1, 9, 23, 21, 70, 3, 3, 1, 1, 1},
+                            {1, 4, 11, 13, 17, 3, 3, 3, 1, 1}, {1, 5, 13, 12, 10, 3, 2, 2, 2, 3},
+                            {2, 33, 10, 10, 19, 1, 1, 2, 0, 1}, {1, 64, 20, 20, 24, 3, 3, 1, 1, 1},
+                            {1, 64, 5, 5, 200, 3, 3, 1, 1, 1}, {1, 16, 7, 7, 64, 3, 3, 1, 1, 1},
+                            {1, 8, 5, 9, 90, 3, 3, 1, 1, 1},   {2, 12, 14, 14, 64, 3, 3, 2, 1, 1}};
+  for (const BKernels* k : tables()) {
+    int pixels = 0;  // shapes that ran with output positions as rows
     for (const auto& c : cases) {
       Conv2dShape s;
       s.N = c.N, s.C = c.C, s.H = c.H, s.W = c.W, s.K = c.K, s.R = c.R, s.S = c.S;
@@ -169,6 +172,7 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
       e.residual = res.data();
       e.act = Act::Relu;
       conv2d(*k, s, x.data(), packed.data(), y.data(), e, ws.data(), 2);
+      pixels += conv_uses_pixels(*k, s);
       for (int64_t n = 0; n < s.N; ++n)
         for (int64_t m = 0; m < s.K; ++m)
           for (int64_t oh = 0; oh < OH; ++oh)
@@ -188,6 +192,8 @@ TEST(Bf16, ConvolutionMatchesDoubleOnManyShapes) {
                             std::string(bisa_name(k->isa)) + " conv " + std::to_string(c.C) + "x" + std::to_string(c.R));
             }
     }
+    EXPECT_GE(pixels, 2) << bisa_name(k->isa) << ": the positions-as-rows orientation was not exercised";
+  }
 }
 
 TEST(Bf16, RuntimeTableAndForcedFallback) {

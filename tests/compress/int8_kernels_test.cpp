@@ -214,6 +214,10 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 16, 12, 10, 9, 3, 3, 2, 1, 1, 1), shape(1, 5, 13, 13, 7, 7, 7, 2, 3, 1, 1),
       shape(1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 8),    shape(1, 12, 10, 10, 6, 3, 3, 1, 2, 2, 3),
       shape(1, 6, 17, 19, 40, 1, 1, 2, 0, 1, 2), shape(1, 64, 5, 5, 33, 3, 3, 1, 1, 1, 1),
+      shape(2, 4, 14, 15, 6, 3, 3, 2, 2, 2, 1),  shape(1, 5, 16, 13, 9, 5, 3, 3, 1, 1, 1),
+      shape(1, 3, 9, 70, 5, 3, 3, 2, 1, 1, 1),   shape(1, 4, 6, 37, 6, 3, 3, 1, 1, 1, 1),  // 16-byte row copies
+      shape(1, 64, 5, 5, 120, 3, 3, 1, 1, 1, 1),  // few panels, many rows: threads split the row tiles
+      shape(1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1),  // more panels per thread than one chunk
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   for (const QKernels* k : all_qkernels())

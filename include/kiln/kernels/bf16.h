@@ -50,8 +50,19 @@ struct BKernels {
   // acc[r * nr + j] = sum over k of rows(r, k) * cols(k, j), one rows panel by one cols panel
   // of `kpairs` k pairs.
   void (*tile)(int64_t kpairs, const uint32_t* rows, const uint32_t* cols, float* acc) = nullptr;
-  // out[j] = pair(bf16(r0[j]), bf16(r1[j])) for j < n (r1 == nullptr: a zero high half).
-  void (*pair_f32)(const float* r0, const float* r1, int64_t n, uint32_t* out) = nullptr;
+  // One cols panel from f32 rows at offsets: for each k pair g < kpairs and column j < nr,
+  //   out[g * nr + j] = pair(bf16(base[offsets[2g] + j]), bf16(base[offsets[2g + 1] + j]))
+  // for j < count, 0 for count <= j < nr; offsets[2g + 1] < 0 gives a zero high half. Reads
+  // base[offset + j] only for j < count.
+  void (*pack_panel)(const float* base, const int64_t* offsets, int64_t kpairs, int64_t count, uint32_t* out) = nullptr;
+  // Convolution with output positions as rows (small images): a tile of mr_px rows by nr columns,
+  // acc[r * nr + j] like `tile` with rows packed [kpairs][mr_px]; and those rows from f32:
+  //   out[g * mr_px + r] = pair(bf16(base[offsets[2g] + cols[r]]), bf16(base[offsets[2g + 1] + cols[r]]))
+  // for r < count, 0 for count <= r < mr_px (offsets[2g + 1] < 0: a zero high half).
+  int mr_px = 0;
+  void (*tile_px)(int64_t kpairs, const uint32_t* rows, const uint32_t* cols, float* acc) = nullptr;
+  void (*pack_rows_px)(const float* base, const int64_t* offsets, int64_t kpairs, const int64_t* cols, int count,
+                       uint32_t* out) = nullptr;
 };
 
 // AVX512-BF16 kernels, or nullptr when the CPU (or the OS) lacks them.
@@ -79,6 +90,9 @@ void gemm_packed(const BKernels& k, int64_t M, int64_t N, int64_t K, const uint3
                  float* C, int64_t ldc, const Epilogue& epi, int threads);
 
 // ---- convolution (NCHW f32 activations, weights [K, C/group, R, S] bf16, group 1) -----------
+// The packed weight's layout (rows or cols operand) follows from the shape (src/kernels/bf16/bconv.cpp).
+// Whether the shape runs with output positions as rows (small images; see bconv.cpp).
+bool conv_uses_pixels(const BKernels& k, const Conv2dShape& s);
 size_t conv_packed_weight_words(const BKernels& k, const Conv2dShape& s);
 void conv_pack_weight(const BKernels& k, const Conv2dShape& s, const uint16_t* w, uint32_t* packed);
 size_t conv_workspace_bytes(const BKernels& k, const Conv2dShape& s, int threads);

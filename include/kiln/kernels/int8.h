@@ -169,6 +169,11 @@ void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, in
                      uint8_t* out);
 
 // ---- GEMM ----------------------------------------------------------------------------------
+// The epilogue of one finished tile (acc: rows x cols at GEMM position (row0, col0), row stride
+// k.nr), through e.grid_w / grid_valid when set.
+void epilogue_tile(const QKernels& k, const int32_t* acc, int rows, int64_t row0, int64_t col0, int cols,
+                   const QEpilogue& e, void* out, int64_t ldo);
+
 // C (M x N) = epilogue(rows x cols) from packed operands, written at out (row stride ldo, element
 // type e.out). rows_signed: the rows operand is s8 and cols u8 (else the reverse).
 void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int64_t K, const uint8_t* rows,

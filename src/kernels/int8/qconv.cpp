@@ -2,12 +2,19 @@
 // packed once) x im2col(activations) (cols operand, u8). The im2col is written straight into the
 // packed cols panels, four kernel taps (one 4-k group) at a time, from one row of values per tap:
 //   1x1, stride 1, unpadded, u8: the input planes themselves;
-//   other stride-1 convolutions: the input is copied once into zero-point-padded planes and the
-//     GEMM runs over the padded width (OH x Wp columns, the extra ones dropped by the epilogue),
-//     so each tap's row is the padded plane at an offset: no gather;
-//   strided convolutions: each tap's OH*OW values are gathered (padding taps read the zero point).
+//   every other convolution: the input is copied once into zero-point-padded *phase planes* —
+//     plane (c, ph, pw)[i][j] = the padded input at row i * stride_h + ph, column
+//     j * stride_w + pw, of Hq x Wq = ceil(Hp / stride_h) x ceil(Wp / stride_w) — and the GEMM runs
+//     over the phase-plane grid (column j = oh * Wq + ow, (OH - 1) * Wq + OW columns; those with
+//     j % Wq >= OW are dropped by the epilogue). Tap (kh, kw) is phase ((kh dil_h) % stride_h,
+//     (kw dil_w) % stride_w) at offset ((kh dil_h) / stride_h) * Wq + (kw dil_w) / stride_w: a
+//     contiguous row for any stride, so nothing is gathered. Only the phases a tap reads are filled.
 #include <algorithm>
 #include <cstring>
+#include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kiln/kernels/int8.h"
 #include "kiln/kernels/parallel.h"
@@ -18,69 +25,79 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-enum class Im2col { Direct, Padded, Gather };
-
 struct Geometry {
   int64_t P, Cg, Mg, Kc, kgroups;
-  Im2col how;
-  int64_t Hp, Wp, N;  // padded plane (Padded); GEMM columns (P, or (OH-1)*Wp + OW on the padded grid)
+  bool direct;        // the input planes are read as they are
+  int64_t Hq, Wq, N;  // phase plane; GEMM columns (P, or (OH-1)*Wq + OW on the phase grid)
   Geometry(const Conv2dShape& s, uint8_t flip)
       : P(s.out_h() * s.out_w()), Cg(s.C / s.group), Mg(s.K / s.group), Kc(Cg * s.R * s.S), kgroups(ceil_div(Kc, 4)) {
     const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
-    const bool stride1 = s.stride_h == 1 && s.stride_w == 1;
-    how = stride1 && s.R == 1 && s.S == 1 && unpadded && flip == 0 ? Im2col::Direct
-          : stride1                                                 ? Im2col::Padded
-                                                                    : Im2col::Gather;
-    Hp = s.H + s.pad_top + s.pad_bottom, Wp = s.W + s.pad_left + s.pad_right;
-    N = how == Im2col::Padded ? (s.out_h() - 1) * Wp + s.out_w() : P;
+    direct = s.stride_h == 1 && s.stride_w == 1 && s.R == 1 && s.S == 1 && unpadded && flip == 0;
+    Hq = direct ? s.H : ceil_div(s.H + s.pad_top + s.pad_bottom, s.stride_h);
+    Wq = direct ? s.W : ceil_div(s.W + s.pad_left + s.pad_right, s.stride_w);
+    N = direct ? P : (s.out_h() - 1) * Wq + s.out_w();
   }
-  int64_t padded_bytes() const { return how == Im2col::Padded ? Cg * Hp * Wp : 0; }
+  int64_t phase_bytes(const Conv2dShape& s) const { return direct ? 0 : Cg * s.stride_h * s.stride_w * Hq * Wq; }
+  // Where tap (c, kh, kw)'s row starts in the phase planes.
+  int64_t tap_offset(const Conv2dShape& s, int64_t c, int64_t kh, int64_t kw) const {
+    const int64_t dh = kh * s.dil_h, dw = kw * s.dil_w;
+    const int64_t plane = (c * s.stride_h + dh % s.stride_h) * s.stride_w + dw % s.stride_w;
+    return plane * Hq * Wq + dh / s.stride_h * Wq + dw / s.stride_w;
+  }
 };
 
-// dst = the group's Cg planes, padded with `pad` and XORed with flip.
-void pad_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad, uint8_t* dst,
-                int threads) {
-  parallel_for(g.Cg, threads_for_work(static_cast<double>(g.Cg) * g.Hp * g.Wp, threads), [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      uint8_t* d = dst + c * g.Hp * g.Wp;
-      std::memset(d, pad, static_cast<size_t>(s.pad_top * g.Wp));
-      for (int64_t h = 0; h < s.H; ++h) {
-        uint8_t* row = d + (s.pad_top + h) * g.Wp;
-        const uint8_t* src = x + (c * s.H + h) * s.W;
-        for (int64_t w = 0; w < s.pad_left; ++w) row[w] = pad;
-        for (int64_t w = 0; w < s.W; ++w) row[s.pad_left + w] = static_cast<uint8_t>(src[w] ^ flip);
-        for (int64_t w = s.pad_left + s.W; w < g.Wp; ++w) row[w] = pad;
-      }
-      std::memset(d + (s.pad_top + s.H) * g.Wp, pad, static_cast<size_t>(s.pad_bottom * g.Wp));
-    }
-  });
-}
-
-// dst[oh * OW + ow] = x value under tap (kh, kw) at output (oh, ow), XOR flip, or `pad` outside.
-void gather_tap_row(const Conv2dShape& s, const uint8_t* plane, int64_t kh, int64_t kw, uint8_t flip, uint8_t pad,
-                    uint8_t* dst) {
-  const int64_t OH = s.out_h(), OW = s.out_w();
-  const int64_t off = kw * s.dil_w - s.pad_left;  // iw = ow * stride_w + off
-  int64_t ow_lo = off >= 0 ? 0 : ceil_div(-off, s.stride_w);
-  int64_t ow_hi = s.W - 1 - off >= 0 ? std::min(OW, (s.W - 1 - off) / s.stride_w + 1) : 0;
-  ow_lo = std::min(ow_lo, OW);
-  ow_hi = std::max(ow_hi, ow_lo);
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    uint8_t* d = dst + oh * OW;
-    const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
-    if (ih < 0 || ih >= s.H) {
-      std::memset(d, pad, static_cast<size_t>(OW));
-      continue;
-    }
-    const uint8_t* src = plane + ih * s.W + off;
-    for (int64_t ow = 0; ow < ow_lo; ++ow) d[ow] = pad;  // a pixel or two: no call
-    for (int64_t ow = ow_hi; ow < OW; ++ow) d[ow] = pad;
-    if (s.stride_w == 1 && flip == 0) {
-      std::memcpy(d + ow_lo, src + ow_lo, static_cast<size_t>(ow_hi - ow_lo));
-    } else {
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) d[ow] = static_cast<uint8_t>(src[ow * s.stride_w] ^ flip);
+// dst[j] = src[j * stride] ^ flip for j < n; stride 1 and 2 16 bytes at a time (the build's -O2
+// leaves byte loops scalar).
+void copy_flipped(const uint8_t* src, int64_t stride, uint8_t flip, int64_t n, uint8_t* dst) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip)), even = _mm_set1_epi16(0x00FF);
+  if (stride == 1) {
+    for (; j + 16 <= n; j += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                       _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j)), f));
+  } else if (stride == 2) {
+    // 32 source bytes -> their 16 even bytes (the low byte of each 16-bit lane, packed); the last
+    // byte read, src[2j + 31], must not pass src[2(n - 1)]: j + 16 < n.
+    for (; j + 16 < n; j += 16) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j)), even);
+      const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j + 16)), even);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm_xor_si128(_mm_packus_epi16(a, b), f));
     }
   }
+#endif
+  for (; j < n; ++j) dst[j] = static_cast<uint8_t>(src[j * stride] ^ flip);
+}
+
+// The group's phase planes that some tap reads: `pad` outside the input, x XOR flip inside.
+void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
+                       uint8_t* dst, int threads) {
+  std::vector<char> used_h(static_cast<size_t>(s.stride_h), 0), used_w(static_cast<size_t>(s.stride_w), 0);
+  for (int64_t kh = 0; kh < s.R; ++kh) used_h[static_cast<size_t>(kh * s.dil_h % s.stride_h)] = 1;
+  for (int64_t kw = 0; kw < s.S; ++kw) used_w[static_cast<size_t>(kw * s.dil_w % s.stride_w)] = 1;
+  const int64_t phases = s.stride_h * s.stride_w, plane = g.Hq * g.Wq;
+  parallel_for(g.Cg * phases, threads_for_work(static_cast<double>(g.Cg) * plane * phases, threads), [&](int64_t b,
+                                                                                                          int64_t e) {
+    for (int64_t cp = b; cp < e; ++cp) {
+      const int64_t c = cp / phases, ph = cp % phases / s.stride_w, pw = cp % s.stride_w;
+      if (!used_h[static_cast<size_t>(ph)] || !used_w[static_cast<size_t>(pw)]) continue;
+      uint8_t* d = dst + cp * plane;
+      const int64_t first = pw - s.pad_left;  // input column of phase column 0
+      const int64_t j_lo = std::min(g.Wq, first >= 0 ? 0 : ceil_div(-first, s.stride_w));
+      const int64_t j_hi = std::max(j_lo, std::min(g.Wq, s.W - 1 - first >= 0 ? (s.W - 1 - first) / s.stride_w + 1 : 0));
+      for (int64_t i = 0; i < g.Hq; ++i, d += g.Wq) {
+        const int64_t ih = i * s.stride_h + ph - s.pad_top;
+        if (ih < 0 || ih >= s.H) {
+          std::memset(d, pad, static_cast<size_t>(g.Wq));
+          continue;
+        }
+        const uint8_t* row = x + (c * s.H + ih) * s.W;
+        for (int64_t j = 0; j < j_lo; ++j) d[j] = pad;
+        copy_flipped(row + j_lo * s.stride_w + first, s.stride_w, flip, j_hi - j_lo, d + j_lo);
+        for (int64_t j = j_hi; j < g.Wq; ++j) d[j] = pad;
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -97,73 +114,102 @@ void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w,
     pack_rows(k, reinterpret_cast<const uint8_t*>(w + gi * g.Mg * g.Kc), g.Kc, g.Mg, g.Kc, 0, packed + gi * per_group);
 }
 
+namespace {
+// Packed panels a thread keeps at once: the weights stream once per chunk of panels (row tiles
+// outer, the chunk's panels inner), so a chunk is as many panels as fit in about half an L2.
+constexpr int64_t kChunkBytes = 256 << 10;
+int64_t panel_bytes(const QKernels& k, const Geometry& g) { return g.kgroups * k.nr * 4; }
+int64_t chunk_panels(const QKernels& k, const Geometry& g) {
+  return std::clamp<int64_t>(kChunkBytes / panel_bytes(k, g), 1, ceil_div(g.N, k.nr));
+}
+// Workspace: [phase planes][tap offsets][per thread: one chunk of packed panels]
+struct Layout {
+  int64_t phase_bytes, offsets_bytes, per_thread_bytes;
+  Layout(const QKernels& k, const Conv2dShape& s, const Geometry& g)
+      : phase_bytes(round_up(g.phase_bytes(s), 64)), offsets_bytes(round_up(g.kgroups * 4 * 8, 64)),
+        per_thread_bytes(round_up(chunk_panels(k, g) * panel_bytes(k, g), 64)) {}
+  int64_t total(int threads) const { return phase_bytes + offsets_bytes + threads * per_thread_bytes; }
+};
+}  // namespace
+
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
   for (uint8_t flip : {0, 0x80}) {  // the layout (and so the size) depends on the flip
     Geometry g(s, flip);
-    most = std::max(most, static_cast<size_t>(round_up(static_cast<int64_t>(packed_cols_bytes(k, g.Kc, g.N)), 64) +
-                                              round_up(g.padded_bytes(), 64) + threads * 4 * round_up(g.P, 64)));
+    most = std::max(most, static_cast<size_t>(Layout(k, s, g).total(threads)));
   }
   return most;
 }
 
+// One pass per image and group: each thread packs a chunk of cols panels into its own buffer
+// (it stays in that core's L2) and runs the weights' row tiles over it, the requantizing
+// epilogue on each finished tile. Split over threads by panels when there are plenty, else by
+// row tiles (each thread packs every panel — cheap next to streaming its share of the weights).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   Geometry g(s, flip);
+  const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  uint8_t* cols = workspace;
-  uint8_t* padded = cols + round_up(static_cast<int64_t>(packed_cols_bytes(k, g.Kc, g.N)), 64);
-  uint8_t* scratch = padded + round_up(g.padded_bytes(), 64);
-  const int64_t row_bytes = round_up(g.P, 64);
+  uint8_t* phases = workspace;
+  int64_t* offsets = reinterpret_cast<int64_t*>(workspace + l.phase_bytes);
+  uint8_t* slots_base = workspace + l.phase_bytes + l.offsets_bytes;
   const size_t w_per_group = packed_rows_bytes(k, g.Mg, g.Kc);
   const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
-  const int pack_threads = threads_for_work(static_cast<double>(g.Kc) * g.N, threads);
+  // Where each tap's row starts (relative to the phase planes, or to the group's input planes);
+  // -1 past Kc (a zero row).
+  for (int64_t kk = 0; kk < g.kgroups * 4; ++kk) {
+    const int64_t c = kk / (s.R * s.S), rem = kk % (s.R * s.S);
+    offsets[kk] = kk >= g.Kc ? -1 : g.direct ? c * s.H * s.W : g.tap_offset(s, c, rem / s.S, rem % s.S);
+  }
+  const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(g.Mg, k.mr), chunk = chunk_panels(k, g);
+  const int64_t pbytes = panel_bytes(k, g);
+  const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.Kc / 4, threads);
+  const bool by_panels = nt >= 2 * work_threads;
+  const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
       const uint8_t* xg = x + (n * s.C + gi * g.Cg) * s.H * s.W;
-      if (g.how == Im2col::Padded) pad_planes(s, g, xg, flip, pad, padded, threads);
-      // Each worker packs a contiguous range of 4-k groups (gathering into its own rows if needed).
-      parallel_for(pack_threads, pack_threads, [&](int64_t tb, int64_t te) {
-        for (int64_t t = tb; t < te; ++t) {
-          uint8_t* mine = scratch + t * 4 * row_bytes;
-          const int64_t g0 = g.kgroups * t / pack_threads, g1 = g.kgroups * (t + 1) / pack_threads;
-          for (int64_t kg = g0; kg < g1; ++kg) {
-            const uint8_t* r[4];
-            for (int q = 0; q < 4; ++q) {
-              const int64_t kk = kg * 4 + q;
-              if (kk >= g.Kc) {
-                r[q] = nullptr;
-                continue;
-              }
-              const int64_t c = kk / (s.R * s.S), rem = kk % (s.R * s.S), kh = rem / s.S, kw = rem % s.S;
-              switch (g.how) {
-                case Im2col::Direct: r[q] = xg + c * s.H * s.W; break;
-                case Im2col::Padded: r[q] = padded + c * g.Hp * g.Wp + kh * s.dil_h * g.Wp + kw * s.dil_w; break;
-                case Im2col::Gather:
-                  gather_tap_row(s, xg + c * s.H * s.W, kh, kw, flip, pad, mine + q * row_bytes);
-                  r[q] = mine + q * row_bytes;
-                  break;
-              }
-            }
-            pack_cols_group(k, r, g.N, kg, g.kgroups, cols);
-          }
-        }
-      });
+      if (!g.direct) fill_phase_planes(s, g, xg, flip, pad, phases, threads);
+      const uint8_t* base = g.direct ? xg : phases;
       QEpilogue eg = e;
       const int64_t ch0 = gi * g.Mg;
       eg.per_row = true;
       eg.scale = e.scale + ch0;
       if (e.bias) eg.bias = e.bias + ch0;
       if (e.bias_f) eg.bias_f = e.bias_f + ch0;
-      if (g.how == Im2col::Padded) eg.grid_w = g.Wp, eg.grid_valid = s.out_w();
+      if (!g.direct) eg.grid_w = g.Wq, eg.grid_valid = s.out_w();
       const int64_t first = (n * s.K + ch0) * g.P;  // output element (n, ch0, 0, 0)
       if (e.residual) {
         eg.residual = static_cast<const char*>(e.residual) + first * rsize;
         eg.ldr = g.P;
       }
-      qgemm_packed(k, true, g.Mg, g.N, g.Kc, packed_w + gi * w_per_group, cols, eg,
-                   static_cast<char*>(y) + first * osize, g.P, threads);
+      void* yg = static_cast<char*>(y) + first * osize;
+      const uint8_t* wg = packed_w + gi * w_per_group;
+      parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
+        alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table
+        for (int64_t slot = sb; slot < se; ++slot) {
+          uint8_t* panels = slots_base + slot * l.per_thread_bytes;
+          const int64_t p_begin = by_panels ? nt * slot / slots : 0, p_end = by_panels ? nt * (slot + 1) / slots : nt;
+          const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
+          for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+            const int64_t c1 = std::min(p_end, c0 + chunk), j0 = c0 * k.nr, ncols = std::min(g.N, c1 * k.nr) - j0;
+            for (int64_t kg = 0; kg < g.kgroups; ++kg) {
+              const uint8_t* r[4];
+              for (int q = 0; q < 4; ++q) r[q] = offsets[kg * 4 + q] < 0 ? nullptr : base + offsets[kg * 4 + q] + j0;
+              pack_cols_group(k, r, ncols, kg, g.kgroups, panels);
+            }
+            for (int64_t t = t_begin; t < t_end; ++t) {
+              const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
+              for (int64_t p = c0; p < c1; ++p) {
+                k.tile_s8u8(g.kgroups, wg + t * g.kgroups * k.mr * 4, panels + (p - c0) * pbytes, acc);
+                const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, g.N - p * k.nr));
+                epilogue_tile(k, acc, rows_here, t * k.mr, p * k.nr, cols_here, eg, yg, g.P);
+              }
+            }
+          }
+        }
+      });
     }
 }
 

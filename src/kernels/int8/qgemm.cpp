@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -60,6 +62,36 @@ void pack_cols(const QKernels& k, const uint8_t* b, int64_t ldb, bool trans, int
         }
 }
 
+#if defined(__x86_64__)
+namespace {
+// 32 columns at a time with AVX2 (panels of 32 columns, the AVX-512 VNNI tile): the SSE2
+// interleave below on both 128-bit lanes, then the lanes' halves put back in column order.
+// Returns the first column it did not pack.
+__attribute__((target("avx2"))) int64_t pack_cols_group_avx2(const uint8_t* const r[4], const uint8_t* zeros,
+                                                             int64_t n, uint8_t* out, int64_t panel_stride,
+                                                             int64_t kg_offset) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    uint8_t* dst = out + (j / 32) * panel_stride + kg_offset;
+    __m256i v[4];
+    for (int t = 0; t < 4; ++t) v[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[t] ? r[t] + j : zeros));
+    const __m256i ab_lo = _mm256_unpacklo_epi8(v[0], v[1]), ab_hi = _mm256_unpackhi_epi8(v[0], v[1]);
+    const __m256i cd_lo = _mm256_unpacklo_epi8(v[2], v[3]), cd_hi = _mm256_unpackhi_epi8(v[2], v[3]);
+    const __m256i x0 = _mm256_unpacklo_epi16(ab_lo, cd_lo);  // columns 0-3 | 16-19
+    const __m256i x1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);  // 4-7 | 20-23
+    const __m256i x2 = _mm256_unpacklo_epi16(ab_hi, cd_hi);  // 8-11 | 24-27
+    const __m256i x3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);  // 12-15 | 28-31
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permute2x128_si256(x0, x1, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), _mm256_permute2x128_si256(x2, x3, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64), _mm256_permute2x128_si256(x0, x1, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 96), _mm256_permute2x128_si256(x2, x3, 0x31));
+  }
+  return j;
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+}  // namespace
+#endif
+
 void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, int64_t kg, int64_t kgroups,
                      uint8_t* out) {
   static const uint8_t kZeros[64] = {};
@@ -67,6 +99,9 @@ void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, in
   const int64_t panel_stride = kgroups * nr * 4;
   const int64_t nt = ceil_div(n, nr);
   int64_t j = 0;
+#if defined(__x86_64__)
+  if (nr == 32 && kHasAvx2) j = pack_cols_group_avx2(r, kZeros, n, out, panel_stride, kg * nr * 4);
+#endif
 #if defined(__SSE2__)
   // 16 (or 8) columns at a time: byte-interleave rows 0/1 and 2/3, then 16-bit-interleave the
   // pairs, which leaves each column's 4 bytes together.
@@ -112,6 +147,23 @@ void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out) {
   }
 }
 
+void epilogue_tile(const QKernels& k, const int32_t* acc, int rows, int64_t row0, int64_t col0, int cols,
+                   const QEpilogue& e, void* out, int64_t ldo) {
+  if (e.grid_w == 0) {
+    k.epilogue(acc, k.nr, rows, cols, e, row0, col0, out, ldo);
+    return;
+  }
+  // Wide grid: each run of valid columns within one grid row goes to its output columns.
+  for (int64_t j = col0, end = col0 + cols; j < end;) {
+    const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
+    const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
+    if (j < valid_end)
+      k.epilogue(acc + (j - col0), k.nr, rows, static_cast<int>(valid_end - j), e, row0,
+                 (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
+    j = row_end;
+  }
+}
+
 void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int64_t K, const uint8_t* rows,
                   const uint8_t* cols, const QEpilogue& e, void* out, int64_t ldo, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -130,19 +182,7 @@ void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int
       for (int64_t t = b * tiles_per_block; t < std::min(mt, (b + 1) * tiles_per_block); ++t) {
         tile_fn(kg, rows + t * kg * k.mr * 4, cp, acc);
         const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, M - t * k.mr));
-        if (e.grid_w == 0) {
-          k.epilogue(acc, k.nr, rows_here, cols_here, e, t * k.mr, c * k.nr, out, ldo);
-          continue;
-        }
-        // Wide grid: each run of valid columns within one grid row goes to its output columns.
-        for (int64_t j = c * k.nr, end = c * k.nr + cols_here; j < end;) {
-          const int64_t in_row = j % e.grid_w, row_end = std::min(end, j - in_row + e.grid_w);
-          const int64_t valid_end = std::min(row_end, j - in_row + e.grid_valid);
-          if (j < valid_end)
-            k.epilogue(acc + (j - c * k.nr), k.nr, rows_here, static_cast<int>(valid_end - j), e, t * k.mr,
-                       (j / e.grid_w) * e.grid_valid + in_row, out, ldo);
-          j = row_end;
-        }
+        epilogue_tile(k, acc, rows_here, t * k.mr, c * k.nr, cols_here, e, out, ldo);
       }
     }
   });
