@@ -137,7 +137,7 @@ KernelRate pool_rate(const std::string& name, int64_t C, int64_t HW, int64_t str
   return r;
 }
 
-KernelRate gemm_rate(int64_t M, int64_t N, int64_t K, const MeasureOptions& opt) {
+KernelRate gemm_rate(const std::string& name, int64_t M, int64_t N, int64_t K, const MeasureOptions& opt) {
   OneNode node = one_node("MatMul", {{M, K}, {K, N}}, {});
   std::vector<float> packed(kernels::packed_b_floats(K, N));
   kernels::pack_b(node.inputs["x1"].data<float>(), N, false, K, N, packed.data());
@@ -145,9 +145,24 @@ KernelRate gemm_rate(int64_t M, int64_t N, int64_t K, const MeasureOptions& opt)
   const float* a = node.inputs["x0"].data<float>();
   double sec = best_call_seconds([&] { kernels::gemm_packed_b(M, N, K, a, K, packed.data(), c.data(), N, {}, 1); },
                                  opt.repetitions, opt.seconds_per_rep);
-  KernelRate r = rate("gemm", str_cat("[", M, ",", K, "] x packed [", K, ",", N, "]"), node.cost, sec);
+  KernelRate r = rate(name, str_cat("[", M, ",", K, "] x packed [", K, ",", N, "]"), node.cost, sec);
   r.rows = M, r.cols = N;
+  r.vector_ops = K;  // K steps of each register tile
   return r;
+}
+
+// One call of the smallest convolution (one channel, one pixel, 1x1): what a conv2d call costs
+// before any arithmetic (tactic dispatch, geometry, epilogue set-up).
+KernelRate conv_call_rate(const MeasureOptions& opt) {
+  kernels::Conv2dShape s;
+  s.C = s.K = s.H = s.W = 1;
+  const kernels::ConvTactic t = kernels::conv_preferred_tactic(s);
+  std::vector<float> w(1, 0.5f), packed(kernels::conv_packed_weight_floats(t, s)), ws(kernels::conv_workspace_floats(t, s, 1));
+  kernels::conv_pack_weight(t, s, w.data(), packed.data());
+  float x = 1.f, y = 0.f;
+  double sec = best_call_seconds([&] { kernels::conv2d(t, s, &x, packed.data(), &y, {}, ws.data(), 1); },
+                                 opt.repetitions, opt.seconds_per_rep);
+  return {"conv_call", str_cat("x[1,1,1,1] w[1,1,1,1] (", kernels::conv_tactic_name(t), ")"), 0, 0, sec, 1};
 }
 
 KernelRate reference_rate(const std::string& name, const std::string& op, const std::vector<std::vector<int64_t>>& dims,
@@ -186,7 +201,14 @@ void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
   m.kernels.push_back(conv_rate("conv_pointwise", ConvTactic::Pointwise, c1, opt));
   m.kernels.push_back(conv_rate("conv_depthwise", ConvTactic::Depthwise, dw, opt));
   m.kernels.push_back(conv_rate("conv_depthwise_small", ConvTactic::Depthwise, dw_small, opt));
-  m.kernels.push_back(gemm_rate(128, 768, 768, opt));
+  const int64_t nr = kernels::kernel_table().gemm.nr;
+  m.kernels.push_back(gemm_rate("gemm", 128, 768, 768, opt));
+  // One row against one column panel, a long K: the shortest time a tile's K step takes when
+  // its few accumulators each wait for their previous FMA (perf_tiles.h); B (256 KiB) in L2.
+  m.kernels.push_back(gemm_rate("gemm_row", 1, nr, 2048, opt));
+  // The smallest GEMM and convolution calls: the fixed cost of a call (perf_cpu.h).
+  m.kernels.push_back(gemm_rate("gemm_call", 1, 1, 1, opt));
+  m.kernels.push_back(conv_call_rate(opt));
   // Pooling like ResNet's stem (large planes) and on 7x7 planes: per-plane cost vs per vector.
   m.kernels.push_back(pool_rate("pool", 64, 112, 2, opt));
   m.kernels.push_back(pool_rate("pool_small", 512, 7, 1, opt));
@@ -201,7 +223,8 @@ void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
 const std::vector<std::string>& kernel_rate_names() {
   static const std::vector<std::string> names = {
       "conv_gemm", "conv_direct",  "conv_pixel-gemm", "conv_pointwise", "conv_depthwise",         "conv_depthwise_small",
-      "gemm",      "pool",         "pool_small",      "reference_pool", "reference_elementwise"};
+      "gemm",      "gemm_row",     "gemm_call",       "conv_call",      "pool",
+      "pool_small", "reference_pool", "reference_elementwise"};
   return names;
 }
 

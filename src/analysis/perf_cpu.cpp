@@ -187,6 +187,10 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     t.memory_s = bytes / (r->gbs_one_core * scale * 1e9);
     return t;
   }
+  // The fixed cost of entering the kernel (measured on its smallest call), on top of the
+  // dispatch: convolutions (any tactic) and GEMMs; one call per node.
+  if (cls.rfind("conv_", 0) == 0 || cls == "gemm")
+    if (const KernelRate* call = m.kernel(cls == "gemm" ? "gemm_call" : "conv_call")) t.launch_s += call->seconds;
   if (cls == "fma_peak") {
     t.compute_s = flops / (m.fp32_gflops_per_core * scale * 1e9);
   } else if (cls == "conv_depthwise" || cls == "pool") {

@@ -32,6 +32,8 @@
 //     vector operations they issue (output rows x vectors per row, taps, stride-2 taps reading two
 //     vectors) rather than their useful FLOPs, so lanes lost at a row's end are counted; a and b
 //     solved from two calibrations (large and small planes) of the same kernel;
+//   - convolutions and GEMMs pay the fixed cost of one call of the kernel (its smallest call,
+//     timed by kiln machine: conv_call, gemm_call) besides the dispatch, in the launch term;
 //   - the bodies of kiln ops (kiln.FusedElementwise) are part of their node's kernel.
 #pragma once
 #include "kiln/analysis/chip.h"

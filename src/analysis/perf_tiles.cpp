@@ -16,13 +16,15 @@ MicroKernel micro_kernel(const MachinePeaks& m) {
   k.loads_per_s = k.fma_per_s;
   for (const auto& c : m.caches)
     if (c.level == "L1" && c.gbs_one_core > 0) k.loads_per_s = c.gbs_one_core * 1e9 / (4.0 * static_cast<double>(k.lanes));
+  if (const KernelRate* row = m.kernel("gemm_row"); row && row->vector_ops > 0)
+    k.min_step_s = row->seconds / static_cast<double>(row->vector_ops);
   return k;
 }
 
 double tile_step_seconds(int64_t r, int64_t v, const MicroKernel& k) {
   KILN_CHECK(k.fma_per_s > 0 && k.loads_per_s > 0, "micro-kernel rates must be positive");
   const double rv = static_cast<double>(r * v);
-  return std::max(rv / k.fma_per_s, static_cast<double>(r + v) / k.loads_per_s);
+  return std::max({rv / k.fma_per_s, static_cast<double>(r + v) / k.loads_per_s, k.min_step_s});
 }
 
 double tile_efficiency(int64_t M, int64_t N, const MicroKernel& k) {

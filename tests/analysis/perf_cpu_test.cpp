@@ -97,6 +97,16 @@ TEST(PerfCpu, FormulasByHand) {
   OneNode c3 = conv(64, 64, 56, 3, 1);
   auto cost = ops::node_cost(*c3.n);
   EXPECT_NEAR(total_ms(*c3.n, 147456, chip), cost->flops / 50e9 * 1e3, 1e-3);
+  // A convolution also pays one call's fixed cost (conv_call), a GEMM gemm_call's.
+  MachinePeaks with_calls = synthetic_machine();
+  with_calls.kernels.push_back({"conv_call", "", 0, 0, 3e-6, 1});
+  with_calls.kernels.push_back({"gemm_call", "", 0, 0, 2e-6, 0});
+  Chip calls_chip = chip_from_machine(with_calls, 1);
+  calls_chip.launch_overhead_us = chip.launch_overhead_us;  // the dispatch is measured per chip
+  OpTime plain = cpu_kernel_time(*c3.n, cost->flops, cost->bytes_read + cost->bytes_written, 147456, chip);
+  OpTime called = cpu_kernel_time(*c3.n, cost->flops, cost->bytes_read + cost->bytes_written, 147456, calls_chip);
+  EXPECT_NEAR(called.launch_s - plain.launch_s, 3e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(called.compute_s, plain.compute_s);
 
   // Depthwise 3x3 on 144 planes of 56x56: planes x a + vector ops x b with the solved a, b;
   // its vector ops by hand for 16-float vectors: 56 rows x ceil(56/16) = 224 vectors per plane
@@ -146,12 +156,24 @@ TEST(PerfTiles, TileEfficiencyByHand) {
   EXPECT_DOUBLE_EQ(tile_efficiency(20, 16, k), 20.0 / 22.0);
   // Nothing to tile.
   EXPECT_DOUBLE_EQ(tile_efficiency(0, 16, k), 1.0);
+  // With a latency floor λ = 5 ns per step: the full tile (28 ns) is unchanged, a 1 x 2 tile
+  // takes 5 ns for 2 ns of work, and a 4-row tile (8 ns of FMAs) is unchanged.
+  k.min_step_s = 5e-9;
+  EXPECT_DOUBLE_EQ(tile_efficiency(14, 32, k), 1.0);
+  EXPECT_DOUBLE_EQ(tile_efficiency(1, 32, k), 2.0 / 5.0);
+  EXPECT_DOUBLE_EQ(tile_step_seconds(4, 2, k), 8e-9);
+  EXPECT_DOUBLE_EQ(tile_step_seconds(2, 1, k), 5e-9);
+  k.min_step_s = 0;
   // From measured ceilings: F = peak / (2 x lanes), L = L1 bandwidth / (4 x lanes).
   MachinePeaks m = synthetic_machine();
   MicroKernel mk = micro_kernel(m);
   EXPECT_DOUBLE_EQ(mk.fma_per_s, 100e9 / (2.0 * static_cast<double>(mk.lanes)));
   EXPECT_DOUBLE_EQ(mk.loads_per_s, 400e9 / (4.0 * static_cast<double>(mk.lanes)));
   EXPECT_EQ(mk.mr, kernels::kernel_table().gemm.mr);
+  EXPECT_DOUBLE_EQ(mk.min_step_s, 0.0);  // no gemm_row measured
+  m.kernels.push_back({"gemm_row", "", 1, 1, 4e-6, 0});
+  m.kernels.back().vector_ops = 2000;  // 2000 K steps in 4 us: 2 ns each
+  EXPECT_DOUBLE_EQ(micro_kernel(m).min_step_s, 2e-9);
 }
 
 OneNode conv_tactic(int64_t c, int64_t k, int64_t hw, int64_t r, const std::string& tactic) {
