@@ -151,18 +151,21 @@ KernelRate gemm_rate(const std::string& name, int64_t M, int64_t N, int64_t K, c
   return r;
 }
 
-// One call of the smallest convolution (one channel, one pixel, 1x1): what a conv2d call costs
-// before any arithmetic (tactic dispatch, geometry, epilogue set-up).
+// One call of the smallest GEMM-shaped convolution (one input channel, two outputs, so not
+// depthwise, one pixel, 1x1): what a conv2d call costs before any arithmetic (tactic dispatch,
+// geometry, epilogue set-up).
 KernelRate conv_call_rate(const MeasureOptions& opt) {
   kernels::Conv2dShape s;
-  s.C = s.K = s.H = s.W = 1;
+  s.C = s.H = s.W = 1;
+  s.K = 2;
   const kernels::ConvTactic t = kernels::conv_preferred_tactic(s);
-  std::vector<float> w(1, 0.5f), packed(kernels::conv_packed_weight_floats(t, s)), ws(kernels::conv_workspace_floats(t, s, 1));
+  std::vector<float> w(2, 0.5f), packed(kernels::conv_packed_weight_floats(t, s)),
+      ws(kernels::conv_workspace_floats(t, s, 1) + 1);
   kernels::conv_pack_weight(t, s, w.data(), packed.data());
-  float x = 1.f, y = 0.f;
-  double sec = best_call_seconds([&] { kernels::conv2d(t, s, &x, packed.data(), &y, {}, ws.data(), 1); },
+  float x = 1.f, y[2] = {0.f, 0.f};
+  double sec = best_call_seconds([&] { kernels::conv2d(t, s, &x, packed.data(), y, {}, ws.data(), 1); },
                                  opt.repetitions, opt.seconds_per_rep);
-  return {"conv_call", str_cat("x[1,1,1,1] w[1,1,1,1] (", kernels::conv_tactic_name(t), ")"), 0, 0, sec, 1};
+  return {"conv_call", str_cat("x[1,1,1,1] w[2,1,1,1] (", kernels::conv_tactic_name(t), ")"), 0, 0, sec, 2};
 }
 
 KernelRate reference_rate(const std::string& name, const std::string& op, const std::vector<std::vector<int64_t>>& dims,
