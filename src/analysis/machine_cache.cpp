@@ -1,6 +1,7 @@
 // `kiln machine`: the measurement as JSON (also the cache file's format), as text, and the
 // cache itself (one measurement per file, re-measured when the key — CPU model and core
 // count — no longer matches this machine).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +47,9 @@ std::string machine_to_json(const MachinePeaks& m) {
     e.set("gbs_one_core", k.gbs_one_core);
     e.set("seconds", k.seconds);
     e.set("planes", k.planes);
+    e.set("rows", k.rows);
+    e.set("cols", k.cols);
+    e.set("vector_ops", k.vector_ops);
   }
   j.set("memory_bytes", m.memory_bytes);
   j.set("measure_seconds", m.measure_seconds);
@@ -108,10 +112,14 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
     KILN_CHECK(ks->is_array(), origin, ": \"kernels\" must be an array");
     for (const auto& k : ks->as_array(origin)) {
       KILN_CHECK(k.is_object(), origin, ": \"kernels\" must list objects");
-      m.kernels.push_back({string(k, "name", origin),
-                           string(k, "shape", origin),
-                           number(k, "gflops_one_core", origin), number(k, "gbs_one_core", origin),
-                           number(k, "seconds", origin), static_cast<int64_t>(number(k, "planes", origin))});
+      KernelRate r{string(k, "name", origin),
+                   string(k, "shape", origin),
+                   number(k, "gflops_one_core", origin), number(k, "gbs_one_core", origin),
+                   number(k, "seconds", origin), static_cast<int64_t>(number(k, "planes", origin))};
+      r.rows = static_cast<int64_t>(optional_number(k, "rows", origin).value_or(0));
+      r.cols = static_cast<int64_t>(optional_number(k, "cols", origin).value_or(0));
+      r.vector_ops = static_cast<int64_t>(optional_number(k, "vector_ops", origin).value_or(0));
+      m.kernels.push_back(r);
     }
   }
   m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
@@ -176,8 +184,11 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       try {
         MachinePeaks cached = machine_from_json(text, path);
-        // A cache from before kernel rates were measured is re-measured once.
-        if (cached.key == key && !cached.kernels.empty()) {
+        // A cache without every calibration the perf model reads (one written before they
+        // were added) is re-measured once.
+        bool complete = std::all_of(kernel_rate_names().begin(), kernel_rate_names().end(),
+                                    [&](const std::string& name) { return cached.kernel(name) != nullptr; });
+        if (cached.key == key && complete) {
           if (measured) *measured = false;
           return cached;
         }

@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/runtime/step.h"
+#include "perf_tiles.h"
 
 namespace kiln::analysis {
 
@@ -38,24 +40,54 @@ double thread_scale(const Chip& chip) {
   return chip.vector_tflops * 1e3 / m.fp32_gflops_per_core;
 }
 
-// Seconds of a depthwise convolution with `planes` output planes and `flops`: planes x a + flops x b
-// from the two calibrations; the large-plane rate alone when they do not give a positive split
-// (noise).
-double depthwise_seconds(double planes, double flops, const MachinePeaks& m) {
-  const KernelRate* big = m.kernel("conv_depthwise");
-  const KernelRate* small = m.kernel("conv_depthwise_small");
-  KILN_CHECK(big && big->gflops_one_core > 0, "kiln machine did not measure 'conv_depthwise' (kiln machine --refresh)");
-  double fl = big->gflops_one_core * 1e9 * big->seconds, fs = small ? small->gflops_one_core * 1e9 * small->seconds : 0;
-  if (small && small->seconds > 0 && big->seconds > 0) {
-    double pl = static_cast<double>(big->planes), ps = static_cast<double>(small->planes);
-    double det = pl * fs - ps * fl;
+// Kernel window (R, S) and strides (h, w) of a convolution or pooling node.
+struct Window {
+  int64_t R = 1, S = 1, stride_h = 1, stride_w = 1;
+};
+Window window_of(const Node& n) {
+  Window w;
+  std::vector<int64_t> k = n.attr_ints("kernel_shape", {});
+  if (k.empty()) {
+    std::vector<int64_t> ws = n.attr_ints("w_shape", {});
+    if (ws.empty() && n.input(1) && n.input(1)->shape.is_static()) ws = n.input(1)->shape.static_dims();
+    if (ws.size() > 2) k.assign(ws.begin() + 2, ws.end());
+  }
+  if (k.size() == 2) w.R = k[0], w.S = k[1];
+  std::vector<int64_t> st = n.attr_ints("strides", {});
+  if (st.size() == 2) w.stride_h = st[0], w.stride_w = st[1];
+  return w;
+}
+
+// Static dims of a node's first output (empty if not static).
+std::vector<int64_t> out_dims(const Node& n) {
+  const Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
+  return y && y->shape.is_static() ? y->shape.static_dims() : std::vector<int64_t>{};
+}
+
+// Seconds of a plane kernel with `planes` output planes issuing `vops` vector operations:
+// planes x a + vops x b, a and b solved from the kernel's two calibrations (large and small
+// planes); the large-plane calibration's seconds per vector operation alone when they do not
+// give a non-negative split (noise).
+double plane_kernel_seconds(double planes, double vops, const KernelRate& big, const KernelRate* small) {
+  KILN_CHECK(big.seconds > 0 && big.vector_ops > 0, "kiln machine did not measure '", big.name,
+             "' with its vector operations (kiln machine --refresh)");
+  const double pl = static_cast<double>(big.planes), vl = static_cast<double>(big.vector_ops);
+  if (small && small->seconds > 0 && small->vector_ops > 0) {
+    const double ps = static_cast<double>(small->planes), vs = static_cast<double>(small->vector_ops);
+    const double det = pl * vs - ps * vl;
     if (det != 0) {
-      double a = (big->seconds * fs - small->seconds * fl) / det;
-      double b = (pl * small->seconds - ps * big->seconds) / det;
-      if (a >= 0 && b > 0) return planes * a + flops * b;
+      const double a = (big.seconds * vs - small->seconds * vl) / det;
+      const double b = (pl * small->seconds - ps * big.seconds) / det;
+      if (a >= 0 && b > 0) return planes * a + vops * b;
     }
   }
-  return flops / (big->gflops_one_core * 1e9);
+  return vops * big.seconds / vl;
+}
+
+const KernelRate& measured(const MachinePeaks& m, const std::string& name) {
+  const KernelRate* r = m.kernel(name);
+  KILN_CHECK(r != nullptr && r->seconds > 0, "kiln machine did not measure '", name, "' (kiln machine --refresh)");
+  return *r;
 }
 
 double output_planes(const Node& n) {
@@ -90,8 +122,43 @@ std::string cpu_kernel_class(const Node& n) {
   if ((kiln_op && (n.op == "FusedMatMul" || n.op == "Attention")) ||
       (n.domain.empty() && (n.op == "MatMul" || n.op == "Gemm")))
     return "gemm";
+  // The fast f32 pooling kernel (phase planes, like depthwise); int8 pooling is another kernel.
+  if (n.domain.empty() && (n.op == "MaxPool" || n.op == "AveragePool") && n.input(0) && n.input(0)->dtype == DType::f32 &&
+      runtime::find_fast_kernel(n.domain, n.op))
+    return "pool";
   if (runtime::find_fast_kernel(n.domain, n.op)) return "fma_peak";
   return is_windowed_pooling(n) ? "reference_pool" : "reference_elementwise";
+}
+
+GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
+  GemmGeometry g;
+  const std::vector<int64_t> y = out_dims(n);
+  if (cls.rfind("conv_", 0) == 0 && cls != "conv_depthwise") {
+    if (y.size() != 4) return g;
+    const int64_t N = y[0], K = y[1], OH = y[2], OW = y[3], group = n.attr_i("group", 1);
+    if (cls == "conv_pixel-gemm") return {OH * OW, K / group, N * group};
+    if (cls == "conv_direct") return {OW, K / group, N * group * OH};
+    return {K / group, OH * OW, N * group};  // gemm, pointwise
+  }
+  if (cls != "gemm" || y.empty()) return g;
+  const int64_t cols = y.back();
+  const Value* b = n.input(1);
+  const bool weight = b && b->initializer;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < y.size(); ++i) rows *= y[i];
+  // A 2-D weight on the right: every leading dim of A is a row of one GEMM. Otherwise (both
+  // operands activations: attention's batched products) one GEMM per leading index.
+  if (weight || y.size() < 2) return {rows, cols, 1};
+  const int64_t per = y[y.size() - 2];
+  return {per, cols, per > 0 ? rows / per : 0};
+}
+
+double plane_vector_ops(const Node& n, int64_t lanes) {
+  const std::vector<int64_t> y = out_dims(n);
+  if (y.size() != 4 || lanes <= 0) return 0;
+  const Window w = window_of(n);
+  const int64_t per_plane = (y[2] * ((y[3] + lanes - 1) / lanes) + 7) / 8 * 8;
+  return static_cast<double>(y[0] * y[1]) * static_cast<double>(per_plane * w.R * w.S) * (w.stride_w == 2 ? 2.0 : 1.0);
 }
 
 OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip) {
@@ -120,15 +187,26 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     t.memory_s = bytes / (r->gbs_one_core * scale * 1e9);
     return t;
   }
+  // The fixed cost of entering the kernel (measured on its smallest call), on top of the
+  // dispatch: convolutions (any tactic) and GEMMs; one call per node.
+  if (cls.rfind("conv_", 0) == 0 || cls == "gemm")
+    if (const KernelRate* call = m.kernel(cls == "gemm" ? "gemm_call" : "conv_call")) t.launch_s += call->seconds;
   if (cls == "fma_peak") {
     t.compute_s = flops / (m.fp32_gflops_per_core * scale * 1e9);
-  } else if (cls == "conv_depthwise") {
-    t.compute_s = depthwise_seconds(output_planes(n), flops, m) / scale;
+  } else if (cls == "conv_depthwise" || cls == "pool") {
+    const std::string big = cls == "pool" ? "pool" : "conv_depthwise";
+    const int64_t lanes = kernels::kernel_table().simd_width;
+    t.compute_s = plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, big),
+                                       m.kernel(big + "_small")) / scale;
   } else {
-    const KernelRate* r = m.kernel(cls);
-    KILN_CHECK(r != nullptr && r->gflops_one_core > 0, chip.id, ": kiln machine did not measure '", cls,
-               "' (kiln machine --refresh)");
-    t.compute_s = flops / (r->gflops_one_core * scale * 1e9);
+    const KernelRate& r = measured(m, cls);
+    KILN_CHECK(r.gflops_one_core > 0, chip.id, ": kiln machine did not measure '", cls, "' (kiln machine --refresh)");
+    // Register-tile efficiency of this node's tiling against the calibration's (perf_tiles.h).
+    const MicroKernel mk = micro_kernel(m);
+    const GemmGeometry g = gemm_geometry(n, cls);
+    const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
+    const double rate = std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
+    t.compute_s = flops / (rate * scale * 1e9);
   }
   double weights = std::min(constant_input_bytes(n), bytes), activations = bytes - weights;
   t.memory_s = activations / (cache_bandwidth_gbs(activations, chip) * 1e9) +

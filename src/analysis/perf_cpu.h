@@ -22,6 +22,19 @@
 //               cache only if they all fit); for reference kernels their own measured GB/s
 //               (their loops, not the memory, are the limit). Gathers count the rows they copy,
 //               not the whole table the op table's cost reads.
+//
+// Refinements from the kernels' structure (each checked by hand in perf_cpu_test.cpp):
+//   - GEMM-shaped kernels (MatMul, Gemm, FusedMatMul and the gemm, pointwise, pixel-gemm and
+//     direct convolution tactics) reach their calibration's rate scaled by register-tile
+//     efficiency (perf_tiles.h): rate = calibration rate x efficiency(node) / efficiency(calibration),
+//     with the node's tiling by tactic (gemm_geometry below);
+//   - depthwise convolutions and pooling (plane kernels) cost planes x a + vector_ops x b: the
+//     vector operations they issue (output rows x vectors per row, taps, stride-2 taps reading two
+//     vectors) rather than their useful FLOPs, so lanes lost at a row's end are counted; a and b
+//     solved from two calibrations (large and small planes) of the same kernel;
+//   - convolutions and GEMMs pay the fixed cost of one call of the kernel (its smallest call,
+//     timed by kiln machine: conv_call, gemm_call) besides the dispatch, in the launch term;
+//   - the bodies of kiln ops (kiln.FusedElementwise) are part of their node's kernel.
 #pragma once
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_model.h"
@@ -33,6 +46,24 @@ namespace kiln::analysis {
 bool has_kernel_rates(const Chip& chip);
 // Which measured rate times node n: "conv_gemm", "gemm", "fma_peak", "reference_pool", ...
 std::string cpu_kernel_class(const Node& n);
+// One call's GEMM tiling of a GEMM-shaped node of class `cls` (cpu_kernel_class): `rows` on
+// the micro-kernel's register rows, `cols` on its vector columns, `calls` the independent GEMMs
+// (images x groups for convolutions, batch for batched MatMul). Zero rows: not a GEMM.
+//   gemm, pointwise: output channels (per group) x output pixels, per image and group;
+//   pixel-gemm:      output pixels x output channels, per image;
+//   direct:          the pixels of one output row x output channels (tiles stay in a row),
+//                    per output row of each image;
+//   MatMul-like:     A's rows (all leading dims when B is a 2-D weight) x output columns.
+struct GemmGeometry {
+  int64_t rows = 0, cols = 0, calls = 0;
+};
+GemmGeometry gemm_geometry(const Node& n, const std::string& cls);
+// Vector operations a plane kernel (depthwise convolution, pooling) issues: per plane,
+// OH x ceil(OW / lanes) output vectors, rounded up to the kernel's 8 in flight, x R x S taps,
+// x2 for a stride-2 row (each tap reads two vectors and keeps the even lanes). 0 if not a plane
+// kernel or shapes are not static.
+double plane_vector_ops(const Node& n, int64_t lanes);
+
 // `model_weight_bytes`: all constant weights of the model (where they are read from).
 OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip);
 

@@ -72,6 +72,9 @@ void collect_nodes(const Graph& g, const std::string& prefix, size_t top, bool i
     const Node& n = *g.nodes()[i];
     size_t t = is_top ? i : top;
     out.push_back({&n, prefix + n.name, t});
+    // A kiln op's body (kiln.FusedElementwise) is the code of its one kernel: the op's own
+    // cost covers it, and its nodes launch nothing. Other bodies (If, Loop) run node by node.
+    if (n.domain == "kiln") continue;
     for (const auto& [attr, a] : n.attrs)
       if (a.kind() == AttrKind::Graph && a.g()) collect_nodes(*a.g(), prefix + n.name + "/" + attr + "/", t, false, out);
   }

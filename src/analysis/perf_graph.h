@@ -35,7 +35,8 @@ struct NodeRef {
   std::string path;
   size_t top_index;  // index of the main-graph node it belongs to
 };
-// Every node, subgraphs after their parent, like `kiln graph`.
+// Every node, subgraphs after their parent, like `kiln graph`; not the bodies of kiln ops
+// (kiln.FusedElementwise), which are part of their node's kernel and cost.
 std::vector<NodeRef> all_nodes(const Graph& g);
 
 }  // namespace kiln::analysis::perf_graph

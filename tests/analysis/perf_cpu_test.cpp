@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/perf_cpu.h"
+#include "analysis/perf_tiles.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/ops/op.h"
 
 namespace kiln::analysis {
@@ -17,13 +19,22 @@ MachinePeaks synthetic_machine() {
   m.caches = {{"L1", 32 << 10, 16 << 10, 400}, {"L2", 1 << 20, 512 << 10, 200}, {"L3", 64 << 20, 8 << 20, 100}};
   // Depthwise: 100 planes in 1 ms with 10 MFLOP, 1000 planes in 2 ms with 1 MFLOP:
   //   100 a + 1e7 b = 1e-3, 1000 a + 1e6 b = 2e-3  ->  a = 1.9192e-6 s, b = 8.0808e-11 s.
-  m.kernels = {{"conv_gemm", "", 50, 1, 0, 0},
-               {"conv_pointwise", "", 80, 1, 0, 0},
+  // Plane kernels record vector operations: depthwise 100 planes, 1e7 vector ops in 1 ms and
+  // 1000 planes, 1e6 vector ops in 2 ms (a, b as above with vector ops for FLOPs).
+  // GEMM kernels record their calibration's tiling (rows x cols); 0 x 0 means efficiency 1.
+  m.kernels = {{"conv_gemm", "", 50, 1, 1e-3, 0},
+               {"conv_direct", "", 60, 1, 1e-3, 0},
+               {"conv_pixel-gemm", "", 70, 1, 1e-3, 0},
+               {"conv_pointwise", "", 80, 1, 1e-3, 0},
                {"conv_depthwise", "", 10, 1, 1e-3, 100},
                {"conv_depthwise_small", "", 0.5, 1, 2e-3, 1000},
-               {"gemm", "", 90, 1, 0, 0},
-               {"reference_pool", "", 0.25, 0.5, 0, 0},
-               {"reference_elementwise", "", 2, 16, 0, 0}};
+               {"gemm", "", 90, 1, 1e-3, 0},
+               {"pool", "", 1, 1, 1e-3, 100},
+               {"pool_small", "", 1, 1, 2e-3, 1000},
+               {"reference_pool", "", 0.25, 0.5, 1e-3, 0},
+               {"reference_elementwise", "", 2, 16, 1e-3, 0}};
+  m.kernels[4].vector_ops = m.kernels[7].vector_ops = 10000000;
+  m.kernels[5].vector_ops = m.kernels[8].vector_ops = 1000000;
   return m;
 }
 
@@ -70,8 +81,9 @@ TEST(PerfCpu, EachNodeIsTimedByTheKernelThatRunsIt) {
   EXPECT_EQ(cpu_kernel_class(*conv(64, 64, 56, 3, 1).n), "conv_gemm");
   EXPECT_EQ(cpu_kernel_class(*conv(256, 64, 56, 1, 1).n), "conv_pointwise");
   EXPECT_EQ(cpu_kernel_class(*conv(144, 144, 56, 3, 144).n), "conv_depthwise");
-  // Pooling has fast kernels in the runtime (phase-plane max/average, global average).
-  EXPECT_EQ(cpu_kernel_class(*unary("MaxPool", {{"kernel_shape", std::vector<int64_t>{3, 3}}}).n), "fma_peak");
+  // Pooling has fast kernels in the runtime: windows on phase planes (a plane kernel, like
+  // depthwise), the global average one pass.
+  EXPECT_EQ(cpu_kernel_class(*unary("MaxPool", {{"kernel_shape", std::vector<int64_t>{3, 3}}}).n), "pool");
   EXPECT_EQ(cpu_kernel_class(*unary("GlobalAveragePool").n), "fma_peak");
   EXPECT_EQ(cpu_kernel_class(*unary("Softmax").n), "fma_peak");  // a fast kernel
   EXPECT_EQ(cpu_kernel_class(*unary("Erf").n), "reference_elementwise");
@@ -85,12 +97,27 @@ TEST(PerfCpu, FormulasByHand) {
   OneNode c3 = conv(64, 64, 56, 3, 1);
   auto cost = ops::node_cost(*c3.n);
   EXPECT_NEAR(total_ms(*c3.n, 147456, chip), cost->flops / 50e9 * 1e3, 1e-3);
+  // A convolution also pays one call's fixed cost (conv_call), a GEMM gemm_call's.
+  MachinePeaks with_calls = synthetic_machine();
+  with_calls.kernels.push_back({"conv_call", "", 0, 0, 3e-6, 1});
+  with_calls.kernels.push_back({"gemm_call", "", 0, 0, 2e-6, 0});
+  Chip calls_chip = chip_from_machine(with_calls, 1);
+  calls_chip.launch_overhead_us = chip.launch_overhead_us;  // the dispatch is measured per chip
+  OpTime plain = cpu_kernel_time(*c3.n, cost->flops, cost->bytes_read + cost->bytes_written, 147456, chip);
+  OpTime called = cpu_kernel_time(*c3.n, cost->flops, cost->bytes_read + cost->bytes_written, 147456, calls_chip);
+  EXPECT_NEAR(called.launch_s - plain.launch_s, 3e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(called.compute_s, plain.compute_s);
 
-  // Depthwise 3x3 on 144 planes of 56x56: planes x a + FLOPs x b with the solved a, b.
+  // Depthwise 3x3 on 144 planes of 56x56: planes x a + vector ops x b with the solved a, b;
+  // its vector ops by hand for 16-float vectors: 56 rows x ceil(56/16) = 224 vectors per plane
+  // (a multiple of 8) x 9 taps x 144 planes (8-float vectors: 56 x 7 = 392).
   OneNode dw = conv(144, 144, 56, 3, 144);
   cost = ops::node_cost(*dw.n);
+  const int64_t lanes = kernels::kernel_table().simd_width;
+  const double vops = 144.0 * 9 * (lanes == 16 ? 224 : lanes == 8 ? 392 : 56 * 56);
+  EXPECT_DOUBLE_EQ(plane_vector_ops(*dw.n, lanes), vops);
   double a = (1e-3 * 1e6 - 2e-3 * 1e7) / (100 * 1e6 - 1000 * 1e7), b = (100 * 2e-3 - 1000 * 1e-3) / (100 * 1e6 - 1000 * 1e7);
-  double compute_ms = (144 * a + cost->flops * b) * 1e3;
+  double compute_ms = (144 * a + vops * b) * 1e3;
   OpTime t = cpu_kernel_time(*dw.n, cost->flops, cost->bytes_read + cost->bytes_written, 5184, chip);
   EXPECT_NEAR(t.compute_s * 1e3, compute_ms, 1e-9);
 
@@ -109,6 +136,85 @@ TEST(PerfCpu, FormulasByHand) {
   OpTime large = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, 100 << 20, chip);
   double weight_bytes = 256 * 64 * 4;
   EXPECT_NEAR(large.memory_s - small.memory_s, weight_bytes / 10e9 - weight_bytes / 200e9, 1e-12);
+}
+
+// perf_tiles.h by hand on a 14 x 32 tile of 16-float vectors, 1e9 FMAs and 1e9 loads a second.
+TEST(PerfTiles, TileEfficiencyByHand) {
+  MicroKernel k{14, 32, 16, 1e9, 1e9};
+  // A full tile: max(28 FMAs, 16 loads) = 28 ns per K step, all useful.
+  EXPECT_DOUBLE_EQ(tile_step_seconds(14, 2, k), 28e-9);
+  EXPECT_DOUBLE_EQ(tile_efficiency(14, 32, k), 1.0);
+  EXPECT_DOUBLE_EQ(tile_efficiency(28 * 3, 32 * 5, k), 1.0);
+  // A GEMV row is load-bound: 2 B vectors + 1 broadcast for 2 FMAs -> 3 ns for 2 ns of work.
+  EXPECT_DOUBLE_EQ(tile_step_seconds(1, 2, k), 3e-9);
+  EXPECT_DOUBLE_EQ(tile_efficiency(1, 32, k), 2.0 / 3.0);
+  // 49 columns (a 7x7 image): one full panel and one of ceil(17/16) = 2 vectors, 28 ns each,
+  // for 14 x 49 / 16 = 42.875 ns of useful FMAs.
+  EXPECT_DOUBLE_EQ(tile_efficiency(14, 49, k), 42.875 / 56.0);
+  // 20 rows x 16 columns: tiles (14, 1) = max(14, 15) = 15 ns and (6, 1) = max(6, 7) = 7 ns
+  // for 20 ns of work.
+  EXPECT_DOUBLE_EQ(tile_efficiency(20, 16, k), 20.0 / 22.0);
+  // Nothing to tile.
+  EXPECT_DOUBLE_EQ(tile_efficiency(0, 16, k), 1.0);
+  // With a latency floor λ = 5 ns per step: the full tile (28 ns) is unchanged, a 1 x 2 tile
+  // takes 5 ns for 2 ns of work, and a 4-row tile (8 ns of FMAs) is unchanged.
+  k.min_step_s = 5e-9;
+  EXPECT_DOUBLE_EQ(tile_efficiency(14, 32, k), 1.0);
+  EXPECT_DOUBLE_EQ(tile_efficiency(1, 32, k), 2.0 / 5.0);
+  EXPECT_DOUBLE_EQ(tile_step_seconds(4, 2, k), 8e-9);
+  EXPECT_DOUBLE_EQ(tile_step_seconds(2, 1, k), 5e-9);
+  k.min_step_s = 0;
+  // From measured ceilings: F = peak / (2 x lanes), L = L1 bandwidth / (4 x lanes).
+  MachinePeaks m = synthetic_machine();
+  MicroKernel mk = micro_kernel(m);
+  EXPECT_DOUBLE_EQ(mk.fma_per_s, 100e9 / (2.0 * static_cast<double>(mk.lanes)));
+  EXPECT_DOUBLE_EQ(mk.loads_per_s, 400e9 / (4.0 * static_cast<double>(mk.lanes)));
+  EXPECT_EQ(mk.mr, kernels::kernel_table().gemm.mr);
+  EXPECT_DOUBLE_EQ(mk.min_step_s, 0.0);  // no gemm_row measured
+  m.kernels.push_back({"gemm_row", "", 1, 1, 4e-6, 0});
+  m.kernels.back().vector_ops = 2000;  // 2000 K steps in 4 us: 2 ns each
+  EXPECT_DOUBLE_EQ(micro_kernel(m).min_step_s, 2e-9);
+}
+
+OneNode conv_tactic(int64_t c, int64_t k, int64_t hw, int64_t r, const std::string& tactic) {
+  OneNode o = conv(c, k, hw, r, 1);
+  o.n->attrs["tactic"] = tactic;
+  return o;
+}
+
+TEST(PerfCpu, GemmGeometryFollowsTheTactic) {
+  // 64 -> 128 channels, 3x3, 14x14 output, batch 1.
+  auto g = gemm_geometry(*conv_tactic(64, 128, 14, 3, "gemm").n, "conv_gemm");
+  EXPECT_EQ(g.rows, 128);  // output channels on the register rows
+  EXPECT_EQ(g.cols, 196);  // pixels on the vector columns
+  EXPECT_EQ(g.calls, 1);
+  g = gemm_geometry(*conv_tactic(64, 128, 14, 3, "pixel-gemm").n, "conv_pixel-gemm");
+  EXPECT_EQ(g.rows, 196);
+  EXPECT_EQ(g.cols, 128);
+  g = gemm_geometry(*conv_tactic(64, 128, 14, 3, "direct").n, "conv_direct");
+  EXPECT_EQ(g.rows, 14);  // one output row's pixels
+  EXPECT_EQ(g.cols, 128);
+  EXPECT_EQ(g.calls, 14);
+}
+
+TEST(PerfCpu, GemmRateScalesWithTileEfficiency) {
+  // The direct tactic at 60 GFLOP/s measured on a 0 x 0 (efficiency 1) calibration: a 7x7
+  // output's rows of 7 pixels x (nr + 3) channels (a last panel of one vector with 3 lanes
+  // used) run at 60 x efficiency(7, nr + 3).
+  MachinePeaks m = synthetic_machine();
+  Chip chip = chip_from_machine(m, 1);
+  const int64_t k = kernels::kernel_table().gemm.nr + 3;
+  OneNode d = conv_tactic(64, k, 7, 3, "direct");
+  auto cost = ops::node_cost(*d.n);
+  double eff = tile_efficiency(7, k, micro_kernel(m));
+  EXPECT_LT(eff, 1.0);
+  OpTime t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
+  EXPECT_NEAR(t.compute_s, cost->flops / (60e9 * eff), 1e-12);
+  // With the calibration's own tiling recorded, the rate is relative to it.
+  m.kernels[1].rows = 7, m.kernels[1].cols = k;
+  chip = chip_from_machine(m, 1);
+  t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
+  EXPECT_NEAR(t.compute_s, cost->flops / 60e9, 1e-12);
 }
 
 }  // namespace

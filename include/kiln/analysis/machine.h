@@ -30,6 +30,10 @@ struct KernelRate {
   double gbs_one_core = 0;     // the op table's bytes / time
   double seconds = 0;          // one call, best of the repetitions
   int64_t planes = 0;          // convolutions: output planes (N x K); 0 otherwise
+  // The calibration's geometry as the perf model reads a node (perf_cpu.h): GEMM kernels, the
+  // rows and columns of one call's register tiling; plane kernels (depthwise, pooling), the
+  // vector operations issued. 0 when not measured (an older cache).
+  int64_t rows = 0, cols = 0, vector_ops = 0;
 };
 
 struct MachinePeaks {
@@ -66,6 +70,9 @@ struct MeasureOptions {
 MachinePeaks describe_machine();
 // Runs every measurement (a few seconds). Threads are pinned one per physical core.
 MachinePeaks measure_machine(const MeasureOptions& opt = {});
+
+// Names of the kernel calibrations measure_machine takes (a cache lacking one is re-measured).
+const std::vector<std::string>& kernel_rate_names();
 
 std::string machine_to_json(const MachinePeaks& m);
 // Reads what machine_to_json wrote; throws kiln::Error naming `origin` on a bad file.
