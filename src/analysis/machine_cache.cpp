@@ -1,6 +1,8 @@
 // `kiln machine`: the measurement as JSON (also the cache file's format), as text, and the
 // cache itself (one measurement per file, re-measured when the key — CPU model and core
-// count — no longer matches this machine).
+// count — no longer matches this machine, or another kiln build wrote it).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +56,7 @@ std::string machine_to_json(const MachinePeaks& m) {
   j.set("memory_bytes", m.memory_bytes);
   j.set("measure_seconds", m.measure_seconds);
   j.set("key", m.key);
+  j.set("build", m.build);
   return j.dump() + "\n";
 }
 
@@ -125,6 +128,7 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
   m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
   m.measure_seconds = number(j, "measure_seconds", origin);
   m.key = string(j, "key", origin);
+  if (const json::Value* b = j.find("build"); b && b->kind() == json::Kind::string) m.build = b->as_string(origin);
   KILN_CHECK(m.cores > 0 && m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, origin,
              ": cores, fp32_gflops_per_core and dram_gbs_one_core must be positive");
   return m;
@@ -177,7 +181,7 @@ std::string default_machine_cache_path() {
 MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured,
                                      const MeasureOptions& opt) {
   namespace fs = std::filesystem;
-  std::string key = describe_machine().key;
+  const MachinePeaks here = describe_machine();
   if (!refresh) {
     std::ifstream in(path, std::ios::binary);
     if (in.good()) {
@@ -188,7 +192,8 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
         // were added) is re-measured once.
         bool complete = std::all_of(kernel_rate_names().begin(), kernel_rate_names().end(),
                                     [&](const std::string& name) { return cached.kernel(name) != nullptr; });
-        if (cached.key == key && complete) {
+        // Another CPU, or another kiln build (its kernels may have changed): measure again.
+        if (cached.key == here.key && cached.build == here.build && complete) {
           if (measured) *measured = false;
           return cached;
         }
@@ -201,7 +206,8 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
   if (measured) *measured = true;
   std::error_code ec;
   if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp";
+  // Per-process temporary name: concurrent kiln processes may re-measure at the same time.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary);
     out << machine_to_json(m);

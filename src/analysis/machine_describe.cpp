@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kiln/analysis/machine.h"
+#include "kiln/ir/build_identity.h"
 #include "machine_internal.h"
 
 namespace kiln::analysis {
@@ -111,6 +112,7 @@ MachinePeaks describe_machine() {
   std::ostringstream key;
   key << m.cpu << " x" << m.cores;
   m.key = key.str();
+  m.build = build_identity();
   return m;
 }
 

@@ -1,27 +1,13 @@
-#include <sys/stat.h>
-
 #include <sstream>
 
 #include "compile_internal.h"
 #include "kiln/frontend/load.h"
+#include "kiln/ir/build_identity.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
 
 namespace kiln::compiler {
-
-namespace {
-
-// Which kiln build is compiling: the running binary's size and modification time. A rebuilt
-// kiln (different passes, kernels or packing) must not reuse artifacts of the previous one,
-// and hashing a 30 MB binary on every compile would cost more than the check it guards.
-std::string build_identity() {
-  struct stat st {};
-  if (::stat("/proc/self/exe", &st) != 0) return "unknown";
-  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-}
-
-}  // namespace
 
 std::string compile_key(const std::string& source_sha256, const CompileOptions& opt) {
   std::ostringstream s;

@@ -94,6 +94,16 @@ TEST(Machine, CacheIsUsedOnlyForThisMachine) {
   EXPECT_NE(got.kernel("conv_gemm"), nullptr);
   EXPECT_NE(got.kernel("reference_pool"), nullptr);
 
+  // A cache written by another kiln build (its kernels may differ) is measured again.
+  fake.kernels.push_back({kernel_rate_names().back(), "", 1, 1, 1e-3, 0});
+  fake.build = "another build";
+  std::ofstream(path) << machine_to_json(fake);
+  got = load_or_measure_machine(path.string(), false, &measured, quick());
+  EXPECT_TRUE(measured);
+  EXPECT_NE(got.fp32_gflops_per_core, 1234.5);
+  EXPECT_EQ(got.build, describe_machine().build);
+  fake.build = describe_machine().build;
+
   fake.kernels = {{"gemm", "[1,1] x [1,1]", 99, 9, 1e-3, 0}};
   fake.key = "some other CPU x64";
   std::ofstream(path) << machine_to_json(fake);

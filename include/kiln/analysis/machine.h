@@ -55,6 +55,8 @@ struct MachinePeaks {
   int64_t memory_bytes = 0;        // physical memory
   double measure_seconds = 0;      // how long the measurement took
   std::string key;                 // cache key: cpu model + core count
+  std::string build;               // the kiln build that measured (kiln/ir/build_identity.h): the
+                                   // kernel rates are kiln's own code, so a rebuilt kiln re-measures
 
   const KernelRate* kernel(std::string_view name) const;  // nullptr when not measured
 };
