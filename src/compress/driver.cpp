@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "compile_exported.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/frontend/onnx.h"
 #include "kiln/ops/op.h"
@@ -144,15 +145,7 @@ QuantizeResult quantize_file(const QuantizeJob& job) {
     result.qdq_path = job.out_path;
   } else {
     // The artifact is compiled from the QDQ model, written next to it for the compiler to read.
-    std::string tmp = job.out_path + ".qdq.onnx";
-    export_onnx(m, tmp);
-    try {
-      compiler::compile_file(tmp, job.out_path, compile_options(job));
-    } catch (...) {
-      fs::remove(tmp);
-      throw;
-    }
-    fs::remove(tmp);
+    compile_exported(m, job.out_path + ".qdq.onnx", job.out_path, compile_options(job));
   }
   result.total_seconds = since(t0);
   return result;

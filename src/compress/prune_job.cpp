@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "compile_exported.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/compress/model_copy.h"
 #include "kiln/compress/prune_job.h"
@@ -152,15 +153,7 @@ PruneReport prune_file(const PruneJob& job) {
   if (format == "onnx") {
     export_onnx(pruned, job.out_path);
   } else {
-    const std::string tmp = job.out_path + ".pruned.onnx";
-    export_onnx(pruned, tmp);
-    try {
-      compiler::compile_file(tmp, job.out_path, compile_options(job));
-    } catch (...) {
-      fs::remove(tmp);
-      throw;
-    }
-    fs::remove(tmp);
+    compile_exported(pruned, job.out_path + ".pruned.onnx", job.out_path, compile_options(job));
   }
 
   if (job.measure) {
