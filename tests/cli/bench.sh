@@ -5,23 +5,10 @@
 # usage: bench.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_bench.XXXXXX")
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup bench
 OUTSIDE=$(mktemp -d)  # outside the source tree: node finds no node_modules from here
 trap 'rm -rf "$T" "$OUTSIDE"' EXIT
-fail=0; passed=0
-check() {  # check "description" command... (the command's exit status decides)
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
-expect_error() {  # expect_error "description" "substring of stderr" cmd...
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -qF -- "$want" "$T/err" || [ "$(wc -l <"$T/err")" -ne 1 ]; then
-    echo "FAIL $what: exit $rc, stderr:"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
 PY=/usr/bin/python3
 MODEL="$SRC/models/digits_cnn.onnx"
 ORT="$SRC/scripts/ort_bench.js"
@@ -119,5 +106,4 @@ expect_error "missing onnxruntime-node" "onnxruntime-node is not installed: run 
   "$KILN" bench "$MODEL" --vs ort --ort-script "$OUTSIDE/ort_bench.js" --batch 2 --quiet
 expect_error "textual IR vs ort" "ONNX Runtime needs the ONNX model" "$KILN" bench "$T/static.kir" --vs ort --ort-script "$ORT"
 
-echo "bench: $passed passed, $fail failed"
-[ $fail -eq 0 ]
+cli_finish

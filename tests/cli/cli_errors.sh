@@ -3,27 +3,10 @@
 # usage: cli_errors.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_errors.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup errors
 
 # expect_error "description" "substring of stderr" cmd...
-expect_error() {
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  local lines; lines=$(wc -l <"$T/err")
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ]; then
-    echo "FAIL $what: exit code $rc (want 1..127)"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  if ! grep -qF -- "$want" "$T/err"; then
-    echo "FAIL $what: stderr lacks '$want':"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  if [ "$lines" -ne 1 ]; then
-    echo "FAIL $what: $lines lines on stderr (want 1)"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
 
 MODEL="$SRC/models/digits_cnn.onnx"
 INPUT=$(/usr/bin/python3 - "$MODEL" <<'PY'
@@ -57,5 +40,4 @@ expect_error "truncated npy" "trunc.npy" "$KILN" run "$MODEL" --input "$INPUT=$T
 expect_error "unknown format" "unknown --format 'pdf'" "$KILN" graph "$MODEL" --format pdf
 expect_error "dim out of range" "N=3 is out of the range 1..2" "$KILN" run "$MODEL" --random --dim N=1..2 --shape "$INPUT=3,1,8,8"
 
-echo "cli_errors: $passed passed, $fail failed"
-[ $fail -eq 0 ]
+cli_finish

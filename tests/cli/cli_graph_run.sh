@@ -3,13 +3,8 @@
 # usage: cli_graph_run.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_graph_run.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
-check() {  # check "description" command... (the command's exit status decides)
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup graph_run
 PY=/usr/bin/python3
 MODEL="$SRC/models/digits_cnn.onnx"
 
@@ -74,5 +69,4 @@ $PY -c "import numpy as np; np.save('$T/ir/out_y_0.npy', np.zeros((2,3), np.floa
 "$KILN" run "$T/m.kir" --input x="$T/x.npy" --expect "$T/ir" --quiet >/dev/null 2>&1
 check "expect fails on a difference" test $? -eq 1
 
-echo "cli_graph_run: $passed passed, $fail failed"
-[ $fail -eq 0 ]
+cli_finish

@@ -5,22 +5,8 @@
 # usage: compile.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_compile.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
-check() {  # check "description" cmd...
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
-expect_error() {  # expect_error "description" "substring of stderr" cmd...
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$? lines; lines=$(wc -l <"$T/err")
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -qF -- "$want" "$T/err" || [ "$lines" -ne 1 ]; then
-    echo "FAIL $what: exit $rc, stderr:"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup compile
 
 MODEL="$SRC/models/digits_cnn.onnx"
 IMAGES="$SRC/models/digits_test_images.npy"
@@ -55,5 +41,4 @@ head -c 5000 "$T/d.kiln" >"$T/cut.kiln"
 expect_error "truncated artifact" "cut.kiln" "$KILN" run "$T/cut.kiln" --input input="$IMAGES"
 check "failed compiles left no artifact" test ! -e "$T/x.kiln"
 
-echo "compile.sh: $passed passed, $fail failed"
-[ $fail -eq 0 ]
+cli_finish

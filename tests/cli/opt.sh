@@ -4,25 +4,10 @@
 # usage: opt.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_opt.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
-check() {  # check "description" command... (the command's exit status decides)
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup opt
 # expect_error "description" "substring of the error" cmd...: exit 1..127 and exactly one
 # "kiln: ..." error line holding the text (progress lines such as "plugin X: a" may precede it)
-expect_error() {
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || [ "$(grep -c '^kiln: ' "$T/err")" -ne 1 ] ||
-     ! grep '^kiln: ' "$T/err" | grep -qF -- "$want"; then
-    echo "FAIL $what (exit $rc):"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
 MODEL="$SRC/models/digits_cnn.onnx"
 IMAGES="$SRC/models/digits_test_images.npy"
 GELU="$BIN/plugins/libkiln_relu_to_gelu.so"
@@ -101,5 +86,4 @@ fi
 expect_error "bad output suffix" "-o wants a .kir or .onnx file" "$KILN" opt "$MODEL" -o "$T/x.txt"
 expect_error "no model" "expected one MODEL" "$KILN" opt
 
-echo "opt.sh: $passed passed, $fail failed"
-[ $fail -eq 0 ]
+cli_finish

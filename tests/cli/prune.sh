@@ -5,22 +5,8 @@
 # usage: prune.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_prune.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
-check() {
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
-expect_error() {
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || [ "$(wc -l < "$T/err")" -ne 1 ] || ! grep '^kiln: ' "$T/err" | grep -qF -- "$want"; then
-    echo "FAIL $what (exit $rc):"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup prune
 MODEL="$SRC/models/digits_cnn.onnx"
 /usr/bin/python3 "$SRC/scripts/compress/digits_split.py" "$T/d" > /dev/null || { echo "FAIL split"; exit 1; }
 
@@ -49,5 +35,4 @@ expect_error "bad norm" "expected l1 or l2" "$KILN" prune "$MODEL" --ratio 0.3 -
 expect_error "bad format" "expected onnx or kiln" "$KILN" prune "$MODEL" --ratio 0.3 -o "$T/x.onnx" --calib-random 2 --format tflite
 expect_error "unknown exclude" "no node has this name" "$KILN" prune "$MODEL" --ratio 0.3 -o "$T/x.onnx" --calib-random 2 --exclude nope
 
-echo "prune.sh: $passed passed, $fail failed"
-exit $((fail > 0))
+cli_finish

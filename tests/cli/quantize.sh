@@ -5,22 +5,8 @@
 # usage: quantize.sh KILN SOURCE_DIR BINARY_DIR
 set -u
 KILN=$1; SRC=$2; BIN=$3
-T=$(mktemp -d "$BIN/cli_quantize.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail=0; passed=0
-check() {
-  local what=$1; shift
-  if "$@"; then passed=$((passed+1)); else echo "FAIL $what"; fail=$((fail+1)); fi
-}
-expect_error() {
-  local what=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep '^kiln: ' "$T/err" | grep -qF -- "$want"; then
-    echo "FAIL $what (exit $rc):"; cat "$T/err"; fail=$((fail+1)); return
-  fi
-  passed=$((passed+1))
-}
+source "$SRC/tests/cli/lib/cli_lib.sh"
+cli_setup quantize
 MODEL="$SRC/models/digits_cnn.onnx"
 /usr/bin/python3 "$SRC/scripts/compress/digits_split.py" "$T/d" > /dev/null || { echo "FAIL split"; exit 1; }
 
@@ -81,5 +67,4 @@ expect_error "bad format" "expected kiln or qdq" "$KILN" quantize "$MODEL" -o "$
 expect_error "unknown exclude" "no Conv/MatMul/Gemm node has this name" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --exclude nope
 expect_error "missing calib dir" "not a directory" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib "$T/none"
 
-echo "quantize.sh: $passed passed, $fail failed"
-exit $((fail > 0))
+cli_finish
