@@ -83,6 +83,15 @@ void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
     for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
 }
 
+// The stems: resnet's 7x7/2 and mobilenet/efficientnet's 3x3/2 on the 3-channel image.
+void stems(benchmark::internal::Benchmark* b) {
+  for (int64_t th : {1, 2}) {
+    b->Args({3, 224, 64, 7, 2, 1, th});
+    b->Args({3, 224, 32, 3, 2, 1, th});
+  }
+}
+
+BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
