@@ -83,7 +83,26 @@ void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
     for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
 }
 
+// mobilenet_v2's 1x1 expand/project layers at 28x28..7x7 (pixel-gemm and pointwise): a few
+// MFLOP each, where splitting over threads must pay for itself.
+void mobilenet_v2_pointwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][3] = {{32, 28, 192}, {192, 28, 32}, {64, 14, 384}, {384, 14, 64},
+                               {96, 14, 576}, {576, 14, 96}, {160, 7, 960}, {960, 7, 160}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th});
+}
+
+// The stems: resnet's 7x7/2 and mobilenet/efficientnet's 3x3/2 on the 3-channel image.
+void stems(benchmark::internal::Benchmark* b) {
+  for (int64_t th : {1, 2}) {
+    b->Args({3, 224, 64, 7, 2, 1, th});
+    b->Args({3, 224, 32, 3, 2, 1, th});
+  }
+}
+
+BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)->Name("MobilenetV2Pw")->Apply(mobilenet_v2_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -255,8 +255,10 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // Direct: windows and strided 1x1 convolutions whose output rows fill the micro-kernel's mr
   // pixel rows (resnet50's 3x3 layers on 56x56..14x14: 79-87% -> 90-94% of peak, best of
   // conv_bench). A 1x1 stride-1 layer has no im2col to save and pays the tile transposes.
-  if (base == ConvTactic::Gemm && conv_tactic_unsupported(ConvTactic::Direct, s).empty() &&
-      s.out_w() > kernel_table().gemm.mr / 2 && s.C >= kDirectMinChannels)
+  const int mr = kernel_table().gemm.mr;
+  const bool rows_fill = s.out_w() > mr / 2 || (s.out_w() * 2 == mr && s.out_h() >= 2);  // pairs of rows
+  if (base == ConvTactic::Gemm && conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill &&
+      s.C >= kDirectMinChannels)
     return ConvTactic::Direct;
   if (!conv_tactic_unsupported(ConvTactic::PixelGemm, s).empty()) return base;
   // Lanes computed per useful output: the gemm tactics put output channels on the mr rows and

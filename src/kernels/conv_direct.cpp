@@ -28,6 +28,7 @@ struct Plan {
   int64_t OH = 0, OW = 0, OHW = 0;
   int sw = 1;                    // input floats between consecutive output pixels
   bool wide = false;             // tiles of up to mr/2 pixels by 2*nr channels
+  bool pairs = false;            // rows of exactly mr/2 pixels: a tile is two output rows
   int tile = 0;                  // pixels per full tile
   int64_t tiles_per_row = 0, tiles = 0;
   int64_t unit_cols = 0, units = 0;  // output channels per column unit (nr or 2 nr), units
@@ -48,11 +49,13 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   const int64_t row_len = p.flat ? p.OHW : p.OW;
   const int mr = t.gemm.mr;
-  // A row too short for mr pixels would leave accumulators idle: twice the channels instead.
-  p.wide = mr >= 2 && row_len <= mr / 2;
-  p.tile = static_cast<int>(std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
-  p.tiles_per_row = ceil_div(row_len, p.tile);
-  p.tiles = (p.flat ? 1 : p.OH) * p.tiles_per_row;
+  // A row too short for mr pixels would leave accumulators idle: two rows of exactly mr/2
+  // pixels share a tile (conv_tile_pair), other short rows get twice the channels instead.
+  p.pairs = !p.flat && mr % 2 == 0 && row_len == mr / 2 && p.OH >= 2;
+  p.wide = !p.pairs && mr >= 2 && row_len <= mr / 2;
+  p.tile = static_cast<int>(p.pairs ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
+  p.tiles_per_row = p.pairs ? 1 : ceil_div(row_len, p.tile);
+  p.tiles = p.pairs ? ceil_div(p.OH, 2) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
   p.unit_cols = (p.wide ? 2 : 1) * t.gemm.nr;
   p.units = ceil_div(s.K, p.unit_cols);
   p.KK = s.C * s.R * s.S;
@@ -60,8 +63,15 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.kc = ceil_div(p.KK, p.kblocks);
   // Input bytes a tile brings in: its pixels' channels (flat), or its share of the stride_h
   // new input rows each output row reads.
-  const double per_tile = p.flat ? 4.0 * p.tile * s.C : 4.0 * s.stride_h * p.Wp * s.C / p.tiles_per_row;
-  p.chunk_tiles = std::clamp<int64_t>(static_cast<int64_t>(kChunkInputBytes / per_tile), 1, p.tiles);
+  const double per_tile = p.flat    ? 4.0 * p.tile * s.C
+                          : p.pairs ? 8.0 * s.stride_h * p.Wp * s.C
+                                    : 4.0 * s.stride_h * p.Wp * s.C / p.tiles_per_row;
+  // Each chunk reads the whole weight again: weights larger than the input (resnet50's layer4:
+  // 8 MiB against 0.8 MiB) make one chunk of every tile, so they stream from DRAM once.
+  const double weight_bytes = 4.0 * p.KK * s.K, input_bytes = 4.0 * s.C * p.plane;
+  p.chunk_tiles = weight_bytes >= input_bytes
+                      ? p.tiles
+                      : std::clamp<int64_t>(static_cast<int64_t>(kChunkInputBytes / per_tile), 1, p.tiles);
   p.chunks = ceil_div(p.tiles, p.chunk_tiles);
   p.chunk_tiles = ceil_div(p.tiles, p.chunks);  // equal chunks
   return p;
@@ -165,16 +175,25 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           for (int64_t ti = t0; ti < t1; ++ti) {
             int64_t pix, rows;
             const float* a;
-            if (p.flat) {
+            float* c = p.kblocks > 1 ? cbuf + (ti - t0) * p.tile * p.unit_cols : cbuf;
+            if (p.pairs) {
+              // Output rows 2ti and 2ti+1: their pixels are consecutive in NCHW too.
+              const int64_t oh = 2 * ti;
+              pix = oh * p.OW, a = in + oh * s.stride_h * p.Wp;
+              rows = oh + 1 < p.OH ? p.tile : p.OW;
+              if (rows == p.tile)
+                t.conv_tile_pair[p.sw - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, s.stride_h * p.Wp, b,
+                                           c, p.unit_cols, ncols, kb > 0);
+            } else if (p.flat) {
               pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix;
             } else {
               const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
               pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
               a = in + oh * s.stride_h * p.Wp + ow0 * p.sw;
             }
-            float* c = p.kblocks > 1 ? cbuf + (ti - t0) * p.tile * p.unit_cols : cbuf;
-            t.conv_tile[p.sw - 1][wide][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b,
-                                                   p.KK * NR, c, p.unit_cols, ncols, kb > 0);
+            if (!p.pairs || rows < p.tile)
+              t.conv_tile[p.sw - 1][wide][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b,
+                                                     p.KK * NR, c, p.unit_cols, ncols, kb > 0);
             if (!last) continue;
             // The finished tile: transposed into NCHW, then the epilogue while it is in L1.
             float* yk = yn + k0 * p.OHW + pix;

@@ -9,8 +9,9 @@
 //
 // Schedule (explicit knobs below): the K index is cut into equal blocks of at most kDirectKc
 // steps so a block of the packed weight stays in L2 across the tiles of a chunk; a chunk is a
-// run of tiles whose input fits in L2 with it (all tiles, on small images, so the weights are
-// read once). Threads split the chunks, or the output channels when there are fewer chunks.
+// run of tiles whose input fits in L2 with it, or all tiles when the weight is the larger of
+// the two (it is then read once). Threads split the chunks, or the output channels when there
+// are fewer chunks than threads.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -1,13 +1,22 @@
-// A persistent pool of worker threads. parallel_for hands each worker one contiguous chunk and
-// runs the first chunk on the calling thread, then waits for all of them.
+// A persistent pool of worker threads. parallel_for cuts [0, n) into pieces (up to
+// kPiecesPerThread per thread) that the calling thread and the workers claim one at a time,
+// then waits until every piece is done: a thread that comes late (a worker that was asleep, or
+// lost its core to another process) leaves its share to the others instead of stalling them.
 //
 // Waking is cheap: a new region is published by bumping an atomic generation counter, which
-// idle workers spin on for a short while (kSpin) before they sleep on a condition variable;
-// the caller likewise spins on the pending-chunk counter before sleeping. A model's kernels
-// run back to back, so workers are usually still spinning when the next region starts and a
-// fork-join costs a cache-line round trip instead of a futex wake-up (bench/parallel_bench:
-// ~1.3 µs instead of ~8-11 µs). When spinning stops paying (an oversubscribed machine) the
-// pool backs off to blocking for a while (kBackoffRegions).
+// idle workers spin on before they sleep on a condition variable; the caller likewise spins
+// on the pending-chunk counter. A model's kernels run back to back, so workers are usually
+// still spinning when the next region starts and a fork-join costs a cache-line round trip
+// instead of a futex wake-up (bench/parallel_bench: ~1.3 µs instead of ~8-11 µs; waking an
+// idle vCPU of a virtual machine can cost far more). While a SpinningScope is open (a model
+// run) idle workers keep spinning between regions however long the serial work in between
+// takes; otherwise they stop after kSpin.
+//
+// Spinning backfires only when threads compete for cores (an oversubscribed machine, or the
+// caller and a worker sharing one): a spinner notices that it lost its core (a long gap
+// between two polls), gives up and sleeps, and the pool blocks right away for the next
+// kBackoffRegions regions. Waiting on a worker that is merely busy (a chunk that takes longer
+// than the caller's, or a worker that was asleep) is not a reason to stop spinning.
 #include "kiln/kernels/parallel.h"
 
 #include <algorithm>
@@ -34,35 +43,48 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long an idle worker (or the waiting caller) spins before sleeping: long enough to cover
-// the gap between two kernels of one inference, short enough not to burn a core when idle.
+// How long an idle worker spins before sleeping outside a SpinningScope: long enough to cover
+// the gap between two kernels, short enough not to burn a core when idle.
 constexpr auto kSpin = std::chrono::microseconds(50);
-// 64 polls take ~1-2 µs; a gap this long between two checks means the thread lost its core.
-constexpr auto kPreempted = std::chrono::microseconds(20);
-// When a region's workers come late despite spinning (the machine is oversubscribed, or the
-// caller and a worker share one core, where every spin only delays the other), the next this
-// many regions block right away, as a pool without spinning would; then spinning is retried.
+// How long the caller spins on busy workers before sleeping: a chunk may run a millisecond
+// longer than the caller's (uneven work, a worker that had to be woken), and sleeping would add
+// a wake-up to every such region.
+constexpr auto kCallerSpin = std::chrono::milliseconds(2);
+// 64 polls take ~1-2 µs; a gap this long between two checks means the thread lost its core to
+// another thread (a scheduler time slice is milliseconds). Gaps of tens of microseconds are
+// common without any contention on a virtual machine (the host's interrupts and exits), and
+// taking those for preemption made the pool block on most regions (mobilenet_v2 at 2 threads:
+// 7.5 -> 6.1 ms when only real preemptions count).
+constexpr auto kPreempted = std::chrono::microseconds(300);
+// After a spinner lost its core, the next this many regions block right away, as a pool
+// without spinning would; then spinning is retried.
 constexpr int kBackoffRegions = 256;
 
-// Spins until pred() or kSpin has passed; returns pred(). On an oversubscribed machine spinning
-// backfires (the spinner competes for the core the awaited thread needs, and an always-runnable
-// thread loses the scheduler's wake-up preference), so a spinner that finds it was descheduled
-// gives up at once and the caller sleeps instead.
-template <class Pred>
-bool spin_until(Pred pred) {
+enum class Spin { Done, TimedOut, Preempted };
+
+// Spins until pred(), until `limit` has passed (checked only while keep_going() is false), or
+// until the spinner finds it was descheduled: on an oversubscribed machine spinning backfires
+// (the spinner competes for the core the awaited thread needs, and an always-runnable thread
+// loses the scheduler's wake-up preference).
+template <class Pred, class KeepGoing>
+Spin spin_until(Pred pred, std::chrono::microseconds limit, KeepGoing keep_going) {
   using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
+  auto start = clock::now();
   auto last = start;
   for (int i = 0;; ++i) {
-    if (pred()) return true;
+    if (pred()) return Spin::Done;
     cpu_relax();
     if ((i & 63) == 63) {
       const auto now = clock::now();
-      if (now - start > kSpin || now - last > kPreempted) return pred();
+      if (now - last > kPreempted) return pred() ? Spin::Done : Spin::Preempted;
+      if (keep_going()) start = now;
+      else if (now - start > limit) return pred() ? Spin::Done : Spin::TimedOut;
       last = now;
     }
   }
 }
+
+std::atomic<int> g_spinning_scopes{0};
 
 class Pool {
  public:
@@ -71,21 +93,26 @@ class Pool {
     return p;
   }
 
-  void run(int64_t n, int chunks, const std::function<void(int64_t, int64_t)>& fn) {
+  void run(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
-    ensure_workers(chunks - 1);
+    threads = std::min(threads, kMaxThreads);
+    ensure_workers(threads - 1);
     // Spin only while spinning has been paying off (see kBackoffRegions).
     const int backoff = backoff_.load();
     const bool spin = backoff == 0;
     if (!spin) backoff_.store(backoff - 1);
     spin_.store(spin);
+    const int64_t pieces = n <= threads ? n : std::min<int64_t>(n, int64_t{threads} * kPiecesPerThread);
     fn_ = &fn;
     n_ = n;
-    per_ = (n + chunks - 1) / chunks;
-    active_ = chunks - 1;
+    per_ = (n + pieces - 1) / pieces;
     error_ = nullptr;
-    pending_.store(chunks - 1);
-    generation_.fetch_add(1);  // publishes the fields above to the workers
+    done_.store(0);
+    const uint64_t gen = (generation_of(state_.load()) + 1) & 0xffffffffu;
+    const int64_t total = (n + per_ - 1) / per_;  // pieces of per_ indices
+    total_ = total;
+    // Publishes the fields above to the workers.
+    state_.store(gen << kGenShift | uint64_t(threads - 1) << kHelpersShift | uint64_t(total) << kTotalShift);
     if (sleepers_.load() > 0) {
       // A worker that saw the old generation holds mu_ until cv_.wait releases it: taking
       // (and dropping) mu_ orders this notify after its wait. Notifying outside the lock
@@ -95,16 +122,25 @@ class Pool {
     }
     std::exception_ptr mine;
     try {
-      fn(0, std::min(per_, n));
+      for (int64_t piece; (piece = claim(gen)) >= 0;) {
+        fn(piece * per_, std::min(n, (piece + 1) * per_));
+        done_.fetch_add(1);
+      }
     } catch (...) {
       mine = std::current_exception();
+      done_.fetch_add(1);
+      // The pieces nobody has claimed yet are not run: the region failed.
+      while (claim(gen) >= 0) done_.fetch_add(1);
     }
-    if (!(spin && spin_until([&] { return pending_.load() == 0; }))) {
-      // The workers were late (descheduled, or sharing this core): stop spinning for a while.
-      if (spin) backoff_.store(kBackoffRegions);
+    auto finished = [&] { return done_.load() == total; };
+    const Spin waited = spin ? spin_until(finished, kCallerSpin, [] { return false; }) : Spin::TimedOut;
+    if (waited != Spin::Done) {
+      // This thread lost its core while it waited: the cores are contended, stop spinning for
+      // a while.
+      if (waited == Spin::Preempted) backoff_.store(kBackoffRegions);
       std::unique_lock<std::mutex> lk(mu_);
       caller_sleeping_.store(true);
-      done_cv_.wait(lk, [&] { return pending_.load() == 0; });
+      done_cv_.wait(lk, finished);
       caller_sleeping_.store(false);
     }
     fn_ = nullptr;
@@ -121,39 +157,70 @@ class Pool {
     for (auto& t : workers_) t.join();
   }
 
+  static constexpr int kMaxThreads = 256;
+
  private:
+  // state_ packs the region's generation, how many workers may help the caller, how many
+  // pieces it has and the next unclaimed piece into one word, so that claiming a piece (a
+  // compare-and-swap on the whole word) also proves the region is still the one the claimer
+  // saw: a worker that comes late never touches the fields of a region that has finished.
+  static constexpr int kGenShift = 32, kHelpersShift = 24, kTotalShift = 12;
+  static constexpr uint64_t kField12 = (1u << 12) - 1;
+  // More pieces than threads: a thread that finishes early (or a worker that was asleep or
+  // descheduled and comes late) leaves the rest to the others instead of making them wait.
+  static constexpr int kPiecesPerThread = 4;
+  static_assert(int64_t{kMaxThreads} * kPiecesPerThread <= int64_t{kField12} + 1);
+
+  static uint64_t generation_of(uint64_t state) { return state >> kGenShift; }
+
+  // Claims the next piece of region `gen`; -1 when none is left or the region is over.
+  int64_t claim(uint64_t gen) {
+    uint64_t st = state_.load();
+    for (;;) {
+      if (generation_of(st) != gen) return -1;
+      const uint64_t next = st & kField12, total = st >> kTotalShift & kField12;
+      if (next >= total) return -1;
+      if (state_.compare_exchange_weak(st, st + 1)) return static_cast<int64_t>(next);
+    }
+  }
+
   void ensure_workers(int want) {
     while (static_cast<int>(workers_.size()) < want) {
-      int id = static_cast<int>(workers_.size()) + 1;  // chunk index this worker runs
-      // The generation before this region's bump: the new worker must not skip the region.
-      uint64_t seen = generation_.load();
+      int id = static_cast<int>(workers_.size()) + 1;  // helps in regions of more than id threads
+      // The generation before this region's start: the new worker must not skip the region.
+      uint64_t seen = generation_of(state_.load());
       workers_.emplace_back([this, id, seen] { loop(id, seen); });
     }
   }
 
   void loop(int id, uint64_t seen) {
+    auto news = [&] { return generation_of(state_.load()) != seen || stop_.load(); };
     for (;;) {
-      if (!(spin_.load() && spin_until([&] { return generation_.load() != seen || stop_.load(); }))) {
+      if (!(spin_.load() &&
+            spin_until(news, kSpin, [] { return g_spinning_scopes.load(std::memory_order_relaxed) > 0; }) ==
+                Spin::Done)) {
         std::unique_lock<std::mutex> lk(mu_);
         sleepers_.fetch_add(1);
-        cv_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
+        cv_.wait(lk, news);
         sleepers_.fetch_sub(1);
       }
       if (stop_.load()) return;
-      seen = generation_.load();
-      if (id > active_) continue;
-      int64_t b = std::min<int64_t>(id * per_, n_), e = std::min<int64_t>(b + per_, n_);
-      if (b < e) {
+      const uint64_t st = state_.load();
+      seen = generation_of(st);
+      if (id > static_cast<int>(st >> kHelpersShift & 0xff)) continue;
+      // fn_, n_, per_ and total_ stay valid while this worker holds an unfinished piece.
+      for (int64_t piece; (piece = claim(seen)) >= 0;) {
+        const int64_t total = total_;
         try {
-          (*fn_)(b, e);
+          (*fn_)(piece * per_, std::min(n_, (piece + 1) * per_));
         } catch (...) {
           std::lock_guard<std::mutex> lk(mu_);
           if (!error_) error_ = std::current_exception();
         }
-      }
-      if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
-        { std::lock_guard<std::mutex> lk(mu_); }
-        done_cv_.notify_one();
+        if (done_.fetch_add(1) + 1 == total && caller_sleeping_.load()) {
+          { std::lock_guard<std::mutex> lk(mu_); }
+          done_cv_.notify_one();
+        }
       }
     }
   }
@@ -161,14 +228,13 @@ class Pool {
   std::mutex run_mu_, mu_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
-  // The current region; written by the caller before generation_ is bumped.
+  // The current region; written by the caller before state_ publishes it.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0, per_ = 0;
-  int active_ = 0;
+  int64_t n_ = 0, per_ = 0, total_ = 0;
   std::exception_ptr error_;
-  // Separate cache lines: workers poll generation_ while they decrement pending_.
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int> pending_{0};
+  // Separate cache lines: every thread claims from state_ while it counts finished pieces.
+  alignas(64) std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
   std::atomic<bool> spin_{true};    // whether this region's threads spin before sleeping
@@ -178,6 +244,9 @@ class Pool {
 thread_local bool t_in_parallel = false;
 
 }  // namespace
+
+SpinningScope::SpinningScope() { g_spinning_scopes.fetch_add(1); }
+SpinningScope::~SpinningScope() { g_spinning_scopes.fetch_sub(1); }
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 

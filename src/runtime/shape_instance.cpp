@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "kiln/kernels/parallel.h"
 #include "kiln/runtime/interpreter.h"
 
 namespace kiln::runtime {
@@ -235,6 +236,8 @@ void ShapeInstance::run_reference(Step& st, int threads) {
 void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
                         double* step_end_ms) {
   const auto start = step_end_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  // The kernels run back to back: keep the pool's workers spinning between them.
+  const kernels::SpinningScope spinning;
   for (size_t k = 0; k < borrowed_.size(); ++k)
     if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
   // An output buffer still held by the caller (other than through `outputs` itself, which is

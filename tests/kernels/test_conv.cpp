@@ -160,6 +160,9 @@ TEST(Conv, DirectTactic) {
       {shape(1, 200, 9, 30, 70, 3, 3, 1, 1), Act::None, true, true},   // K = 1800: three K blocks, 3 units
       {shape(1, 900, 6, 6, 36, 1, 1, 1, 0), Act::HardSwish},           // flat, two K blocks, wide
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu},               // input over 256 KiB: two chunks
+      {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // 7-wide rows: pairs of rows (AVX-512)
+      {shape(1, 24, 14, 14, 36, 1, 1, 2, 0), Act::None},               // 1x1 s2 to 7x7: pairs, stride 2
+      {shape(1, 16, 5, 3, 20, 3, 3, 1, 1), Act::Silu, false, true},    // 5x3 output: pairs on AVX2/scalar (mr 6)
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;

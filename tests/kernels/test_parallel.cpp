@@ -26,6 +26,23 @@ TEST(Parallel, ManyRegionsCoverEveryIndexOnce) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 20000);
 }
 
+TEST(Parallel, ChunksAreDisjointAndCoverEveryIndexForAnySizeAndThreads) {
+  for (int threads : {2, 3, 5})
+    for (int64_t n : {1, 2, 3, 4, 7, 16, 21, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int64_t> calls{0};
+      parallel_for(n, threads, [&](int64_t b, int64_t e) {
+        ASSERT_LT(b, e);
+        calls.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1) << n << " indices on " << threads << " threads";
+      // One index per chunk up to `threads`; beyond, at least one chunk per thread and at most four.
+      if (n <= threads) EXPECT_EQ(calls.load(), n);
+      else EXPECT_TRUE(calls.load() >= threads && calls.load() <= 4 * threads) << calls.load() << " chunks: " << n << " on " << threads;
+    }
+}
+
 TEST(Parallel, ExceptionsFromAnyChunkReachTheCaller) {
   for (int64_t bad : {0, 60}) {
     EXPECT_THROW(parallel_for(64, 2,

@@ -1,5 +1,7 @@
-// A small fixed thread pool shared by all kernels. parallel_for splits [0, n) into at
-// most `threads` contiguous chunks; the calling thread runs one of them.
+// A small fixed thread pool shared by all kernels. parallel_for runs fn over disjoint
+// contiguous chunks of [0, n) on at most `threads` threads at once, the calling thread among
+// them; a thread may run several chunks one after the other (chunks are claimed, not
+// assigned), so per-chunk state must be indexed by the chunk, never by the thread.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,7 +20,20 @@ int default_threads();
 constexpr double kMinParallelWork = 1 << 18;
 inline int threads_for_work(double work, int threads) { return work < kMinParallelWork ? 1 : threads; }
 
-// Calls fn(begin, end) over chunks of [0, n). Runs inline when threads == 1 or n is small.
+// While at least one SpinningScope is alive, idle pool workers keep spinning between parallel
+// regions instead of going to sleep after ~50 µs: a model run opens one so that the serial
+// work between two kernels never costs a wake-up (on a virtual machine waking an idle vCPU
+// can take longer than a small kernel). A worker that loses its core still goes to sleep.
+class SpinningScope {
+ public:
+  SpinningScope();
+  ~SpinningScope();
+  SpinningScope(const SpinningScope&) = delete;
+  SpinningScope& operator=(const SpinningScope&) = delete;
+};
+
+// Calls fn(begin, end) over chunks of [0, n): one index per chunk when n <= threads, else up
+// to four chunks per thread. Runs inline when threads == 1 or n == 1.
 void parallel_for(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace kiln::kernels

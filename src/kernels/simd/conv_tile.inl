@@ -5,9 +5,12 @@
 // panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
 // Needs constexpr MR and NR in the including namespace.
 
-template <int ROWS, int NVEC, int SW>
-void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a,
-               const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols, bool load_c) {
+// SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
+// (conv_tile_pair).
+template <int ROWS, int NVEC, int SW, int SPLIT = 0>
+void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a, int64_t jump,
+                     const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
+                     bool load_c) {
   constexpr int PV = NR / V::W;  // vectors per packed panel row
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -17,13 +20,14 @@ void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* __
   const float* b2 = b + b_next;  // the second panel of a wide tile
   for (int s = 0; s < nseg; ++s) {
     const float* ap = a + seg[s].offset;
-    for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, b += NR, b2 += NR) {
+    const float* ap2 = ap + jump - SPLIT * SW;  // row r >= SPLIT at ap2[r * SW]
+    for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += NR, b2 += NR) {
       V bv[NVEC];
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; ++v) bv[v] = V::load((v < PV ? b : b2) + (v % PV) * V::W);
 #pragma GCC unroll 16
       for (int r = 0; r < ROWS; ++r) {
-        const V ar = V::set1(ap[r * SW]);
+        const V ar = V::set1(SPLIT > 0 && r >= SPLIT ? ap2[r * SW] : ap[r * SW]);
 #pragma GCC unroll 4
         for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
       }
@@ -45,6 +49,19 @@ void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* __
       }
     }
   }
+}
+
+template <int ROWS, int NVEC, int SW>
+void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t b_next,
+               float* c, int64_t ldc, int ncols, bool load_c) {
+  conv_tile_split<ROWS, NVEC, SW>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c);
+}
+
+// mr pixels from two output rows of mr/2: rows [0, mr/2) from a, the rest from a + jump.
+template <int SW>
+void conv_tile_pair(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
+                    float* c, int64_t ldc, int ncols, bool load_c) {
+  conv_tile_split<MR, NR / V::W, SW, MR / 2>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c);
 }
 
 // Fills conv_tile[SW-1][0][rows-1] for rows 1..MR and conv_tile[SW-1][1][rows-1] for rows
