@@ -178,7 +178,10 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
       eg.scale = e.scale + ch0;
       if (e.bias) eg.bias = e.bias + ch0;
       if (e.bias_f) eg.bias_f = e.bias_f + ch0;
-      if (!g.direct) eg.grid_w = g.Wq, eg.grid_valid = s.out_w();
+      // The phase grid is wider than the output when padding or the kernel's width adds columns;
+      // when it is not (e.g. 1x1 stride 2 on an even width) its columns are the output's.
+      if (!g.direct && g.Wq != s.out_w()) eg.grid_w = g.Wq, eg.grid_valid = s.out_w();
+      const bool fused = k.tile_s8u8_epilogue && eg.grid_w == 0;
       const int64_t first = (n * s.K + ch0) * g.P;  // output element (n, ch0, 0, 0)
       if (e.residual) {
         eg.residual = static_cast<const char*>(e.residual) + first * rsize;
@@ -202,8 +205,14 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
             for (int64_t t = t_begin; t < t_end; ++t) {
               const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
               for (int64_t p = c0; p < c1; ++p) {
-                k.tile_s8u8(g.kgroups, wg + t * g.kgroups * k.mr * 4, panels + (p - c0) * pbytes, acc);
+                const uint8_t* wt = wg + t * g.kgroups * k.mr * 4;
                 const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, g.N - p * k.nr));
+                if (fused) {
+                  k.tile_s8u8_epilogue(g.kgroups, wt, panels + (p - c0) * pbytes, rows_here, cols_here, eg, t * k.mr,
+                                       p * k.nr, yg, g.P);
+                  continue;
+                }
+                k.tile_s8u8(g.kgroups, wt, panels + (p - c0) * pbytes, acc);
                 epilogue_tile(k, acc, rows_here, t * k.mr, p * k.nr, cols_here, eg, yg, g.P);
               }
             }

@@ -8,9 +8,9 @@
 
 namespace {
 
+// The accumulators of one tile, left in registers (c), for the caller to store or requantize.
 template <bool RowsSigned>
-void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
-  QV c[QV_MR][QV_NV];
+inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, QV (&c)[QV_MR][QV_NV]) {
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)
 #pragma GCC unroll 4
@@ -30,6 +30,12 @@ void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_
     rows += QV_MR * 4;
     cols += QV_NV * QV_LANES * 4;
   }
+}
+
+template <bool RowsSigned>
+void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+  QV c[QV_MR][QV_NV];
+  vnni_accumulate<RowsSigned>(kgroups, rows, cols, c);
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)
 #pragma GCC unroll 4
