@@ -218,6 +218,8 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 3, 9, 70, 5, 3, 3, 2, 1, 1, 1),   shape(1, 4, 6, 37, 6, 3, 3, 1, 1, 1, 1),  // 16-byte row copies
       shape(1, 64, 5, 5, 120, 3, 3, 1, 1, 1, 1),  // few panels, many rows: threads split the row tiles
       shape(1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1),  // more panels per thread than one chunk
+      shape(2, 8, 6, 7, 5, 3, 3, 1, 1, 1, 1),     // channel quads read in place, two images
+      shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   for (const QKernels* k : all_qkernels())
@@ -298,8 +300,9 @@ TEST(Int8Kernels, ConvRequantizesWithResidualPerChannel) {
 }
 
 // Every output and residual type (with and without an f32 bias, clamped), through convolutions
-// whose tiles take the fused tile + epilogue (1x1 read in place, 1x1 stride 2 whose phase grid is
-// the output) and one that does not (3x3 padded: the wider grid), with ragged row tiles and
+// whose tiles take the fused tile + epilogue (1x1, and 1x1 stride 2 whose phase grid is the
+// output: packed panels) and ones that do not (3x3 padded: the wider grid; channel quads read in
+// place, or packed panels when the channels are not in quads), with ragged row tiles and
 // columns: the bytes equal epilogue_real + store_output on naive accumulators, on every table.
 TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
   auto shape = [](int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t st, int64_t pad) {
@@ -309,7 +312,10 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
     s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
     return s;
   };
-  const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0), shape(12, 10, 14, 11, 1, 2, 0), shape(8, 6, 5, 9, 3, 1, 1)};
+  const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0), shape(12, 10, 14, 11, 1, 2, 0), shape(8, 6, 5, 9, 3, 1, 1),
+                                shape(8, 9, 9, 12, 3, 2, 1), shape(8, 9, 8, 12, 5, 1, 0),
+                                // channels not in quads: the packed im2col path
+                                shape(5, 6, 5, 9, 3, 1, 1)};
   for (const Conv2dShape& s : shapes) {
     const int64_t Kc = s.C * s.R * s.S, P = s.out_h() * s.out_w();
     auto x = random_bytes(s.C * s.H * s.W, 31);

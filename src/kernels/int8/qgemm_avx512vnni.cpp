@@ -112,10 +112,11 @@ void epilogue_rows(const int32_t* acc, int nr, int rows, int cols, const QEpilog
 
 // The tile's accumulators requantized straight from registers (per_row epilogues, no grid).
 template <QType Out, Res R>
-void tile_epilogue(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int rows_valid, int cols_valid,
-                   const QEpilogue& e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
+void tile_epilogue(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
+                   int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
   QV c[QV_MR][QV_NV];
-  vnni_accumulate<true>(kgroups, rows, cols, c);
+  if (offsets) vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
+  else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
   const EpiConsts k(e);
   __mmask16 masks[QV_NV];
   for (int v = 0; v < QV_NV; ++v) masks[v] = lane_mask(cols_valid - v * 16);
@@ -169,9 +170,9 @@ struct EpilogueRows {
 };
 template <QType Out, Res R>
 struct TileEpilogue {
-  static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int rows_valid, int cols_valid,
-                   const QEpilogue* e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
-    tile_epilogue<Out, R>(kgroups, rows, cols, rows_valid, cols_valid, *e, row0, col0, out, ldo);
+  static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
+                   int cols_valid, const QEpilogue* e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
+    tile_epilogue<Out, R>(kgroups, rows, cols, offsets, rows_valid, cols_valid, *e, row0, col0, out, ldo);
   }
 };
 
@@ -183,11 +184,11 @@ void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpil
   dispatch<EpilogueRows>(e, acc, nr, rows, cols, &e, row0, col0, out, ldo);
 }
 
-void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int rows_valid,
-                               int cols_valid, const QEpilogue& e_in, int64_t row0, int64_t col0, void* out,
-                               int64_t ldo) {
+void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
+                               int rows_valid, int cols_valid, const QEpilogue& e_in, int64_t row0, int64_t col0,
+                               void* out, int64_t ldo) {
   const QEpilogue e = e_in;
-  dispatch<TileEpilogue>(e, kgroups, rows, cols, rows_valid, cols_valid, &e, row0, col0, out, ldo);
+  dispatch<TileEpilogue>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0, out, ldo);
 }
 
 }  // namespace
@@ -199,6 +200,7 @@ QKernels make_avx512vnni_qkernels() {
   k.nr = QV_NV * QV_LANES;
   k.tile_s8u8 = vnni_tile<true>;
   k.tile_u8s8 = vnni_tile<false>;
+  k.tile_s8u8_gather = vnni_tile_gather;
   k.epilogue = epilogue_avx512;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_avx512;
   return k;
