@@ -8,6 +8,7 @@
 // offset plus j0 * 4. The micro-kernel reads them there (tile_s8u8_gather), so a 3x3
 // convolution copies its input once instead of packing it nine times (im2col). The weights are
 // packed once in the same k order; the zero-point compensation (a sum over all k) does not change.
+#include <algorithm>
 #include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -44,31 +45,37 @@ struct QuadLayout {
   int64_t total() const { return planes + slack + offsets; }
 };
 
-// dst[j * 4 + q] = r[q][j] for j < n: byte-interleave rows 0/1 and 2/3, then 16-bit-interleave
-// the pairs, 16 positions at a time.
-void interleave_quad(const uint8_t* const r[4], int64_t n, uint8_t* dst) {
+// dst[j * 4 + q] = r[q][j] ^ flip for j < n: byte-interleave rows 0/1 and 2/3, then
+// 16-bit-interleave the pairs, 16 positions at a time (the last 16 again, overlapping, for a
+// ragged end).
+void interleave_quad(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* dst) {
   int64_t j = 0;
 #if defined(__SSE2__)
-  for (; j + 16 <= n; j += 16) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + j));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + j));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + j));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + j));
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    uint8_t* o = dst + j * 4;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+  if (n >= 16) {
+    const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+    for (int64_t j0 = 0;; j0 = std::min(j0 + 16, n - 16)) {
+      const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + j0)), f);
+      const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + j0)), f);
+      const __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + j0)), f);
+      const __m128i d = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + j0)), f);
+      const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+      const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+      uint8_t* o = dst + j0 * 4;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi16(ab_lo, cd_lo));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+      if (j0 == n - 16) break;
+    }
+    j = n;
   }
 #endif
   for (; j < n; ++j)
-    for (int q = 0; q < 4; ++q) dst[j * 4 + q] = r[q][j];
+    for (int q = 0; q < 4; ++q) dst[j * 4 + q] = static_cast<uint8_t>(r[q][j] ^ flip);
 }
 
-// The group's quad planes that some tap reads. A row needing no padding, stride or flip is
-// interleaved straight from the input; others go through four phase rows first.
+// The group's quad planes that some tap reads. At stride 1 a row's inside columns are
+// interleaved straight from the input; at larger strides through four phase rows first.
 void fill_quad_planes(const Conv2dShape& s, const QuadGeometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
                       uint8_t* dst, int threads) {
   const std::vector<char> used_h = used_phases(s.stride_h, s.R, s.dil_h), used_w = used_phases(s.stride_w, s.S, s.dil_w);
@@ -80,7 +87,6 @@ void fill_quad_planes(const Conv2dShape& s, const QuadGeometry& g, const uint8_t
       const int64_t c4 = cp / g.phases, ph = cp % g.phases / s.stride_w, pw = cp % s.stride_w;
       if (!used_h[static_cast<size_t>(ph)] || !used_w[static_cast<size_t>(pw)]) continue;
       const PhaseColumns pc(s, g.Wq, pw);
-      const bool in_place = flip == 0 && s.stride_w == 1 && pc.first == 0 && pc.j_lo == 0 && pc.j_hi == g.Wq;
       uint8_t* d = dst + cp * plane;
       for (int64_t i = 0; i < g.Hq; ++i, d += g.Wq * 4) {
         const int64_t ih = i * s.stride_h + ph - s.pad_top;
@@ -91,14 +97,20 @@ void fill_quad_planes(const Conv2dShape& s, const QuadGeometry& g, const uint8_t
         const uint8_t* r[4];
         for (int q = 0; q < 4; ++q) {
           const uint8_t* src = x + ((c4 * 4 + q) * s.H + ih) * s.W;
-          if (in_place) {
-            r[q] = src;
+          if (s.stride_w == 1) {
+            r[q] = src + pc.first + pc.j_lo;
           } else {
             fill_phase_row(src, pc, s.stride_w, flip, pad, g.Wq, rows.data() + q * g.Wq);
             r[q] = rows.data() + q * g.Wq;
           }
         }
-        interleave_quad(r, g.Wq, d);
+        if (s.stride_w == 1) {
+          std::memset(d, pad, static_cast<size_t>(pc.j_lo * 4));
+          interleave_quad(r, pc.j_hi - pc.j_lo, flip, d + pc.j_lo * 4);
+          std::memset(d + pc.j_hi * 4, pad, static_cast<size_t>((g.Wq - pc.j_hi) * 4));
+        } else {
+          interleave_quad(r, g.Wq, 0, d);
+        }
       }
     }
   });
