@@ -218,6 +218,8 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 3, 9, 70, 5, 3, 3, 2, 1, 1, 1),   shape(1, 4, 6, 37, 6, 3, 3, 1, 1, 1, 1),  // 16-byte row copies
       shape(1, 64, 5, 5, 120, 3, 3, 1, 1, 1, 1),  // few panels, many rows: threads split the row tiles
       shape(1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1),  // more panels per thread than one chunk
+      shape(2, 8, 6, 7, 5, 3, 3, 1, 1, 1, 1),     // channel quads read in place, two images
+      shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   for (const QKernels* k : all_qkernels())
@@ -294,6 +296,76 @@ TEST(Int8Kernels, ConvRequantizesWithResidualPerChannel) {
     } else {
       ASSERT_EQ(y, ref) << qisa_name(k->isa);
     }
+  }
+}
+
+// Every output and residual type (with and without an f32 bias, clamped), through convolutions
+// whose tiles take the fused tile + epilogue (1x1, and 1x1 stride 2 whose phase grid is the
+// output: packed panels) and ones that do not (3x3 padded: the wider grid; channel quads read in
+// place, or packed panels when the channels are not in quads), with ragged row tiles and
+// columns: the bytes equal epilogue_real + store_output on naive accumulators, on every table.
+TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
+  auto shape = [](int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t st, int64_t pad) {
+    Conv2dShape s;
+    s.N = 1, s.C = C, s.H = H, s.W = W, s.K = K, s.R = s.S = R;
+    s.stride_h = s.stride_w = st;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    return s;
+  };
+  const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0), shape(12, 10, 14, 11, 1, 2, 0), shape(8, 6, 5, 9, 3, 1, 1),
+                                shape(8, 9, 9, 12, 3, 2, 1), shape(8, 9, 8, 12, 5, 1, 0),
+                                // channels not in quads: the packed im2col path
+                                shape(5, 6, 5, 9, 3, 1, 1)};
+  for (const Conv2dShape& s : shapes) {
+    const int64_t Kc = s.C * s.R * s.S, P = s.out_h() * s.out_w();
+    auto x = random_bytes(s.C * s.H * s.W, 31);
+    auto wb = random_bytes(s.K * Kc, 32);
+    std::vector<int8_t> w(wb.begin(), wb.end());
+    std::vector<int32_t> sums(s.K), comp(s.K), zero(s.K, 0);
+    row_sums_s8(w.data(), s.K, Kc, sums.data());
+    for (int64_t m = 0; m < s.K; ++m) comp[m] = static_cast<int32_t>(m % 7) * 50 - 128 * sums[m];
+    const auto acc = naive_conv(s, x, false, 128, w, zero);
+    auto scale = random_floats(s.K, 33, 1e-4f, 1e-3f), bias_f = random_floats(s.K, 34, -1.f, 1.f);
+    auto res_b = random_bytes(s.K * P, 35);
+    auto res_f = random_floats(s.K * P, 36, -2.f, 2.f);
+    for (QType out : {QType::U8, QType::S8, QType::F32})
+      for (int res = 0; res < 4; ++res)
+        for (bool with_bias_f : {false, true}) {
+          QEpilogue e;
+          e.bias = comp.data();
+          e.scale = scale.data();
+          e.bias_f = with_bias_f ? bias_f.data() : nullptr;
+          if (res > 0) {
+            e.residual_type = res == 1 ? QType::U8 : res == 2 ? QType::S8 : QType::F32;
+            e.residual = res == 3 ? static_cast<const void*>(res_f.data()) : res_b.data();
+            e.ldr = P;
+            e.residual_scale = 0.05f;
+            e.residual_zp = res == 1 ? 128 : -2;
+            e.res_lo = -4.f, e.res_hi = 5.f;
+          }
+          e.lo = 0.f, e.hi = 6.f;
+          e.out = out;
+          e.out_inv_scale = 1 / 0.03f;
+          e.out_zp = out == QType::U8 ? 10 : -3;
+          const size_t osize = out == QType::F32 ? 4 : 1;
+          std::vector<uint8_t> want(s.K * P * osize);
+          for (int64_t i = 0; i < s.K * P; ++i) {
+            const int64_t m = i / P;
+            const void* rp = res == 0 ? nullptr : static_cast<const char*>(e.residual) + i * (res == 3 ? 4 : 1);
+            // The kernel's accumulator: sum x * w, i.e. the naive one (x - 128) * w plus 128 * sum w.
+            const int32_t a = static_cast<int32_t>(acc[i]) + 128 * sums[m];
+            store_output(e, epilogue_real(e, a, m, rp), want.data() + i * osize);
+          }
+          for (const QKernels* k : all_qkernels()) {
+            std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, s)), ws(qconv_workspace_bytes(*k, s, 2));
+            std::vector<uint8_t> y(want.size(), 0xAB);
+            qconv_pack_weight(*k, s, w.data(), pw.data());
+            qconv2d(*k, s, x.data(), 0, 128, pw.data(), e, y.data(), ws.data(), 2);
+            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size()))
+                << qisa_name(k->isa) << " R" << s.R << " stride " << s.stride_h << " out " << int(out) << " residual "
+                << res << " bias_f " << with_bias_f;
+          }
+        }
   }
 }
 

@@ -148,6 +148,17 @@ struct QKernels {
   // e.residual point at element (0, 0) of their matrices (row strides ldo and e.ldr).
   void (*epilogue)(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo) = nullptr;
+  // tile_s8u8 with the cols operand read in place: group g's nr x 4 bytes at cols + offsets[g]
+  // (the channel-quad planes of a convolution, see qconv2d), not in a packed panel.
+  void (*tile_s8u8_gather)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
+                           int32_t* acc) = nullptr;
+  // Optional (nullptr: the tile, then epilogue): tile_s8u8 (offsets == nullptr) or tile_s8u8_gather
+  // with the epilogue applied while the accumulators are still in registers, for per_row
+  // epilogues without a grid: out(row0 + r, col0 + j) for r < rows_valid, j < cols_valid.
+  // Bit-identical to the tile + epilogue.
+  void (*tile_s8u8_epilogue)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
+                             int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
+                             int64_t ldo) = nullptr;
 };
 
 // The kernels for this CPU (best ISA it has), and those of one ISA (nullptr when the CPU lacks it).

@@ -18,12 +18,12 @@
 
 #include "kiln/kernels/int8.h"
 #include "kiln/kernels/parallel.h"
+#include "qconv_internal.h"
 
 namespace kiln::kernels::int8 {
+using detail::ceil_div;
+using detail::round_up;
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 struct Geometry {
   int64_t P, Cg, Mg, Kc, kgroups;
@@ -72,9 +72,8 @@ void copy_flipped(const uint8_t* src, int64_t stride, uint8_t flip, int64_t n, u
 // The group's phase planes that some tap reads: `pad` outside the input, x XOR flip inside.
 void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
                        uint8_t* dst, int threads) {
-  std::vector<char> used_h(static_cast<size_t>(s.stride_h), 0), used_w(static_cast<size_t>(s.stride_w), 0);
-  for (int64_t kh = 0; kh < s.R; ++kh) used_h[static_cast<size_t>(kh * s.dil_h % s.stride_h)] = 1;
-  for (int64_t kw = 0; kw < s.S; ++kw) used_w[static_cast<size_t>(kw * s.dil_w % s.stride_w)] = 1;
+  const std::vector<char> used_h = detail::used_phases(s.stride_h, s.R, s.dil_h);
+  const std::vector<char> used_w = detail::used_phases(s.stride_w, s.S, s.dil_w);
   const int64_t phases = s.stride_h * s.stride_w, plane = g.Hq * g.Wq;
   parallel_for(g.Cg * phases, threads_for_work(static_cast<double>(g.Cg) * plane * phases, threads), [&](int64_t b,
                                                                                                           int64_t e) {
@@ -82,19 +81,11 @@ void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x
       const int64_t c = cp / phases, ph = cp % phases / s.stride_w, pw = cp % s.stride_w;
       if (!used_h[static_cast<size_t>(ph)] || !used_w[static_cast<size_t>(pw)]) continue;
       uint8_t* d = dst + cp * plane;
-      const int64_t first = pw - s.pad_left;  // input column of phase column 0
-      const int64_t j_lo = std::min(g.Wq, first >= 0 ? 0 : ceil_div(-first, s.stride_w));
-      const int64_t j_hi = std::max(j_lo, std::min(g.Wq, s.W - 1 - first >= 0 ? (s.W - 1 - first) / s.stride_w + 1 : 0));
+      const detail::PhaseColumns pc(s, g.Wq, pw);
       for (int64_t i = 0; i < g.Hq; ++i, d += g.Wq) {
         const int64_t ih = i * s.stride_h + ph - s.pad_top;
-        if (ih < 0 || ih >= s.H) {
-          std::memset(d, pad, static_cast<size_t>(g.Wq));
-          continue;
-        }
-        const uint8_t* row = x + (c * s.H + ih) * s.W;
-        for (int64_t j = 0; j < j_lo; ++j) d[j] = pad;
-        copy_flipped(row + j_lo * s.stride_w + first, s.stride_w, flip, j_hi - j_lo, d + j_lo);
-        for (int64_t j = j_hi; j < g.Wq; ++j) d[j] = pad;
+        detail::fill_phase_row(ih < 0 || ih >= s.H ? nullptr : x + (c * s.H + ih) * s.W, pc, s.stride_w, flip, pad,
+                               g.Wq, d);
       }
     }
   });
@@ -102,12 +93,48 @@ void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x
 
 }  // namespace
 
+namespace detail {
+
+void fill_phase_row(const uint8_t* row, const PhaseColumns& pc, int64_t stride_w, uint8_t flip, uint8_t pad,
+                    int64_t Wq, uint8_t* dst) {
+  if (!row) {
+    std::memset(dst, pad, static_cast<size_t>(Wq));
+    return;
+  }
+  for (int64_t j = 0; j < pc.j_lo; ++j) dst[j] = pad;
+  copy_flipped(row + pc.j_lo * stride_w + pc.first, stride_w, flip, pc.j_hi - pc.j_lo, dst + pc.j_lo);
+  for (int64_t j = pc.j_hi; j < Wq; ++j) dst[j] = pad;
+}
+
+GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, int64_t gi, int64_t grid_w, void* y) {
+  const int64_t Mg = s.K / s.group, P = s.out_h() * s.out_w(), ch0 = gi * Mg;
+  const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
+  GroupOutput g{e, nullptr};
+  g.e.per_row = true;
+  g.e.scale = e.scale + ch0;
+  if (e.bias) g.e.bias = e.bias + ch0;
+  if (e.bias_f) g.e.bias_f = e.bias_f + ch0;
+  // The phase grid is wider than the output when padding or the kernel's width adds columns;
+  // when it is not (e.g. 1x1 stride 2 on an even width) its columns are the output's.
+  if (grid_w != 0 && grid_w != s.out_w()) g.e.grid_w = grid_w, g.e.grid_valid = s.out_w();
+  const int64_t first = (n * s.K + ch0) * P;  // output element (n, ch0, 0, 0)
+  if (e.residual) {
+    g.e.residual = static_cast<const char*>(e.residual) + first * rsize;
+    g.e.ldr = P;
+  }
+  g.y = static_cast<char*>(y) + first * osize;
+  return g;
+}
+
+}  // namespace detail
+
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
   Geometry g(s, 0);
   return static_cast<size_t>(s.group) * packed_rows_bytes(k, g.Mg, g.Kc);
 }
 
 void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
+  if (detail::qconv_uses_quads(k, s)) return detail::qconv_pack_weight_quads(k, s, w, packed);
   Geometry g(s, 0);
   const size_t per_group = packed_rows_bytes(k, g.Mg, g.Kc);
   for (int64_t gi = 0; gi < s.group; ++gi)
@@ -133,6 +160,7 @@ struct Layout {
 }  // namespace
 
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
+  if (detail::qconv_uses_quads(k, s)) return detail::qconv_workspace_bytes_quads(k, s);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
   for (uint8_t flip : {0, 0x80}) {  // the layout (and so the size) depends on the flip
@@ -148,6 +176,7 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
 // row tiles (each thread packs every panel — cheap next to streaming its share of the weights).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  if (detail::qconv_uses_quads(k, s)) return detail::qconv2d_quads(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   Geometry g(s, flip);
   const Layout l(k, s, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
@@ -155,7 +184,6 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
   int64_t* offsets = reinterpret_cast<int64_t*>(workspace + l.phase_bytes);
   uint8_t* slots_base = workspace + l.phase_bytes + l.offsets_bytes;
   const size_t w_per_group = packed_rows_bytes(k, g.Mg, g.Kc);
-  const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
   // Where each tap's row starts (relative to the phase planes, or to the group's input planes);
   // -1 past Kc (a zero row).
   for (int64_t kk = 0; kk < g.kgroups * 4; ++kk) {
@@ -172,19 +200,10 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
       const uint8_t* xg = x + (n * s.C + gi * g.Cg) * s.H * s.W;
       if (!g.direct) fill_phase_planes(s, g, xg, flip, pad, phases, threads);
       const uint8_t* base = g.direct ? xg : phases;
-      QEpilogue eg = e;
-      const int64_t ch0 = gi * g.Mg;
-      eg.per_row = true;
-      eg.scale = e.scale + ch0;
-      if (e.bias) eg.bias = e.bias + ch0;
-      if (e.bias_f) eg.bias_f = e.bias_f + ch0;
-      if (!g.direct) eg.grid_w = g.Wq, eg.grid_valid = s.out_w();
-      const int64_t first = (n * s.K + ch0) * g.P;  // output element (n, ch0, 0, 0)
-      if (e.residual) {
-        eg.residual = static_cast<const char*>(e.residual) + first * rsize;
-        eg.ldr = g.P;
-      }
-      void* yg = static_cast<char*>(y) + first * osize;
+      const detail::GroupOutput go = detail::group_output(e, s, n, gi, g.direct ? 0 : g.Wq, y);
+      const QEpilogue& eg = go.e;
+      void* yg = go.y;
+      const bool fused = k.tile_s8u8_epilogue && eg.grid_w == 0;
       const uint8_t* wg = packed_w + gi * w_per_group;
       parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
         alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table
@@ -202,8 +221,14 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
             for (int64_t t = t_begin; t < t_end; ++t) {
               const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
               for (int64_t p = c0; p < c1; ++p) {
-                k.tile_s8u8(g.kgroups, wg + t * g.kgroups * k.mr * 4, panels + (p - c0) * pbytes, acc);
+                const uint8_t* wt = wg + t * g.kgroups * k.mr * 4;
                 const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, g.N - p * k.nr));
+                if (fused) {
+                  k.tile_s8u8_epilogue(g.kgroups, wt, panels + (p - c0) * pbytes, nullptr, rows_here, cols_here, eg, t * k.mr,
+                                       p * k.nr, yg, g.P);
+                  continue;
+                }
+                k.tile_s8u8(g.kgroups, wt, panels + (p - c0) * pbytes, acc);
                 epilogue_tile(k, acc, rows_here, t * k.mr, p * k.nr, cols_here, eg, yg, g.P);
               }
             }

@@ -22,14 +22,16 @@ inline __m256i widen16(__m128i bytes) {
   return Signed ? _mm256_cvtepi8_epi16(bytes) : _mm256_cvtepu8_epi16(bytes);
 }
 
-template <bool RowsSigned>
-void tile_avx2(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+// Gather: cols group g is at cols + offsets[g] instead of following the previous one.
+template <bool RowsSigned, bool Gather = false>
+void tile_avx2(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int32_t* acc) {
   __m256i c[kMr][2];
 #pragma GCC unroll 4
   for (int r = 0; r < kMr; ++r) c[r][0] = c[r][1] = _mm256_setzero_si256();
   for (int64_t g = 0; g < kgroups; ++g) {
-    __m256i b0 = widen16<!RowsSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cols)));
-    __m256i b1 = widen16<!RowsSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cols + 16)));
+    const uint8_t* cg = Gather ? cols + offsets[g] : cols;
+    __m256i b0 = widen16<!RowsSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cg)));
+    __m256i b1 = widen16<!RowsSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cg + 16)));
 #pragma GCC unroll 4
     for (int r = 0; r < kMr; ++r) {
       int32_t word;
@@ -41,7 +43,7 @@ void tile_avx2(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_
       c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(b1, a));
     }
     rows += kMr * 4;
-    cols += kNr * 4;
+    if (!Gather) cols += kNr * 4;
   }
 #pragma GCC unroll 4
   for (int r = 0; r < kMr; ++r) {
@@ -49,6 +51,11 @@ void tile_avx2(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_
     __m256i h = _mm256_hadd_epi32(c[r][0], c[r][1]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kNr), _mm256_permute4x64_epi64(h, 0xD8));
   }
+}
+
+template <bool RowsSigned>
+void tile_avx2_packed(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+  tile_avx2<RowsSigned>(kgroups, rows, cols, nullptr, acc);
 }
 
 }  // namespace
@@ -115,8 +122,9 @@ QKernels make_avx2_qkernels() {
   k.isa = QIsa::Avx2;
   k.mr = kMr;
   k.nr = kNr;
-  k.tile_s8u8 = tile_avx2<true>;
-  k.tile_u8s8 = tile_avx2<false>;
+  k.tile_s8u8 = tile_avx2_packed<true>;
+  k.tile_u8s8 = tile_avx2_packed<false>;
+  k.tile_s8u8_gather = tile_avx2<true, true>;
   k.epilogue = epilogue_avx2;
   return k;
 }

@@ -1,5 +1,7 @@
 // AVX-512 VNNI: vpdpbusd on zmm with an 8 x 32 register tile (16 accumulators), and the
-// requantization epilogue 16 lanes at a time with masked tails.
+// requantization epilogue 16 lanes at a time with masked tails: after the tile (from its int32
+// accumulators in memory), or fused into it (tile_s8u8_epilogue: straight from the registers,
+// one instance per output and residual type, so the per-element code has no branches).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,40 +23,68 @@ inline QV qv_dpbusd(QV acc, QV u8, QV s8) { return _mm512_dpbusd_epi32(acc, u8, 
 
 namespace {
 
-// Loads `mask` lanes of the residual at p as real-valued floats (before the scale for u8/s8).
-inline __m512 residual_lanes(const QEpilogue& e, const void* p, __mmask16 mask) {
-  switch (e.residual_type) {
-    case QType::U8:
-      return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, p)),
-                                                 _mm512_set1_epi32(e.residual_zp)));
-    case QType::S8:
-      return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, p)),
-                                                 _mm512_set1_epi32(e.residual_zp)));
-    case QType::F32: return _mm512_maskz_loadu_ps(mask, p);
+// Which residual the epilogue adds (a template parameter, so each variant is straight-line code).
+enum class Res : uint8_t { None, U8, S8, F32 };
+
+// The epilogue's broadcast constants, set up once per call.
+struct EpiConsts {
+  __m512 lo, hi, inv, qmin, qmax, rscale, res_lo, res_hi;
+  __m512i zp, rzp;
+  explicit EpiConsts(const QEpilogue& e)
+      : lo(_mm512_set1_ps(e.lo)), hi(_mm512_set1_ps(e.hi)), inv(_mm512_set1_ps(e.out_inv_scale)),
+        rscale(_mm512_set1_ps(e.residual_scale)), res_lo(_mm512_set1_ps(e.res_lo)), res_hi(_mm512_set1_ps(e.res_hi)),
+        zp(_mm512_set1_epi32(e.out_zp)), rzp(_mm512_set1_epi32(e.residual_zp)) {
+    // Quantized outputs: the activation clamp [lo, hi] and the saturation to [qlo, qhi] as one
+    // clamp of x = v * inv, bit-identical to clamping, scaling, rounding, adding zp and
+    // saturating: multiplying by inv > 0 is monotonic in f32 (max(v, lo) * inv = max(v * inv,
+    // lo * inv)), and since qlo - zp and qhi - zp are integers, clamping x to them before rounding
+    // saturates exactly as clamping the rounded value would. A NaN takes the low bound, as with
+    // the separate clamps.
+    const float ql = e.out == QType::U8 ? 0.f : -128.f, qh = e.out == QType::U8 ? 255.f : 127.f;
+    qmin = _mm512_set1_ps(std::max(e.lo * e.out_inv_scale, ql - static_cast<float>(e.out_zp)));
+    qmax = _mm512_set1_ps(std::min(e.hi * e.out_inv_scale, qh - static_cast<float>(e.out_zp)));
   }
-  return _mm512_setzero_ps();
+};
+
+// The epilogue of 16 lanes (`mask` of them): accumulators a (bias already added) times scale, plus
+// bias_f, the residual at rp, the clamp, stored as Out at op. The same float operations, in the
+// same order, as epilogue_real + quantize_value.
+template <QType Out, Res R>
+inline void epilogue_lanes(const EpiConsts& k, __m512i a, __m512 scale, const float* bias_f, __m512 bf,
+                           const void* rp, void* op, __mmask16 mask) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), scale);
+  if (bias_f) v = _mm512_add_ps(v, bf);
+  if constexpr (R != Res::None) {
+    __m512 rv;
+    if constexpr (R == Res::U8)
+      rv = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, rp)), k.rzp));
+    else if constexpr (R == Res::S8)
+      rv = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, rp)), k.rzp));
+    else
+      rv = _mm512_maskz_loadu_ps(mask, rp);
+    v = _mm512_min_ps(_mm512_max_ps(v, k.res_lo), k.res_hi);
+    v = R == Res::F32 ? _mm512_add_ps(v, rv) : _mm512_fmadd_ps(rv, k.rscale, v);
+  }
+  if constexpr (Out == QType::F32) {
+    _mm512_mask_storeu_ps(op, mask, _mm512_min_ps(_mm512_max_ps(v, k.lo), k.hi));
+  } else {
+    const __m512 x = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, k.inv), k.qmin), k.qmax);
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(x), k.zp);  // round half to even (MXCSR default)
+    // Narrowed in a register, then stored: the memory form of vpmovdb is slow on some cores (Zen 4).
+    const __m128i b = _mm512_cvtepi32_epi8(q);
+    if (mask == 0xFFFF) _mm_storeu_si128(static_cast<__m128i*>(op), b);
+    else _mm_mask_storeu_epi8(op, mask, b);
+  }
 }
 
-void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e_in, int64_t row0, int64_t col0,
-                     void* out, int64_t ldo) {
-  // A local copy: the byte stores below could alias the caller's struct, which would make the
-  // compiler reload every field after each store.
-  const QEpilogue e = e_in;
-  const size_t osize = e.out == QType::F32 ? 4 : 1;
-  const size_t rsize = e.residual_type == QType::F32 ? 4 : 1;
-  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-  const __m512 inv = _mm512_set1_ps(e.out_inv_scale);
-  const __m512i zp = _mm512_set1_epi32(e.out_zp);
-  // Quantized outputs: the activation clamp [lo, hi] and the saturation to [qlo, qhi] as one clamp
-  // of x = v * inv, bit-identical to clamping, scaling, rounding, adding zp and saturating:
-  // multiplying by inv > 0 is monotonic in f32 (max(v, lo) * inv = max(v * inv, lo * inv)), and
-  // since qlo - zp and qhi - zp are integers, clamping x to them before rounding saturates exactly
-  // as clamping the rounded value would. A NaN takes the low bound, as with the separate clamps.
-  const float qlo = e.out == QType::U8 ? 0.f : -128.f, qhi = e.out == QType::U8 ? 255.f : 127.f;
-  const __m512 qmin = _mm512_set1_ps(std::max(e.lo * e.out_inv_scale, qlo - static_cast<float>(e.out_zp)));
-  const __m512 qmax = _mm512_set1_ps(std::min(e.hi * e.out_inv_scale, qhi - static_cast<float>(e.out_zp)));
-  const __m512 rscale = _mm512_set1_ps(e.residual_scale);
-  const __m512 res_lo = _mm512_set1_ps(e.res_lo), res_hi = _mm512_set1_ps(e.res_hi);
+constexpr size_t out_size(QType t) { return t == QType::F32 ? 4 : 1; }
+constexpr size_t res_size(Res r) { return r == Res::F32 ? 4 : 1; }
+inline __mmask16 lane_mask(int n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max(n, 0)) - 1); }
+
+template <QType Out, Res R>
+void epilogue_rows(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
+                   void* out, int64_t ldo) {
+  const EpiConsts k(e);
   for (int r = 0; r < rows; ++r) {
     const int64_t row = row0 + r;
     // Per-row parameters once per row (per_row), else loaded per column below.
@@ -62,37 +92,103 @@ void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpil
     const __m512 row_scale = _mm512_set1_ps(e.per_row ? e.scale[row] : 0.f);
     const __m512 row_bias_f = _mm512_set1_ps(e.per_row && e.bias_f ? e.bias_f[row] : 0.f);
     for (int j = 0; j < cols; j += 16) {
-      const __mmask16 mask = cols - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - j)) - 1);
+      const __mmask16 mask = lane_mask(cols - j);
       const int64_t col = col0 + j;
       __m512i a = _mm512_maskz_loadu_epi32(mask, acc + r * nr + j);
-      __m512 scale = row_scale;
+      __m512 scale = row_scale, bf = row_bias_f;
       if (e.per_row) {
         a = _mm512_add_epi32(a, row_bias);
       } else {
         if (e.bias) a = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(mask, e.bias + col));
         scale = _mm512_maskz_loadu_ps(mask, e.scale + col);
+        if (e.bias_f) bf = _mm512_maskz_loadu_ps(mask, e.bias_f + col);
       }
-      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), scale);
-      if (e.bias_f) v = _mm512_add_ps(v, e.per_row ? row_bias_f : _mm512_maskz_loadu_ps(mask, e.bias_f + col));
-      if (e.residual) {
-        const void* rp = static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize;
-        __m512 rv = residual_lanes(e, rp, mask);
-        v = _mm512_min_ps(_mm512_max_ps(v, res_lo), res_hi);
-        v = e.residual_type == QType::F32 ? _mm512_add_ps(v, rv) : _mm512_fmadd_ps(rv, rscale, v);
-      }
-      void* op = static_cast<char*>(out) + (row * ldo + col) * osize;
-      if (e.out == QType::F32) {
-        _mm512_mask_storeu_ps(op, mask, _mm512_min_ps(_mm512_max_ps(v, lo), hi));
-        continue;
-      }
-      const __m512 x = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), qmin), qmax);
-      const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(x), zp);  // round half to even (MXCSR default)
-      // Narrowed in a register, then stored: the memory form of vpmovdb is slow on some cores (Zen 4).
-      const __m128i b = _mm512_cvtepi32_epi8(q);
-      if (mask == 0xFFFF) _mm_storeu_si128(static_cast<__m128i*>(op), b);
-      else _mm_mask_storeu_epi8(op, mask, b);
+      const void* rp = R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (row * e.ldr + col) * res_size(R);
+      epilogue_lanes<Out, R>(k, a, scale, e.bias_f, bf, rp, static_cast<char*>(out) + (row * ldo + col) * out_size(Out),
+                             mask);
     }
   }
+}
+
+// The tile's accumulators requantized straight from registers (per_row epilogues, no grid).
+template <QType Out, Res R>
+void tile_epilogue(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
+                   int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
+  QV c[QV_MR][QV_NV];
+  if (offsets) vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
+  else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
+  const EpiConsts k(e);
+  __mmask16 masks[QV_NV];
+  for (int v = 0; v < QV_NV; ++v) masks[v] = lane_mask(cols_valid - v * 16);
+#pragma GCC unroll 16
+  for (int r = 0; r < QV_MR; ++r) {
+    if (r >= rows_valid) break;
+    const int64_t row = row0 + r;
+    const __m512i bias = _mm512_set1_epi32(e.bias ? e.bias[row] : 0);
+    const __m512 scale = _mm512_set1_ps(e.scale[row]);
+    const __m512 bf = _mm512_set1_ps(e.bias_f ? e.bias_f[row] : 0.f);
+#pragma GCC unroll 4
+    for (int v = 0; v < QV_NV; ++v) {
+      if (!masks[v]) break;
+      const int64_t col = col0 + v * 16;
+      const void* rp = R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (row * e.ldr + col) * res_size(R);
+      epilogue_lanes<Out, R>(k, _mm512_add_epi32(c[r][v], bias), scale, e.bias_f, bf, rp,
+                             static_cast<char*>(out) + (row * ldo + col) * out_size(Out), masks[v]);
+    }
+  }
+}
+
+Res res_of(const QEpilogue& e) {
+  if (!e.residual) return Res::None;
+  return e.residual_type == QType::U8 ? Res::U8 : e.residual_type == QType::S8 ? Res::S8 : Res::F32;
+}
+
+// Picks the template instance for the epilogue's output and residual types.
+template <template <QType, Res> class F, typename... Args>
+void dispatch(const QEpilogue& e, Args... args) {
+  auto with_out = [&]<Res R>() {
+    switch (e.out) {
+      case QType::U8: F<QType::U8, R>::call(args...); break;
+      case QType::S8: F<QType::S8, R>::call(args...); break;
+      case QType::F32: F<QType::F32, R>::call(args...); break;
+    }
+  };
+  switch (res_of(e)) {
+    case Res::None: with_out.template operator()<Res::None>(); break;
+    case Res::U8: with_out.template operator()<Res::U8>(); break;
+    case Res::S8: with_out.template operator()<Res::S8>(); break;
+    case Res::F32: with_out.template operator()<Res::F32>(); break;
+  }
+}
+
+template <QType Out, Res R>
+struct EpilogueRows {
+  static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
+                   void* out, int64_t ldo) {
+    epilogue_rows<Out, R>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
+  }
+};
+template <QType Out, Res R>
+struct TileEpilogue {
+  static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
+                   int cols_valid, const QEpilogue* e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
+    tile_epilogue<Out, R>(kgroups, rows, cols, offsets, rows_valid, cols_valid, *e, row0, col0, out, ldo);
+  }
+};
+
+void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e_in, int64_t row0, int64_t col0,
+                     void* out, int64_t ldo) {
+  // A local copy: the byte stores could alias the caller's struct, which would make the compiler
+  // reload every field after each store.
+  const QEpilogue e = e_in;
+  dispatch<EpilogueRows>(e, acc, nr, rows, cols, &e, row0, col0, out, ldo);
+}
+
+void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
+                               int rows_valid, int cols_valid, const QEpilogue& e_in, int64_t row0, int64_t col0,
+                               void* out, int64_t ldo) {
+  const QEpilogue e = e_in;
+  dispatch<TileEpilogue>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0, out, ldo);
 }
 
 }  // namespace
@@ -104,7 +200,9 @@ QKernels make_avx512vnni_qkernels() {
   k.nr = QV_NV * QV_LANES;
   k.tile_s8u8 = vnni_tile<true>;
   k.tile_u8s8 = vnni_tile<false>;
+  k.tile_s8u8_gather = vnni_tile_gather;
   k.epilogue = epilogue_avx512;
+  k.tile_s8u8_epilogue = tile_s8u8_epilogue_avx512;
   return k;
 }
 

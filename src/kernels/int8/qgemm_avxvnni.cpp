@@ -28,6 +28,7 @@ QKernels make_avxvnni_qkernels() {
   k.nr = QV_NV * QV_LANES;
   k.tile_s8u8 = vnni_tile<true>;
   k.tile_u8s8 = vnni_tile<false>;
+  k.tile_s8u8_gather = vnni_tile_gather;
   k.epilogue = epilogue_avx2;
   return k;
 }

@@ -7,10 +7,13 @@ namespace {
 
 constexpr int kMr = 4, kNr = 8;
 
-template <bool RowsSigned>
-void tile_scalar(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+// Gather: cols group g is at cols + offsets[g] instead of following the previous one.
+template <bool RowsSigned, bool Gather = false>
+void tile_scalar(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int32_t* acc) {
   for (int i = 0; i < kMr * kNr; ++i) acc[i] = 0;
+  const uint8_t* next = cols;
   for (int64_t g = 0; g < kgroups; ++g) {
+    cols = Gather ? next + offsets[g] : cols;
     for (int r = 0; r < kMr; ++r)
       for (int j = 0; j < kNr; ++j) {
         int32_t s = 0;
@@ -22,8 +25,13 @@ void tile_scalar(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int3
         acc[r * kNr + j] += s;
       }
     rows += kMr * 4;
-    cols += kNr * 4;
+    if (!Gather) cols += kNr * 4;
   }
+}
+
+template <bool RowsSigned>
+void tile_scalar_packed(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+  tile_scalar<RowsSigned>(kgroups, rows, cols, nullptr, acc);
 }
 
 void epilogue_scalar(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
@@ -39,8 +47,9 @@ QKernels make_scalar_qkernels() {
   k.isa = QIsa::Scalar;
   k.mr = kMr;
   k.nr = kNr;
-  k.tile_s8u8 = tile_scalar<true>;
-  k.tile_u8s8 = tile_scalar<false>;
+  k.tile_s8u8 = tile_scalar_packed<true>;
+  k.tile_u8s8 = tile_scalar_packed<false>;
+  k.tile_s8u8_gather = tile_scalar<true, true>;
   k.epilogue = epilogue_scalar;
   return k;
 }

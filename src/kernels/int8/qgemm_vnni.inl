@@ -8,17 +8,20 @@
 
 namespace {
 
-template <bool RowsSigned>
-void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
-  QV c[QV_MR][QV_NV];
+// The accumulators of one tile, left in registers (c), for the caller to store or requantize.
+// Gather: cols group g is at cols + offsets[g] (bytes) instead of following the previous one.
+template <bool RowsSigned, bool Gather = false>
+inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
+                            QV (&c)[QV_MR][QV_NV]) {
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_zero();
   for (int64_t g = 0; g < kgroups; ++g) {
+    const uint8_t* cg = Gather ? cols + offsets[g] : cols;
     QV b[QV_NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < QV_NV; ++v) b[v] = qv_load(cols + v * QV_LANES * 4);
+    for (int v = 0; v < QV_NV; ++v) b[v] = qv_load(cg + v * QV_LANES * 4);
 #pragma GCC unroll 16
     for (int r = 0; r < QV_MR; ++r) {
       int32_t word;
@@ -28,12 +31,28 @@ void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_
       for (int v = 0; v < QV_NV; ++v) c[r][v] = RowsSigned ? qv_dpbusd(c[r][v], b[v], a) : qv_dpbusd(c[r][v], a, b[v]);
     }
     rows += QV_MR * 4;
-    cols += QV_NV * QV_LANES * 4;
+    if (!Gather) cols += QV_NV * QV_LANES * 4;
   }
+}
+
+inline void vnni_store(QV (&c)[QV_MR][QV_NV], int32_t* acc) {
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) qv_store(acc + (r * QV_NV + v) * QV_LANES, c[r][v]);
+}
+
+template <bool RowsSigned>
+void vnni_tile(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int32_t* acc) {
+  QV c[QV_MR][QV_NV];
+  vnni_accumulate<RowsSigned>(kgroups, rows, cols, nullptr, c);
+  vnni_store(c, acc);
+}
+
+void vnni_tile_gather(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int32_t* acc) {
+  QV c[QV_MR][QV_NV];
+  vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
+  vnni_store(c, acc);
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// Pieces the two INT8 convolution paths share (qconv.cpp: packed im2col panels; qconv_quads.cpp:
+// channel quads read in place): phase-plane geometry, one phase row's fill, the per-group epilogue.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/kernels/int8.h"
+
+namespace kiln::kernels::int8::detail {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// used[p] = 1 when some tap (k * dil) % stride == p: only those phases are filled.
+inline std::vector<char> used_phases(int64_t stride, int64_t taps, int64_t dil) {
+  std::vector<char> used(static_cast<size_t>(stride), 0);
+  for (int64_t t = 0; t < taps; ++t) used[static_cast<size_t>(t * dil % stride)] = 1;
+  return used;
+}
+
+// Phase column pw of a row Wq wide: phase column j is input column first + j * stride_w, inside
+// the input for j in [j_lo, j_hi).
+struct PhaseColumns {
+  int64_t first, j_lo, j_hi;
+  PhaseColumns(const Conv2dShape& s, int64_t Wq, int64_t pw) : first(pw - s.pad_left) {
+    j_lo = std::min(Wq, first >= 0 ? 0 : ceil_div(-first, s.stride_w));
+    j_hi = std::max(j_lo, std::min(Wq, s.W - 1 - first >= 0 ? (s.W - 1 - first) / s.stride_w + 1 : 0));
+  }
+};
+
+// One phase row of Wq bytes: `pad` outside [j_lo, j_hi), input row `row` (nullptr: a padding
+// row) XOR flip inside.
+void fill_phase_row(const uint8_t* row, const PhaseColumns& pc, int64_t stride_w, uint8_t flip, uint8_t pad,
+                    int64_t Wq, uint8_t* dst);
+
+// The epilogue of image n, group gi, and where its output starts: e's per-channel arrays and
+// residual moved to the group's first channel; the phase grid's width when it is wider than the
+// output (grid_w != out_w; 0: columns are output positions).
+struct GroupOutput {
+  QEpilogue e;
+  void* y = nullptr;
+};
+GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, int64_t gi, int64_t grid_w, void* y);
+
+// The channel-quad path (qconv_quads.cpp): taken when the table has tile_s8u8_gather, each
+// group's channel count is a multiple of 4 and the kernel has more than one tap, at stride 1.
+bool qconv_uses_quads(const QKernels& k, const Conv2dShape& s);
+void qconv_pack_weight_quads(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed);
+size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s);
+void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                   const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
+
+}  // namespace kiln::kernels::int8::detail
