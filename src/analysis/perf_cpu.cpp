@@ -103,14 +103,55 @@ double constant_input_bytes(const Node& n) {
   return b;
 }
 
+// The read bandwidth of the smallest cache level holding `bytes`; 0 when none does (DRAM).
 double cache_bandwidth_gbs(double bytes, const Chip& chip) {
   const MachinePeaks& m = *chip.machine;
   for (const auto& c : m.caches) {
     int64_t holds = c.level == "L3" ? c.working_set_bytes : c.cache_bytes;
     if (bytes <= static_cast<double>(holds)) return c.gbs_one_core * std::max(chip.threads, 1);
   }
-  return chip.memory_gbs;
+  return 0;
 }
+
+double output_bytes(const Node& n) {
+  double b = 0;
+  for (const Value* o : n.outputs)
+    if (o && o->shape.is_static()) b += static_cast<double>(*o->shape.numel()) * dtype_size(o->dtype);
+  return b;
+}
+
+// The compute time of a GEMM-shaped kernel of class `cls` with tiling `g`: its calibration's
+// rate scaled by register-tile efficiency (perf_tiles.h), capped at the FMA peak; one core.
+double gemm_rate_gflops(const MachinePeaks& m, const std::string& cls, const GemmGeometry& g) {
+  const KernelRate& r = measured(m, cls);
+  KILN_CHECK(r.gflops_one_core > 0, "kiln machine did not measure '", cls, "' (kiln machine --refresh)");
+  const MicroKernel mk = micro_kernel(m);
+  const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
+  return std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
+}
+
+}  // namespace
+
+double dram_traffic_bytes(double read, double written) { return read + 2 * written; }
+
+double dram_raw_gbs(double triad_gbs) { return triad_gbs * 32.0 / 24.0; }
+
+double overlapped_seconds(double compute_s, double memory_s, double dram_s, double overlap) {
+  return std::max(compute_s, memory_s) + (1 - overlap) * std::min(compute_s, dram_s);
+}
+
+double dram_overlap(const MachinePeaks& m) {
+  const KernelRate& cal = measured(m, "conv_pointwise_dram");
+  const double flops = cal.gflops_one_core * cal.seconds * 1e9, bytes = cal.gbs_one_core * cal.seconds * 1e9;
+  KILN_CHECK(flops > 0 && cal.bytes_written > 0 && m.dram_gbs_one_core > 0,
+             "kiln machine did not measure 'conv_pointwise_dram' with its bytes written (kiln machine --refresh)");
+  const double c = flops / (gemm_rate_gflops(m, "conv_pointwise", {cal.rows, cal.cols, 1}) * 1e9);
+  const double d = dram_traffic_bytes(bytes - cal.bytes_written, cal.bytes_written) /
+                   (dram_raw_gbs(m.dram_gbs_one_core) * 1e9);
+  return std::clamp((c + d - cal.seconds) / std::min(c, d), 0.0, 1.0);
+}
+
+namespace {
 
 }  // namespace
 
@@ -199,18 +240,23 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     t.compute_s = plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, big),
                                        m.kernel(big + "_small")) / scale;
   } else {
-    const KernelRate& r = measured(m, cls);
-    KILN_CHECK(r.gflops_one_core > 0, chip.id, ": kiln machine did not measure '", cls, "' (kiln machine --refresh)");
     // Register-tile efficiency of this node's tiling against the calibration's (perf_tiles.h).
-    const MicroKernel mk = micro_kernel(m);
-    const GemmGeometry g = gemm_geometry(n, cls);
-    const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
-    const double rate = std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
-    t.compute_s = flops / (rate * scale * 1e9);
+    t.compute_s = flops / (gemm_rate_gflops(m, cls, gemm_geometry(n, cls)) * scale * 1e9);
   }
-  double weights = std::min(constant_input_bytes(n), bytes), activations = bytes - weights;
-  t.memory_s = activations / (cache_bandwidth_gbs(activations, chip) * 1e9) +
-               weights / (cache_bandwidth_gbs(model_weight_bytes, chip) * 1e9);
+  // Activations and weights each from the level that holds them. From DRAM, a written line is
+  // first read (write-allocate: reads + 2 x writes) at the triad's raw bandwidth, and the part
+  // of that time the kernel does not hide behind its arithmetic is added (overlap rule).
+  const double weights = std::min(constant_input_bytes(n), bytes), activations = bytes - weights;
+  const double written = std::min(output_bytes(n), activations);
+  const double raw_dram = dram_raw_gbs(chip.memory_gbs) * 1e9;
+  double cache_s = 0, dram_s = 0;
+  if (double gbs = cache_bandwidth_gbs(activations, chip); gbs > 0) cache_s += activations / (gbs * 1e9);
+  else dram_s += dram_traffic_bytes(activations - written, written) / raw_dram;
+  if (double gbs = cache_bandwidth_gbs(model_weight_bytes, chip); gbs > 0) cache_s += weights / (gbs * 1e9);
+  else dram_s += weights / raw_dram;
+  t.memory_s = cache_s + dram_s;
+  if (dram_s > 0) t.stall_s = overlapped_seconds(t.compute_s, t.memory_s, dram_s, dram_overlap(m)) -
+                               std::max(t.compute_s, t.memory_s);
   return t;
 }
 

@@ -230,6 +230,7 @@ PerfRow estimate(const Model& m, int64_t batch, const Chip& chip, const PerfOpti
     ++row.kernels;
     if (e.time.compute_s >= e.time.memory_s) compute_s += e.time.compute_s;
     else memory_s += e.time.memory_s;
+    memory_s += e.time.stall_s;  // exposed memory time (perf_cpu.h), whichever term dominates
     overhead_s += e.time.launch_s;
     if (keep_ops) row.ops.push_back(std::move(e));
   }
