@@ -49,6 +49,7 @@
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_model.h"
 #include "kiln/ir/graph.h"
+#include "perf_residency.h"
 
 namespace kiln::analysis {
 
@@ -83,7 +84,13 @@ double overlapped_seconds(double compute_s, double memory_s, double dram_s, doub
 // The fraction of DRAM time a kernel hides behind compute, from kiln machine's conv_pointwise_dram.
 double dram_overlap(const MachinePeaks& m);
 
-// `model_weight_bytes`: all constant weights of the model (where they are read from).
-OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip);
+// What each cache level holds for residency (perf_residency.h): L1 and L2 their size, L3 the
+// working set kiln machine measured it with (one core's share).
+std::vector<int64_t> cache_capacities(const MachinePeaks& m);
+
+// `model_weight_bytes`: all constant weights of the model (where they are read from when
+// `where` is null). `where`: the node's residency from the memory plan (perf_residency.h).
+OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip,
+                       const KernelResidency* where = nullptr);
 
 }  // namespace kiln::analysis

@@ -188,6 +188,28 @@ TEST(PerfCpu, DramTrafficAndOverlapByHand) {
   EXPECT_EQ(cpu_kernel_time(*small.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip).stall_s, 0.0);
 }
 
+TEST(PerfCpu, ResidencyFromThePlanPricesEachByteAtItsLevel) {
+  // The 1x1 conv 16 -> 96 at 56x56 (0.2 MB read, 1.2 MB written: in L3 by the per-kernel rule),
+  // its output lines in DRAM by the plan (written over memory untouched for a run) and its input
+  // in L2: the input at L2's 200 GB/s, the output as DRAM traffic 2 x written at 13.33 GB/s,
+  // exposed by half (overlap 0.5); its 6 KiB of weights split as the plan's (all L1).
+  Chip chip = synthetic_chip();
+  OneNode pw = conv(16, 96, 56, 1, 1);
+  auto cost = ops::node_cost(*pw.n);
+  const double in = 16.0 * 56 * 56 * 4, out = 96.0 * 56 * 56 * 4, w = 16 * 96 * 4;
+  KernelResidency where;
+  where.read[1] = in, where.written[3] = out, where.weights[0] = w;
+  OpTime t = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip, &where);
+  const double dram = 2 * out / (10e9 * 32 / 24), cached = in / 200e9 + w / 400e9;
+  EXPECT_NEAR(t.memory_s, dram + cached, 1e-12);
+  EXPECT_NEAR(t.stall_s, std::max(t.compute_s, t.memory_s) + 0.5 * std::min(t.compute_s, dram) -
+                             std::max(t.compute_s, t.memory_s), 1e-12);
+  // Without the plan: all 1.4 MB in L3 (100 GB/s), nothing exposed.
+  t = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip);
+  EXPECT_NEAR(t.memory_s, (in + out) / 100e9 + w / 400e9, 1e-12);
+  EXPECT_EQ(t.stall_s, 0.0);
+}
+
 // perf_tiles.h by hand on a 14 x 32 tile of 16-float vectors, 1e9 FMAs and 1e9 loads a second.
 TEST(PerfTiles, TileEfficiencyByHand) {
   MicroKernel k{14, 32, 16, 1e9, 1e9};
