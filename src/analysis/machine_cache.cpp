@@ -52,6 +52,7 @@ std::string machine_to_json(const MachinePeaks& m) {
     e.set("rows", k.rows);
     e.set("cols", k.cols);
     e.set("vector_ops", k.vector_ops);
+    e.set("bytes_written", k.bytes_written);
   }
   j.set("memory_bytes", m.memory_bytes);
   j.set("measure_seconds", m.measure_seconds);
@@ -122,6 +123,7 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
       r.rows = static_cast<int64_t>(optional_number(k, "rows", origin).value_or(0));
       r.cols = static_cast<int64_t>(optional_number(k, "cols", origin).value_or(0));
       r.vector_ops = static_cast<int64_t>(optional_number(k, "vector_ops", origin).value_or(0));
+      r.bytes_written = optional_number(k, "bytes_written", origin).value_or(0);
       m.kernels.push_back(r);
     }
   }

@@ -1,6 +1,7 @@
 // `kiln machine`: kiln's own kernels timed on one core at fixed calibration shapes (machine.h
 // KernelRate). The shapes are mid-network layers of the usual vision and transformer models: a
-// 3x3 conv at 56x56 (gemm and direct tactics) and at 14x14 (pixel-gemm), a 1x1 conv, a depthwise
+// 3x3 conv at 56x56 (gemm and direct tactics) and at 14x14 (pixel-gemm), a 1x1 conv (and a thin
+// one over 32 images, its operands in DRAM: the overlap of DRAM time with compute), a depthwise
 // 3x3 on large and on 7x7 planes, a 128x768x768 weight GEMM, the fast max pool on large and on
 // 7x7 planes, and two reference kernels of the op table (a 3x3 max pool and a broadcast
 // multiply) for ops the compiled runtime leaves to them. FLOPs and bytes are the op table's for
@@ -89,7 +90,9 @@ void geometry(KernelRate& r, const Node& n) {
 
 KernelRate rate(const std::string& name, const std::string& shape, const ops::Cost& c, double seconds,
                 int64_t planes = 0) {
-  return {name, shape, c.flops / seconds / 1e9, (c.bytes_read + c.bytes_written) / seconds / 1e9, seconds, planes};
+  KernelRate r{name, shape, c.flops / seconds / 1e9, (c.bytes_read + c.bytes_written) / seconds / 1e9, seconds, planes};
+  r.bytes_written = c.bytes_written;
+  return r;
 }
 
 KernelRate conv_rate(const std::string& name, kernels::ConvTactic t, const kernels::Conv2dShape& s,
@@ -187,6 +190,11 @@ void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
   c3.C = c3.K = 64, c3.H = c3.W = 56, c3.R = c3.S = 3, c3.pad_top = c3.pad_left = c3.pad_bottom = c3.pad_right = 1;
   kernels::Conv2dShape c1;  // a bottleneck's 1x1 reduction
   c1.C = 256, c1.K = 64, c1.H = c1.W = 56;
+  // A thin 1x1 conv over 32 images: 13 MB read and 51 MB written, far beyond the L3 working
+  // set, with compute and DRAM time of the same order. Against conv_pointwise (operands in
+  // cache) it tells how much of the DRAM time the kernel hides behind its arithmetic (perf_cpu.h).
+  kernels::Conv2dShape c1_dram;
+  c1_dram.N = 32, c1_dram.C = 32, c1_dram.K = 128, c1_dram.H = c1_dram.W = 56;
   kernels::Conv2dShape dw = c3;  // MobileNet's expanded depthwise
   dw.C = dw.K = dw.group = 144;
   // The same late in the network (7x7 planes): against the large planes, it tells the fixed
@@ -202,6 +210,7 @@ void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
   m.kernels.push_back(conv_rate("conv_direct", ConvTactic::Direct, c3, opt));
   m.kernels.push_back(conv_rate("conv_pixel-gemm", ConvTactic::PixelGemm, c3_14, opt));
   m.kernels.push_back(conv_rate("conv_pointwise", ConvTactic::Pointwise, c1, opt));
+  m.kernels.push_back(conv_rate("conv_pointwise_dram", ConvTactic::Pointwise, c1_dram, opt));
   m.kernels.push_back(conv_rate("conv_depthwise", ConvTactic::Depthwise, dw, opt));
   m.kernels.push_back(conv_rate("conv_depthwise_small", ConvTactic::Depthwise, dw_small, opt));
   const int64_t nr = kernels::kernel_table().gemm.nr;
@@ -225,7 +234,7 @@ void measure_kernel_rates(MachinePeaks& m, const MeasureOptions& opt) {
 
 const std::vector<std::string>& kernel_rate_names() {
   static const std::vector<std::string> names = {
-      "conv_gemm", "conv_direct",  "conv_pixel-gemm", "conv_pointwise", "conv_depthwise",         "conv_depthwise_small",
+      "conv_gemm", "conv_direct",  "conv_pixel-gemm", "conv_pointwise", "conv_pointwise_dram", "conv_depthwise",         "conv_depthwise_small",
       "gemm",      "gemm_row",     "gemm_call",       "conv_call",      "pool",
       "pool_small", "reference_pool", "reference_elementwise"};
   return names;

@@ -2,6 +2,7 @@
 #include "perf_cpu.h"
 
 #include <algorithm>
+#include <array>
 
 #include "kiln/ir/error.h"
 #include "kiln/kernels/dispatch.h"
@@ -103,14 +104,60 @@ double constant_input_bytes(const Node& n) {
   return b;
 }
 
-double cache_bandwidth_gbs(double bytes, const Chip& chip) {
-  const MachinePeaks& m = *chip.machine;
-  for (const auto& c : m.caches) {
-    int64_t holds = c.level == "L3" ? c.working_set_bytes : c.cache_bytes;
-    if (bytes <= static_cast<double>(holds)) return c.gbs_one_core * std::max(chip.threads, 1);
-  }
-  return chip.memory_gbs;
+// The level (index into m.caches; m.caches.size() for DRAM) of the smallest cache holding `bytes`.
+size_t level_holding(double bytes, const MachinePeaks& m) {
+  const std::vector<int64_t> caps = cache_capacities(m);
+  for (size_t l = 0; l < caps.size(); ++l)
+    if (bytes <= static_cast<double>(caps[l])) return l;
+  return caps.size();
 }
+
+double output_bytes(const Node& n) {
+  double b = 0;
+  for (const Value* o : n.outputs)
+    if (o && o->shape.is_static()) b += static_cast<double>(*o->shape.numel()) * dtype_size(o->dtype);
+  return b;
+}
+
+// The compute time of a GEMM-shaped kernel of class `cls` with tiling `g`: its calibration's
+// rate scaled by register-tile efficiency (perf_tiles.h), capped at the FMA peak; one core.
+double gemm_rate_gflops(const MachinePeaks& m, const std::string& cls, const GemmGeometry& g) {
+  const KernelRate& r = measured(m, cls);
+  KILN_CHECK(r.gflops_one_core > 0, "kiln machine did not measure '", cls, "' (kiln machine --refresh)");
+  const MicroKernel mk = micro_kernel(m);
+  const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
+  return std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
+}
+
+}  // namespace
+
+std::vector<int64_t> cache_capacities(const MachinePeaks& m) {
+  std::vector<int64_t> caps;
+  for (const auto& c : m.caches) caps.push_back(c.level == "L3" ? c.working_set_bytes : c.cache_bytes);
+  if (caps.size() >= static_cast<size_t>(kMaxLevels)) caps.resize(kMaxLevels - 1);
+  return caps;
+}
+
+double dram_traffic_bytes(double read, double written) { return read + 2 * written; }
+
+double dram_raw_gbs(double triad_gbs) { return triad_gbs * 32.0 / 24.0; }
+
+double overlapped_seconds(double compute_s, double memory_s, double dram_s, double overlap) {
+  return std::max(compute_s, memory_s) + (1 - overlap) * std::min(compute_s, dram_s);
+}
+
+double dram_overlap(const MachinePeaks& m) {
+  const KernelRate& cal = measured(m, "conv_pointwise_dram");
+  const double flops = cal.gflops_one_core * cal.seconds * 1e9, bytes = cal.gbs_one_core * cal.seconds * 1e9;
+  KILN_CHECK(flops > 0 && cal.bytes_written > 0 && m.dram_gbs_one_core > 0,
+             "kiln machine did not measure 'conv_pointwise_dram' with its bytes written (kiln machine --refresh)");
+  const double c = flops / (gemm_rate_gflops(m, "conv_pointwise", {cal.rows, cal.cols, 1}) * 1e9);
+  const double d = dram_traffic_bytes(bytes - cal.bytes_written, cal.bytes_written) /
+                   (dram_raw_gbs(m.dram_gbs_one_core) * 1e9);
+  return std::clamp((c + d - cal.seconds) / std::min(c, d), 0.0, 1.0);
+}
+
+namespace {
 
 }  // namespace
 
@@ -161,7 +208,8 @@ double plane_vector_ops(const Node& n, int64_t lanes) {
   return static_cast<double>(y[0] * y[1]) * static_cast<double>(per_plane * w.R * w.S) * (w.stride_w == 2 ? 2.0 : 1.0);
 }
 
-OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip) {
+OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip,
+                       const KernelResidency* where) {
   KILN_CHECK(has_kernel_rates(chip), chip.id, ": no measured kernel rates (kiln machine --refresh)");
   const MachinePeaks& m = *chip.machine;
   std::string cls = cpu_kernel_class(n);
@@ -199,18 +247,47 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     t.compute_s = plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, big),
                                        m.kernel(big + "_small")) / scale;
   } else {
-    const KernelRate& r = measured(m, cls);
-    KILN_CHECK(r.gflops_one_core > 0, chip.id, ": kiln machine did not measure '", cls, "' (kiln machine --refresh)");
     // Register-tile efficiency of this node's tiling against the calibration's (perf_tiles.h).
-    const MicroKernel mk = micro_kernel(m);
-    const GemmGeometry g = gemm_geometry(n, cls);
-    const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
-    const double rate = std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
-    t.compute_s = flops / (rate * scale * 1e9);
+    t.compute_s = flops / (gemm_rate_gflops(m, cls, gemm_geometry(n, cls)) * scale * 1e9);
   }
-  double weights = std::min(constant_input_bytes(n), bytes), activations = bytes - weights;
-  t.memory_s = activations / (cache_bandwidth_gbs(activations, chip) * 1e9) +
-               weights / (cache_bandwidth_gbs(model_weight_bytes, chip) * 1e9);
+  // The op table's bytes by level (perf_residency.h when the plan is known: each category split
+  // as the planned tensors' bytes are; else activations at the level holding all of the
+  // kernel's, weights at the level holding all of the model's). Cache levels at their read
+  // bandwidth; from DRAM, a written line is first read (write-allocate: reads + 2 x writes) at the
+  // triad's raw bandwidth, and the part of that time the kernel does not hide behind its
+  // arithmetic is added (overlap rule).
+  const double weights = std::min(constant_input_bytes(n), bytes), activations = bytes - weights;
+  const double written = std::min(output_bytes(n), activations), read = activations - written;
+  const size_t dram = std::min(m.caches.size(), static_cast<size_t>(kMaxLevels - 1));
+  std::array<double, kMaxLevels> rd{}, wr{};
+  auto split = [&](double total, const std::array<double, kMaxLevels>& planned,
+                   const std::array<double, kMaxLevels>& fallback, size_t level, std::array<double, kMaxLevels>& into) {
+    const std::array<double, kMaxLevels>* by = &planned;
+    double sum = 0;
+    for (double b : planned) sum += b;
+    if (sum <= 0) {
+      by = &fallback, sum = 0;
+      for (double b : fallback) sum += b;
+    }
+    if (!where || sum <= 0) {
+      into[level] += total;
+      return;
+    }
+    for (size_t l = 0; l <= dram; ++l) into[l] += total * (*by)[l] / sum;
+  };
+  const KernelResidency none;
+  const KernelResidency& w = where ? *where : none;
+  const size_t act_level = level_holding(activations, m), weight_level = level_holding(model_weight_bytes, m);
+  split(read, w.read, w.written, act_level, rd);
+  split(written, w.written, w.read, act_level, wr);
+  split(weights, w.weights, w.weights, weight_level, rd);
+  double cache_s = 0;
+  for (size_t l = 0; l < dram; ++l)
+    if (rd[l] + wr[l] > 0) cache_s += (rd[l] + wr[l]) / (m.caches[l].gbs_one_core * std::max(chip.threads, 1) * 1e9);
+  const double dram_s = dram_traffic_bytes(rd[dram], wr[dram]) / (dram_raw_gbs(chip.memory_gbs) * 1e9);
+  t.memory_s = cache_s + dram_s;
+  if (dram_s > 0) t.stall_s = overlapped_seconds(t.compute_s, t.memory_s, dram_s, dram_overlap(m)) -
+                               std::max(t.compute_s, t.memory_s);
   return t;
 }
 

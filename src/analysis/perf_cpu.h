@@ -34,11 +34,22 @@
 //     solved from two calibrations (large and small planes) of the same kernel;
 //   - convolutions and GEMMs pay the fixed cost of one call of the kernel (its smallest call,
 //     timed by kiln machine: conv_call, gemm_call) besides the dispatch, in the launch term;
-//   - the bodies of kiln ops (kiln.FusedElementwise) are part of their node's kernel.
+//   - the bodies of kiln ops (kiln.FusedElementwise) are part of their node's kernel;
+//   - bytes from DRAM (activations beyond the L3 working set, weights when the model's do not
+//     fit it): a store to a line not in cache first reads it (write-allocate), so the traffic is
+//     reads + 2 x writes, at the triad's raw bandwidth (STREAM counts 24 of the triad's 32 bytes
+//     per element: raw = triad x 32/24). One core hides only part of that behind arithmetic:
+//       time = max(compute, memory) + (1 - overlap) x min(compute, dram)
+//     with the overlap measured by kiln machine (conv_pointwise_dram: a thin 1x1 conv on 64 MB of
+//     operands; its compute c at conv_pointwise's in-cache rate, its DRAM time d as above):
+//       overlap = (c + d - measured) / min(c, d), clamped to [0, 1].
+//     In-cache traffic keeps max(): the calibration rates were measured with cached operands,
+//     so whatever they do not hide is in the rate already.
 #pragma once
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_model.h"
 #include "kiln/ir/graph.h"
+#include "perf_residency.h"
 
 namespace kiln::analysis {
 
@@ -64,7 +75,22 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls);
 // kernel or shapes are not static.
 double plane_vector_ops(const Node& n, int64_t lanes);
 
-// `model_weight_bytes`: all constant weights of the model (where they are read from).
-OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip);
+// DRAM traffic of a kernel that reads `read` and writes `written` bytes (write-allocate).
+double dram_traffic_bytes(double read, double written);
+// The raw DRAM bandwidth behind a triad measurement (STREAM's count leaves out the write-allocate).
+double dram_raw_gbs(double triad_gbs);
+// max(compute, memory) + (1 - overlap) x min(compute, dram): `dram_s` is the DRAM part of `memory_s`.
+double overlapped_seconds(double compute_s, double memory_s, double dram_s, double overlap);
+// The fraction of DRAM time a kernel hides behind compute, from kiln machine's conv_pointwise_dram.
+double dram_overlap(const MachinePeaks& m);
+
+// What each cache level holds for residency (perf_residency.h): L1 and L2 their size, L3 the
+// working set kiln machine measured it with (one core's share).
+std::vector<int64_t> cache_capacities(const MachinePeaks& m);
+
+// `model_weight_bytes`: all constant weights of the model (where they are read from when
+// `where` is null). `where`: the node's residency from the memory plan (perf_residency.h).
+OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_weight_bytes, const Chip& chip,
+                       const KernelResidency* where = nullptr);
 
 }  // namespace kiln::analysis

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "kiln/ir/error.h"
 #include "kiln/ops/op.h"
+#include "kiln/runtime/executable.h"
 #include "perf_cpu.h"
 #include "perf_graph.h"
 
@@ -204,6 +206,16 @@ PerfRow estimate(const Model& m, int64_t batch, const Chip& chip, const PerfOpti
   // On a measured CPU in fp32, kernels run at kiln's measured kernel rates (perf_cpu.h).
   const bool kiln_runtime = has_kernel_rates(chip) && opt.precision == Precision::fp32;
   const double model_weights = kiln_runtime ? weight_bytes(g, opt.precision) : 0;
+  // Where each kernel's bytes are, from the runtime's memory plan (perf_residency.h); a graph
+  // the runtime cannot plan statically keeps the per-kernel rule.
+  std::unordered_map<const Node*, KernelResidency> residency;
+  if (kiln_runtime) {
+    try {
+      residency = plan_residency(runtime_plan(m), cache_capacities(*chip.machine));
+    } catch (const Error&) {
+      residency.clear();
+    }
+  }
   double compute_s = 0, memory_s = 0, overhead_s = 0;
   for (const auto& ref : pg::all_nodes(g)) {
     const Node& n = *ref.node;
@@ -223,13 +235,16 @@ PerfRow estimate(const Model& m, int64_t batch, const Chip& chip, const PerfOpti
     e.flops = cost->flops;
     e.bytes = scaled_bytes(n, cost->bytes_read + cost->bytes_written, opt.precision);
     e.matrix = pg::is_matrix(n);
-    e.time = kiln_runtime ? cpu_kernel_time(n, e.flops, e.bytes, model_weights, chip)
+    auto where = residency.find(&n);
+    e.time = kiln_runtime ? cpu_kernel_time(n, e.flops, e.bytes, model_weights, chip,
+                                            where == residency.end() ? nullptr : &where->second)
                           : op_time(e.flops, e.bytes, e.matrix ? matrix_peak : vector_peak, chip);
     row.flops += e.flops;
     row.bytes += e.bytes;
     ++row.kernels;
     if (e.time.compute_s >= e.time.memory_s) compute_s += e.time.compute_s;
     else memory_s += e.time.memory_s;
+    memory_s += e.time.stall_s;  // exposed memory time (perf_cpu.h), whichever term dominates
     overhead_s += e.time.launch_s;
     if (keep_ops) row.ops.push_back(std::move(e));
   }

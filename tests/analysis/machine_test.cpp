@@ -75,8 +75,10 @@ TEST(Machine, CacheIsUsedOnlyForThisMachine) {
   fake.dram_gbs_one_core = 7;
   fake.dram_gbs_all_cores = 9;
   for (const std::string& name : kernel_rate_names()) fake.kernels.push_back({name, "", 1, 1, 1e-3, 0});
-  fake.kernels[6] = {"gemm", "[1,1] x [1,1]", 99, 9, 1e-3, 0};
-  ASSERT_EQ(kernel_rate_names()[6], "gemm");
+  fake.kernels[7] = {"gemm", "[1,1] x [1,1]", 99, 9, 1e-3, 0};
+  ASSERT_EQ(kernel_rate_names()[7], "gemm");
+  fake.kernels[4].bytes_written = 5e6;  // round-trips through the cache file
+  ASSERT_EQ(kernel_rate_names()[4], "conv_pointwise_dram");
   std::ofstream(path) << machine_to_json(fake);
   bool measured = true;
   MachinePeaks got = load_or_measure_machine(path.string(), false, &measured, quick());
@@ -84,6 +86,7 @@ TEST(Machine, CacheIsUsedOnlyForThisMachine) {
   EXPECT_DOUBLE_EQ(got.fp32_gflops_per_core, 1234.5);
   ASSERT_NE(got.kernel("gemm"), nullptr);
   EXPECT_DOUBLE_EQ(got.kernel("gemm")->gflops_one_core, 99);
+  EXPECT_DOUBLE_EQ(got.kernel("conv_pointwise_dram")->bytes_written, 5e6);
 
   // A cache lacking a calibration the perf model reads (written before it was added) is
   // measured again.

@@ -35,6 +35,11 @@ MachinePeaks synthetic_machine() {
                {"reference_elementwise", "", 2, 16, 1e-3, 0}};
   m.kernels[4].vector_ops = m.kernels[7].vector_ops = 10000000;
   m.kernels[5].vector_ops = m.kernels[8].vector_ops = 1000000;
+  // The DRAM overlap calibration: 8e7 FLOPs (1 ms at conv_pointwise's 80 GFLOP/s), 4e6 bytes
+  // read and 8e6 written (4e6 + 2 x 8e6 = 2e7 bytes of DRAM traffic at the raw 10 x 32/24 =
+  // 13.33 GB/s: 1.5 ms), measured 2 ms: overlap = (1 + 1.5 - 2) / min(1, 1.5) = 0.5.
+  m.kernels.push_back({"conv_pointwise_dram", "", 40, 6, 2e-3, 0});
+  m.kernels.back().bytes_written = 8e6;
   return m;
 }
 
@@ -135,7 +140,74 @@ TEST(PerfCpu, FormulasByHand) {
   OpTime small = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, 1 << 20, chip);
   OpTime large = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, 100 << 20, chip);
   double weight_bytes = 256 * 64 * 4;
-  EXPECT_NEAR(large.memory_s - small.memory_s, weight_bytes / 10e9 - weight_bytes / 200e9, 1e-12);
+  EXPECT_NEAR(large.memory_s - small.memory_s, weight_bytes / (10e9 * 32 / 24) - weight_bytes / 200e9, 1e-12);
+}
+
+TEST(PerfCpu, DramTrafficAndOverlapByHand) {
+  // Write-allocate: a written line is read first. The triad counts 24 of its 32 bytes.
+  EXPECT_DOUBLE_EQ(dram_traffic_bytes(4e6, 8e6), 2e7);
+  EXPECT_DOUBLE_EQ(dram_raw_gbs(30), 40);
+  // Full overlap is the roofline max, none the sum, half in between.
+  EXPECT_DOUBLE_EQ(overlapped_seconds(1, 1.5, 1.5, 1), 1.5);
+  EXPECT_DOUBLE_EQ(overlapped_seconds(1, 1.5, 1.5, 0), 2.5);
+  EXPECT_DOUBLE_EQ(overlapped_seconds(1, 1.5, 1.5, 0.5), 2.0);
+  // Only the DRAM part of memory time is exposed: 0.5 of it from cache, 0.2 from DRAM.
+  EXPECT_DOUBLE_EQ(overlapped_seconds(1, 0.7, 0.2, 0), 1.2);
+  MachinePeaks m = synthetic_machine();
+  EXPECT_DOUBLE_EQ(dram_overlap(m), 0.5);
+  // A calibration slower than the sum hides nothing (clamped at 0), faster than the max all.
+  // (The same FLOPs and bytes, measured in another time.)
+  auto measured_in = [&](double seconds) {
+    KernelRate& k = m.kernels.back();
+    k.gflops_one_core = 8e7 / seconds / 1e9, k.gbs_one_core = 1.2e7 / seconds / 1e9, k.seconds = seconds;
+  };
+  measured_in(3e-3);
+  EXPECT_DOUBLE_EQ(dram_overlap(m), 0.0);
+  measured_in(1.2e-3);
+  EXPECT_DOUBLE_EQ(dram_overlap(m), 1.0);
+  measured_in(2.25e-3);
+  EXPECT_NEAR(dram_overlap(m), 0.25, 1e-12);
+
+  // A thin 1x1 conv 16 -> 96 at 224x224: 3.21 MB read and 19.27 MB written, beyond the 8 MiB
+  // L3 working set: DRAM traffic 3.21 + 2 x 19.27 MB at 13.33 GB/s; compute at conv_pointwise's
+  // 80 GFLOP/s scaled by the tile efficiency of 96 x 50176 (the calibration's 0 x 0 is 1); its
+  // 6 KiB of weights in L1 (400 GB/s). Time = max(c, memory) + (1 - 0.5) x min(c, dram) + launch.
+  Chip chip = synthetic_chip();
+  OneNode pw = conv(16, 96, 224, 1, 1);
+  auto cost = ops::node_cost(*pw.n);
+  const double in = 16.0 * 224 * 224 * 4, out = 96.0 * 224 * 224 * 4, w = 16 * 96 * 4;
+  const double dram = (in + 2 * out) / (10e9 * 32 / 24), cached = w / 400e9;
+  const double c = cost->flops / (80e9 * tile_efficiency(96, 224 * 224, micro_kernel(synthetic_machine())));
+  OpTime t = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip);
+  EXPECT_NEAR(t.compute_s, c, 1e-12);
+  EXPECT_NEAR(t.memory_s, dram + cached, 1e-12);
+  EXPECT_NEAR(t.total_s(), std::max(c, dram + cached) + 0.5 * std::min(c, dram) + chip.launch_overhead_us * 1e-6, 1e-12);
+  // The same conv at 56x56 (0.2 + 1.2 MB: in L3) keeps the roofline max: no exposed time.
+  OneNode small = conv(16, 96, 56, 1, 1);
+  cost = ops::node_cost(*small.n);
+  EXPECT_EQ(cpu_kernel_time(*small.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip).stall_s, 0.0);
+}
+
+TEST(PerfCpu, ResidencyFromThePlanPricesEachByteAtItsLevel) {
+  // The 1x1 conv 16 -> 96 at 56x56 (0.2 MB read, 1.2 MB written: in L3 by the per-kernel rule),
+  // its output lines in DRAM by the plan (written over memory untouched for a run) and its input
+  // in L2: the input at L2's 200 GB/s, the output as DRAM traffic 2 x written at 13.33 GB/s,
+  // exposed by half (overlap 0.5); its 6 KiB of weights split as the plan's (all L1).
+  Chip chip = synthetic_chip();
+  OneNode pw = conv(16, 96, 56, 1, 1);
+  auto cost = ops::node_cost(*pw.n);
+  const double in = 16.0 * 56 * 56 * 4, out = 96.0 * 56 * 56 * 4, w = 16 * 96 * 4;
+  KernelResidency where;
+  where.read[1] = in, where.written[3] = out, where.weights[0] = w;
+  OpTime t = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip, &where);
+  const double dram = 2 * out / (10e9 * 32 / 24), cached = in / 200e9 + w / 400e9;
+  EXPECT_NEAR(t.memory_s, dram + cached, 1e-12);
+  EXPECT_NEAR(t.stall_s, std::max(t.compute_s, t.memory_s) + 0.5 * std::min(t.compute_s, dram) -
+                             std::max(t.compute_s, t.memory_s), 1e-12);
+  // Without the plan: all 1.4 MB in L3 (100 GB/s), nothing exposed.
+  t = cpu_kernel_time(*pw.n, cost->flops, cost->bytes_read + cost->bytes_written, w, chip);
+  EXPECT_NEAR(t.memory_s, (in + out) / 100e9 + w / 400e9, 1e-12);
+  EXPECT_EQ(t.stall_s, 0.0);
 }
 
 // perf_tiles.h by hand on a 14 x 32 tile of 16-float vectors, 1e9 FMAs and 1e9 loads a second.

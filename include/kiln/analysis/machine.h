@@ -34,6 +34,9 @@ struct KernelRate {
   // rows and columns of one call's register tiling; plane kernels (depthwise, pooling), the
   // vector operations issued. 0 when not measured (an older cache).
   int64_t rows = 0, cols = 0, vector_ops = 0;
+  // The op table's bytes written (of gbs_one_core's bytes): a store to memory not in cache
+  // first reads the line (write-allocate), so DRAM traffic is reads + 2 x writes (perf_cpu.h).
+  double bytes_written = 0;
 };
 
 struct MachinePeaks {

@@ -33,7 +33,8 @@ struct OpTime {
   double compute_s = 0;  // flops / peak
   double memory_s = 0;   // bytes / bandwidth
   double launch_s = 0;
-  double total_s() const { return std::max(compute_s, memory_s) + launch_s; }
+  double stall_s = 0;    // memory time the kernel does not hide behind compute (--chip cpu)
+  double total_s() const { return std::max(compute_s, memory_s) + stall_s + launch_s; }
   Bound bound() const;   // the largest of the three terms
 };
 OpTime op_time(double flops, double bytes, double peak_flops, const Chip& chip);
