@@ -130,7 +130,7 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
   m.memory_bytes = static_cast<int64_t>(number(j, "memory_bytes", origin));
   m.measure_seconds = number(j, "measure_seconds", origin);
   m.key = string(j, "key", origin);
-  if (const json::Value* b = j.find("build"); b && b->kind() == json::Kind::string) m.build = b->as_string(origin);
+  if (j.find("build")) m.build = string(j, "build", origin);  // absent in caches written before it
   KILN_CHECK(m.cores > 0 && m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, origin,
              ": cores, fp32_gflops_per_core and dram_gbs_one_core must be positive");
   return m;
