@@ -28,9 +28,7 @@ class ToHalf : public passes::Pass {
     Graph& g = *m.graph;
     passes::Rewriter rw(m, g, nullptr);
     bool changed = false;
-    std::vector<Node*> nodes;
-    for (const auto& up : g.nodes()) nodes.push_back(up.get());
-    for (Node* n : nodes) {
+    for (Node* n : passes::node_list(g)) {
       const bool kiln = n->domain == ops::kKilnDomain;
       const bool conv = (kiln && n->op == "FusedConv") || (n->domain.empty() && n->op == "Conv");
       const bool matmul = (kiln && n->op == "FusedMatMul") || (n->domain.empty() && n->op == "MatMul");

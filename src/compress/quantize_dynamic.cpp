@@ -26,9 +26,7 @@ class QuantizeDynamic : public passes::Pass {
     Graph& g = *m.graph;
     passes::Rewriter rw(m, g, nullptr);
     bool changed = false;
-    std::vector<Node*> nodes;
-    for (const auto& up : g.nodes()) nodes.push_back(up.get());
-    for (Node* n : nodes) {
+    for (Node* n : passes::node_list(g)) {
       const bool fused = n->domain == ops::kKilnDomain && n->op == "FusedMatMul";
       if (!fused && !(n->domain.empty() && (n->op == "MatMul" || n->op == "Gemm"))) continue;
       const std::string what = n->describe();  // n is erased when the rewrite succeeds

@@ -18,6 +18,7 @@
 #include "fuse_match.h"
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
+#include "kiln/passes/rewrite.h"
 
 namespace kiln::passes {
 namespace {
@@ -40,8 +41,7 @@ class FuseElementwise : public Pass {
 
   bool run(Model& m, PassContext& ctx) override {
     Graph& g = *m.graph;
-    std::vector<Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
+    const std::vector<Node*> order = node_list(g);
     std::set<const Node*> grouped, removed;
     bool changed = false;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

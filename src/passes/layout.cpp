@@ -20,6 +20,7 @@
 #include "fuse_match.h"
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
+#include "kiln/passes/rewrite.h"
 #include "kiln/ops/op.h"
 
 namespace kiln::passes {
@@ -74,8 +75,7 @@ class Layout : public Pass {
     for (int round = 0; round < kMaxRounds; ++round) {
       bool any = false;
       Graph& g = *m.graph;
-      std::vector<Node*> nodes;
-      for (const auto& n : g.nodes()) nodes.push_back(n.get());
+      const std::vector<Node*> nodes = node_list(g);
       std::set<const Node*> removed;
       for (Node* n : nodes) {
         if (removed.count(n)) continue;

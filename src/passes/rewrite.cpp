@@ -172,8 +172,7 @@ bool PatternPass::run_graph(Model& m, Graph& g, PassContext& ctx) {
     for (const auto& op : p->root_ops()) by_root[{p->root_domain(), op}].push_back(p.get());
 
   for (int round = 0; round < max_rounds_; ++round) {
-    std::vector<Node*> snapshot;
-    for (const auto& n : g.nodes()) snapshot.push_back(n.get());
+    const std::vector<Node*> snapshot = node_list(g);
     Rewriter rw(m, g, nullptr);
     std::vector<Remark> declined_remarks;
     bool changed = false;

@@ -2,6 +2,7 @@
 // branches, Loop/Scan bodies), depth first. Passes that work graph by graph use it.
 #pragma once
 #include "kiln/ir/graph.h"
+#include "kiln/passes/rewrite.h"  // node_list
 
 namespace kiln::passes {
 
@@ -12,14 +13,6 @@ void for_each_graph(Graph& g, F&& f) {
   for (const auto& n : g.nodes())
     for (Graph* sg : n->subgraphs()) subs.push_back(sg);
   for (Graph* sg : subs) for_each_graph(*sg, f);
-}
-
-// Snapshot of a graph's nodes, safe to iterate while a Rewriter erases some (check was_erased).
-inline std::vector<Node*> node_list(const Graph& g) {
-  std::vector<Node*> out;
-  out.reserve(g.nodes().size());
-  for (const auto& n : g.nodes()) out.push_back(n.get());
-  return out;
 }
 
 }  // namespace kiln::passes

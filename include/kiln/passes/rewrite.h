@@ -125,4 +125,12 @@ class PatternPass : public Pass {
   int max_rounds_ = 8;
 };
 
+// Snapshot of a graph's nodes, safe to iterate while a Rewriter erases some (check was_erased).
+inline std::vector<Node*> node_list(const Graph& g) {
+  std::vector<Node*> out;
+  out.reserve(g.nodes().size());
+  for (const auto& n : g.nodes()) out.push_back(n.get());
+  return out;
+}
+
 }  // namespace kiln::passes
