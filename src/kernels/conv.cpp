@@ -86,6 +86,7 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
           out[q] = pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q);
       };
       p.b_rows = rows;
+      p.split = detail::GemmProblem::Split::Cols;  // output pixels, like every conv kernel
       if (pointwise || !geo.compact) {
         p.C = y + out_off, p.ldc = OHW, p.epi = &e;
         detail::gemm_run(t, p, threads);
@@ -124,16 +125,77 @@ DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
 // copy in this part's workspace slot (zeroed once per call).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
 
+// The parts of a depthwise_planes call: bands of output rows x groups of planes, band-major, so
+// that pool thread t (which owns the t-th share of the parts, see parallel.h) computes the t-th
+// share of every plane's rows, the rows the convolution before it wrote on that thread, instead
+// of whole planes the other thread wrote. Bands keep at least kMinBandRows rows (each re-reads
+// R - 1 halo rows); planes too short for that are shared out by groups of planes instead.
+struct DepthwiseSplit {
+  int64_t bands = 1, groups = 1;
+  int64_t parts() const { return bands * groups; }
+};
+constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 4;
+DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads) {
+  DepthwiseSplit d;
+  if (threads <= 1) return d;
+  const int64_t target = threads * kDepthwisePartsPerThread;
+  d.bands = std::clamp<int64_t>(s.out_h() / kMinBandRows, 1, target);
+  d.groups = std::min(s.N * s.C, (target + d.bands - 1) / d.bands);
+  return d;
+}
+
+// Output rows [oh0, oh1) of a plane as a plane of its own: the input rows its windows reach
+// (clipped to the input; the rest is padding) and the offsets of its input and output rows.
+struct DepthwiseBand {
+  DepthwisePlane g;
+  int64_t x_offset = 0, out_offset = 0;
+};
+DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1) {
+  DepthwiseBand b;
+  b.g = whole;
+  const int64_t ih_lo = oh0 * whole.stride_h - whole.pad_top;
+  const int64_t ih_hi = (oh1 - 1) * whole.stride_h - whole.pad_top + (whole.R - 1) * whole.dil_h + 1;
+  const int64_t lo = std::clamp<int64_t>(ih_lo, 0, whole.H), hi = std::clamp<int64_t>(ih_hi, lo, whole.H);
+  b.g.H = hi - lo;
+  b.g.OH = oh1 - oh0;
+  b.g.pad_top = lo - ih_lo;  // rows of the band's window above the input
+  b.x_offset = lo * whole.W;
+  b.out_offset = oh0 * whole.OW;
+  return b;
+}
+
+// Floats of one part's padded plane: the tallest band's.
+int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int simd_width) {
+  const DepthwisePlane g = depthwise_geometry(s);
+  int64_t most = 0;
+  for (int64_t b = 0; b < d.bands; ++b)
+    most = std::max(most, depthwise_padded(depthwise_band(g, g.OH * b / d.bands, g.OH * (b + 1) / d.bands).g,
+                                           simd_width).floats);
+  return most;
+}
+
+size_t depthwise_planes_workspace(const Conv2dShape& s, int threads, int simd_width) {
+  // Any thread count up to `threads` may run with this workspace.
+  size_t most = 0;
+  for (int t = 1; t <= threads; ++t) {
+    const DepthwiseSplit d = depthwise_split(s, t);
+    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, simd_width)));
+  }
+  return most;
+}
+
 void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                       const Epilogue& epi, float* workspace, int threads) {
   const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
   const DepthwisePlane g = depthwise_geometry(s);
-  const int64_t slot = depthwise_padded(g, t.simd_width).floats;
   threads = threads_for_work(static_cast<double>(planes) * OH * OW * RS, threads);
-  const int64_t parts = std::min<int64_t>(threads, planes);
-  parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+  const DepthwiseSplit split = depthwise_split(s, threads);
+  const int64_t slot = depthwise_slot(s, split, t.simd_width), parts = split.parts();
+  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
     thread_local std::vector<float> own;
     for (int64_t part = pb; part < pe; ++part) {
+      const int64_t band = part / split.groups, group = part % split.groups;
+      const DepthwiseBand bd = depthwise_band(g, OH * band / split.bands, OH * (band + 1) / split.bands);
       float* padded;
       if (workspace) {
         padded = workspace + part * slot;
@@ -142,15 +204,15 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
         padded = own.data();
       }
       std::fill(padded, padded + slot, 0.f);
-      for (int64_t pl = planes * part / parts; pl < planes * (part + 1) / parts; ++pl) {
+      for (int64_t pl = planes * group / split.groups; pl < planes * (group + 1) / split.groups; ++pl) {
         const int64_t c = pl % s.C;
-        float* out = y + pl * OH * OW;
+        float* out = y + pl * OH * OW + bd.out_offset;
         TileEpilogue te;
         te.alpha = epi.alpha;
         if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
-        if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
+        if (epi.residual) te.residual = epi.residual + pl * OH * OW + bd.out_offset, te.ldr = OW;
         te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
-        t.depthwise_plane(g, x + pl * s.H * s.W, w + c * RS, padded, out, te);
+        t.depthwise_plane(bd.g, x + pl * s.H * s.W + bd.x_offset, w + c * RS, padded, out, te);
       }
     }
   });
@@ -317,8 +379,8 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
   if (tactic == ConvTactic::Depthwise)
-    return static_cast<size_t>(threads) * (depthwise_by_plane(s) ? depthwise_padded(depthwise_geometry(s), t.simd_width).floats
-                                                                   : depthwise_slot_floats(s));
+    return depthwise_by_plane(s) ? depthwise_planes_workspace(s, threads, t.simd_width)
+                                 : static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
   return gemm_workspace(tactic, s).total();

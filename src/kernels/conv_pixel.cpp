@@ -99,27 +99,30 @@ void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x,
         t.pack_a_runs(rows.data(), kc, runs, nruns, static_cast<int>(last - first), mr, out);
       }
     };
+    // NCHW output: each part's rows of C (its pixels, all channels) transposed and put through
+    // the epilogue (bias per channel, residual NCHW) by the thread that computed them, while
+    // they are in cache, 16 channels at a time.
+    Epilogue e = epi;
+    e.bias_per_row = true;
+    if (e.residual) e.residual += n * s.K * OHW, e.ldr = OHW;
+    const bool apply = !epilogue_is_identity(e);
+    auto to_nchw = [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+      constexpr int64_t kBlock = 16;
+      for (int64_t k0 = 0; k0 < s.K; k0 += kBlock) {
+        const int64_t nk = std::min(kBlock, s.K - k0);
+        float* out = yn + k0 * OHW + i0;
+        t.transpose(result + i0 * s.K + k0, s.K, i1 - i0, nk, out, OHW);
+        if (apply) t.epilogue_tile(out, OHW, nk, i1 - i0, tile_epilogue(e, k0, i0));
+      }
+    };
     GemmProblem p;
     p.M = OHW, p.N = s.K, p.K = KK;
     p.pack_a = pack;
     p.b_packed = packed_w;
     p.C = result, p.ldc = s.K;
+    p.split = GemmProblem::Split::Rows;
+    p.part_done = to_nchw;
     gemm_run(t, p, threads);
-    // NCHW output: C transposed, then the epilogue (bias per channel, residual NCHW) on each
-    // channel block while it is in cache.
-    Epilogue e = epi;
-    e.bias_per_row = true;
-    if (e.residual) e.residual += n * s.K * OHW, e.ldr = OHW;
-    const bool apply = !epilogue_is_identity(e);
-    constexpr int64_t kBlock = 16;
-    const int64_t blocks = (s.K + kBlock - 1) / kBlock;
-    parallel_for(blocks, threads_for_work(static_cast<double>(s.K) * OHW, threads), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        const int64_t k0 = b * kBlock, nk = std::min(kBlock, s.K - k0);
-        t.transpose(result + k0, s.K, OHW, nk, yn + k0 * OHW, OHW);
-        if (apply) t.epilogue_tile(yn + k0 * OHW, OHW, nk, OHW, tile_epilogue(e, k0, 0));
-      }
-    });
   }
 }
 

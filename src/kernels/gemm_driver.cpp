@@ -43,6 +43,19 @@ std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
   return parts;
 }
 
+// Rows / Cols split (GemmProblem::split): up to kSplitPartsPerThread parts per thread along one
+// dimension, whole tiles each.
+std::vector<Part> split_parts(int64_t M, int64_t N, int mr, int nr, int threads, bool rows) {
+  const int64_t tiles = rows ? ceil_div(M, mr) : ceil_div(N, nr), step = rows ? mr : nr, extent = rows ? M : N;
+  const int64_t count = threads <= 1 ? 1 : std::min<int64_t>(tiles, int64_t{threads} * kSplitPartsPerThread);
+  std::vector<Part> parts;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t lo = tiles * k / count * step, hi = std::min(extent, tiles * (k + 1) / count * step);
+    if (lo < hi) parts.push_back(rows ? Part{lo, hi, 0, N} : Part{0, M, lo, hi});
+  }
+  return parts;
+}
+
 // One K block of consecutive panels: where the first starts and how far apart they are.
 struct Panels {
   const float* first;
@@ -157,22 +170,30 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
     return;
   }
   threads = gemm_threads(p.M, p.N, p.K, p.b_packed != nullptr, threads);
-  std::vector<Part> parts = partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads);
+  using Split = GemmProblem::Split;
+  std::vector<Part> parts = p.split == Split::Auto
+                                ? partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads)
+                                : split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows);
   const size_t bfloats = gemm_b_block_floats(t.gemm);
   auto buffer_for = [&](int64_t part) -> float* {
     if (p.b_packed || p.b_rows) return nullptr;
-    if (p.workspace) return p.workspace + part * bfloats;
+    if (p.workspace && p.split == Split::Auto) return p.workspace + part * bfloats;
     thread_local std::vector<float> bbuf_tl;
     if (bbuf_tl.size() < bfloats) bbuf_tl.resize(bfloats);
     return bbuf_tl.data();
   };
+  auto run = [&](int64_t i) {
+    run_part(t, p, parts[i], buffer_for(i));
+    if (p.part_done) p.part_done(parts[i].i0, parts[i].i1, parts[i].j0, parts[i].j1);
+  };
   if (parts.size() == 1) {
-    run_part(t, p, parts[0], buffer_for(0));
+    run(0);
     return;
   }
-  parallel_for(static_cast<int64_t>(parts.size()), static_cast<int>(parts.size()), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) run_part(t, p, parts[i], buffer_for(i));
-  });
+  parallel_for(static_cast<int64_t>(parts.size()), std::min<int>(threads, static_cast<int>(parts.size())),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t i = b; i < e; ++i) run(i);
+               });
 }
 
 void pack_a_panels(const KernelTable& t, const float* A, int64_t lda, bool trans, float alpha, int64_t M, int64_t i0,

@@ -54,9 +54,18 @@ struct GemmProblem {
   bool accumulate = false;          // C += product (before the epilogue) instead of C = product
   const Epilogue* epi = nullptr;    // null: none
   // For pack_b: gemm_b_block_floats() floats per thread (thread t at t * that), or null to use
-  // a thread-local buffer.
+  // a thread-local buffer (always used with a Rows or Cols split, which makes more parts).
   float* workspace = nullptr;
+  // Which dimension the parallel parts cut. Auto: the split whose largest part is smallest.
+  // Rows / Cols: only M / N, up to kSplitPartsPerThread parts per thread, so a convolution cuts
+  // its output pixels the way every conv kernel does and each thread reads back what it wrote
+  // (see kiln/kernels/parallel.h); the extra parts balance a thread that runs slower.
+  enum class Split { Auto, Rows, Cols } split = Split::Auto;
+  // Called once per part after its last tile, on the thread that computed it, with the part's
+  // rows [i0, i1) and columns [j0, j1): the caller finishes that part of the output there.
+  FunctionRef<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1)> part_done;
 };
+constexpr int kSplitPartsPerThread = 4;
 
 // Floats of one thread's B block buffer (packed on the fly).
 size_t gemm_b_block_floats(const GemmBlocking& g);

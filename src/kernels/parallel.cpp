@@ -1,11 +1,18 @@
 // A persistent pool of worker threads. parallel_for cuts [0, n) into pieces (up to
-// kPiecesPerThread per thread) that the calling thread and the workers claim one at a time,
-// then waits until every piece is done: a thread that comes late (a worker that was asleep, or
-// lost its core to another process) leaves its share to the others instead of stalling them.
+// kPiecesPerThread per thread) and gives each thread of the region a contiguous run of them:
+// thread t (the caller is thread 0) owns the t-th 1/T of [0, n) and runs its pieces in order,
+// then steals the not yet started pieces of the others from their far end, and the caller waits
+// until every piece is done. Owning a fixed share is what makes two threads scale: the two vCPUs
+// of this machine read or overwrite a cache line the other one wrote at ~25-30 GB/s against
+// 80-200 GB/s for their own (bench/cache_affinity_bench.cpp), so kernels that cut the same
+// dimension the same way (every conv tactic cuts output pixels, see conv.h) make each thread
+// read mostly what it wrote itself in the kernel before. Stealing keeps the pool robust: a
+// thread that comes late (a worker that was asleep, or lost its core to another process) leaves
+// its share to the others instead of stalling them.
 //
 // Waking is cheap: a new region is published by bumping an atomic generation counter, which
 // idle workers spin on before they sleep on a condition variable; the caller likewise spins
-// on the pending-chunk counter. A model's kernels run back to back, so workers are usually
+// on the pending-piece counter. A model's kernels run back to back, so workers are usually
 // still spinning when the next region starts and a fork-join costs a cache-line round trip
 // instead of a futex wake-up (bench/parallel_bench: ~1.3 µs instead of ~8-11 µs; waking an
 // idle vCPU of a virtual machine can cost far more). While a SpinningScope is open (a model
@@ -111,8 +118,12 @@ class Pool {
     const uint64_t gen = (generation_of(state_.load()) + 1) & 0xffffffffu;
     const int64_t total = (n + per_ - 1) / per_;  // pieces of per_ indices
     total_ = total;
+    // Thread t owns pieces [total*t/T, total*(t+1)/T).
+    for (int t = 0; t < threads; ++t)
+      slots_[t].range.store(gen << kGenShift | uint64_t(total * t / threads) << kFrontShift |
+                            uint64_t(total * (t + 1) / threads));
     // Publishes the fields above to the workers.
-    state_.store(gen << kGenShift | uint64_t(threads - 1) << kHelpersShift | uint64_t(total) << kTotalShift);
+    state_.store(gen << kGenShift | uint64_t(threads - 1));
     if (sleepers_.load() > 0) {
       // A worker that saw the old generation holds mu_ until cv_.wait releases it: taking
       // (and dropping) mu_ orders this notify after its wait. Notifying outside the lock
@@ -122,15 +133,15 @@ class Pool {
     }
     std::exception_ptr mine;
     try {
-      for (int64_t piece; (piece = claim(gen)) >= 0;) {
+      for (int64_t piece; (piece = next_piece(0, threads, gen)) >= 0;) {
         fn(piece * per_, std::min(n, (piece + 1) * per_));
         done_.fetch_add(1);
       }
     } catch (...) {
       mine = std::current_exception();
       done_.fetch_add(1);
-      // The pieces nobody has claimed yet are not run: the region failed.
-      while (claim(gen) >= 0) done_.fetch_add(1);
+      // The pieces nobody has started yet are not run: the region failed.
+      while (next_piece(0, threads, gen) >= 0) done_.fetch_add(1);
     }
     auto finished = [&] { return done_.load() == total; };
     const Spin waited = spin ? spin_until(finished, kCallerSpin, [] { return false; }) : Spin::TimedOut;
@@ -160,28 +171,38 @@ class Pool {
   static constexpr int kMaxThreads = 256;
 
  private:
-  // state_ packs the region's generation, how many workers may help the caller, how many
-  // pieces it has and the next unclaimed piece into one word, so that claiming a piece (a
-  // compare-and-swap on the whole word) also proves the region is still the one the claimer
-  // saw: a worker that comes late never touches the fields of a region that has finished.
-  static constexpr int kGenShift = 32, kHelpersShift = 24, kTotalShift = 12;
-  static constexpr uint64_t kField12 = (1u << 12) - 1;
+  // state_ holds the region's generation and how many workers may help the caller; each
+  // thread's slot holds the generation too, with the front and back of the pieces it has not
+  // started. Claiming a piece is a compare-and-swap on the whole slot word, so it also proves
+  // the region is still the one the claimer saw: a worker that comes late never touches the
+  // fields of a region that has finished.
+  static constexpr int kGenShift = 32, kFrontShift = 16;
+  static constexpr uint64_t kField16 = (1u << 16) - 1, kHelpers = 0xff;
   // More pieces than threads: a thread that finishes early (or a worker that was asleep or
   // descheduled and comes late) leaves the rest to the others instead of making them wait.
   static constexpr int kPiecesPerThread = 4;
-  static_assert(int64_t{kMaxThreads} * kPiecesPerThread <= int64_t{kField12} + 1);
+  static_assert(int64_t{kMaxThreads} * kPiecesPerThread <= int64_t{kField16});
+  static_assert(kMaxThreads - 1 <= int{kHelpers});
 
   static uint64_t generation_of(uint64_t state) { return state >> kGenShift; }
 
-  // Claims the next piece of region `gen`; -1 when none is left or the region is over.
-  int64_t claim(uint64_t gen) {
-    uint64_t st = state_.load();
-    for (;;) {
-      if (generation_of(st) != gen) return -1;
-      const uint64_t next = st & kField12, total = st >> kTotalShift & kField12;
-      if (next >= total) return -1;
-      if (state_.compare_exchange_weak(st, st + 1)) return static_cast<int64_t>(next);
+  // The next piece of region `gen` for thread `self` of `threads`: its own front piece, else
+  // the back piece of another thread (the one it would have run last); -1 when none is left or
+  // the region is over.
+  int64_t next_piece(int self, int threads, uint64_t gen) {
+    for (int k = 0; k < threads; ++k) {
+      std::atomic<uint64_t>& range = slots_[(self + k) % threads].range;
+      uint64_t w = range.load();
+      for (;;) {
+        if (generation_of(w) != gen) return -1;
+        const uint64_t front = w >> kFrontShift & kField16, back = w & kField16;
+        if (front >= back) break;
+        if (k == 0 ? range.compare_exchange_weak(w, w + (uint64_t{1} << kFrontShift))
+                   : range.compare_exchange_weak(w, w - 1))
+          return static_cast<int64_t>(k == 0 ? front : back - 1);
+      }
     }
+    return -1;
   }
 
   void ensure_workers(int want) {
@@ -207,9 +228,10 @@ class Pool {
       if (stop_.load()) return;
       const uint64_t st = state_.load();
       seen = generation_of(st);
-      if (id > static_cast<int>(st >> kHelpersShift & 0xff)) continue;
+      const int helpers = static_cast<int>(st & kHelpers);
+      if (id > helpers) continue;
       // fn_, n_, per_ and total_ stay valid while this worker holds an unfinished piece.
-      for (int64_t piece; (piece = claim(seen)) >= 0;) {
+      for (int64_t piece; (piece = next_piece(id, helpers + 1, seen)) >= 0;) {
         const int64_t total = total_;
         try {
           (*fn_)(piece * per_, std::min(n_, (piece + 1) * per_));
@@ -232,8 +254,12 @@ class Pool {
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, per_ = 0, total_ = 0;
   std::exception_ptr error_;
-  // Separate cache lines: every thread claims from state_ while it counts finished pieces.
+  // Separate cache lines: threads claim from the slots while they count finished pieces.
   alignas(64) std::atomic<uint64_t> state_{0};
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> range{0};
+  };
+  Slot slots_[kMaxThreads];
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false}, stop_{false};

@@ -105,6 +105,8 @@ TEST(Conv, PointwiseTactic) {
       {shape(1, 16, 7, 7, 33, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(2, 3, 5, 11, 4, 1, 1, 1, 0), Act::HardSwish},
       {shape(1, 64, 28, 28, 30, 1, 1, 1, 0), Act::None, false, false},
+      // Big enough for two threads: the parts cut output pixels (GemmProblem::Split::Cols).
+      {shape(1, 64, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
   };
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
@@ -122,6 +124,12 @@ TEST(Conv, DepthwiseTactic) {
       {shape(1, 6, 1, 1, 6, 3, 3, 1, 1, 1, 6)},                         // 1x1 input
       {shape(1, 4, 9, 70, 4, 3, 3, 1, 1, 1, 4), Act::Relu, true, true},  // rows of several vectors
       {shape(1, 3, 7, 7, 3, 7, 7, 1, 3, 1, 3)},                         // window wider than the row
+      // Big enough for two threads: bands of output rows (depthwise_split), halo rows clipped
+      // at the top and bottom of the plane.
+      {shape(1, 32, 56, 56, 32, 3, 3, 1, 1, 1, 32), Act::Clip, true, true},
+      {shape(1, 32, 41, 40, 32, 5, 5, 2, 2, 1, 32), Act::Relu, true, true},
+      {shape(2, 24, 30, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
+      {shape(1, 640, 7, 7, 640, 3, 3, 1, 1, 1, 640), Act::Relu},       // too short for bands: groups
   };
   Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
   same.pad_bottom = same.pad_right = 1;
@@ -139,6 +147,9 @@ TEST(Conv, PixelGemmTactic) {
       {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2
       {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a panel
       {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
+      // Big enough for two threads: parts of output pixels, each transposed by its thread.
+      {shape(1, 64, 14, 14, 96, 3, 3, 1, 1), Act::Relu, true, true},
+      {shape(1, 960, 7, 7, 160, 1, 1, 1, 0), Act::None, true, true},
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
@@ -163,6 +174,7 @@ TEST(Conv, DirectTactic) {
       {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // 7-wide rows: pairs of rows (AVX-512)
       {shape(1, 24, 14, 14, 36, 1, 1, 2, 0), Act::None},               // 1x1 s2 to 7x7: pairs, stride 2
       {shape(1, 16, 5, 3, 20, 3, 3, 1, 1), Act::Silu, false, true},    // 5x3 output: pairs on AVX2/scalar (mr 6)
+      {shape(1, 128, 48, 40, 24, 3, 3, 1, 1), Act::Relu, true, true},  // padded copy cut by rows on 2 threads
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
