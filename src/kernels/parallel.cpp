@@ -3,8 +3,8 @@
 // thread t (the caller is thread 0) owns the t-th 1/T of [0, n) and runs its pieces in order,
 // then steals the not yet started pieces of the others from their far end, and the caller waits
 // until every piece is done. Owning a fixed share is what makes two threads scale: the two vCPUs
-// of this machine read or overwrite a cache line the other one wrote at ~25-30 GB/s against
-// 80-200 GB/s for their own (bench/cache_affinity_bench.cpp), so kernels that cut the same
+// of this machine read a cache line the other one wrote 2x slower than their own, and overwrite
+// it 4x slower (bench/cache_affinity_bench.cpp), so kernels that cut the same
 // dimension the same way (every conv tactic cuts output pixels, see conv.h) make each thread
 // read mostly what it wrote itself in the kernel before. Stealing keeps the pool robust: a
 // thread that comes late (a worker that was asleep, or lost its core to another process) leaves

@@ -2,7 +2,7 @@
 // contiguous chunks of [0, n) on at most `threads` threads at once, the calling thread among
 // them. Thread t of T owns the t-th 1/T of [0, n) and runs it first, so kernels that split the
 // same dimension the same way keep each thread on the data it wrote itself (cache lines the
-// other core wrote are 3-7x slower to reach here); a thread that finishes early steals chunks
+// other core wrote are 2-4x slower to reach here); a thread that finishes early steals chunks
 // of the others, so per-chunk state must be indexed by the chunk, never by the thread.
 #pragma once
 #include <cstdint>
