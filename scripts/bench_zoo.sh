@@ -6,7 +6,10 @@
 #
 # Prints the Markdown table for BENCHMARKS.md: medians in ms, the ratio kiln/ORT (of medians, and
 # of minimums, which a shared machine disturbs less), the 1-minute load average at the start
-# and end of the pair of runs, and how far kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
+# and end of the pair of runs, the parallel capacity before and after (with several threads: the
+# FMA rate the threads got together over one alone; well under the thread count means the host
+# was running other work on the same cores and that row's timings show the host), and how far
+# kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
 # (default interp; compiled once the compiler is built). A model that fails gets a row saying
 # why, and the script exits 1 at the end.
 set -uo pipefail
@@ -26,8 +29,8 @@ ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').ve
 
 echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count"
 echo
-echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | load | max\|diff\| / max\|ref\| |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | load | capacity | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|---|---|---|"
 status=0
 for dir in "$BUILD"/zoo/*/; do
   m=$(basename "$dir")
@@ -42,10 +45,11 @@ worst = max((c["rel_diff"] for c in d["check"]["outputs"]), default=0)
 flag = "" if d["check"]["ok"] else " (over 1e-4)"
 k, o = d["kiln"]["median_ms"], d["ort"]["median_ms"]
 load = "–".join("%.1f" % x for x in d.get("load_avg", []))
-print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
-      d.get("ratio_min", float("nan")), load, worst, flag))' "$m" "$t" "$json"
+cap = "–".join("%.2f" % x for x in d.get("parallel_capacity", [])) or "–"
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
+      d.get("ratio_min", float("nan")), load, cap, worst, flag))' "$m" "$t" "$json"
     else
-      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | |"
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | |"
       status=1
     fi
   done

@@ -176,6 +176,17 @@ void measure_caches(MachinePeaks& m, mk::VectorIsa isa, int cpu, const MeasureOp
 
 }  // namespace
 
+double parallel_capacity(int threads, const MeasureOptions& opt) {
+  KILN_CHECK(opt.repetitions >= 1 && opt.seconds_per_rep > 0, "parallel capacity: bad measurement options");
+  std::vector<int> cpus = one_cpu_per_core();
+  if (threads <= 1 || cpus.size() <= 1) return 1.0;
+  cpus.resize(std::min<size_t>(cpus.size(), static_cast<size_t>(threads)));
+  const CpuFeatures f = cpu_features();
+  auto fma = f.avx512f ? mk::fma_f32_avx512 : (f.avx2 && f.fma) ? mk::fma_f32_avx2 : mk::fma_f32_scalar;
+  const PeakPair p = compute_peak(fma, cpus, opt);
+  return p.one > 0 ? p.all / p.one : 1.0;
+}
+
 MachinePeaks measure_machine(const MeasureOptions& opt) {
   KILN_CHECK(opt.repetitions >= 1 && opt.seconds_per_rep > 0, "kiln machine: bad measurement options");
   auto t0 = Clock::now();

@@ -19,6 +19,9 @@ std::string fmt(const char* f, double v) {
 
 double round3(double v) { return std::round(v * 1000) / 1000; }
 
+// Below this share of the threads' cores (parallel_capacity / threads) the text report warns.
+constexpr double kLowCapacity = 0.85;
+
 double rel_diff(const Comparison& c) { return c.max_abs_ref > 0 ? c.max_abs_diff / c.max_abs_ref : c.max_abs_diff; }
 
 json::Value stats_json(const BackendResult& b, bool with_times) {
@@ -94,6 +97,15 @@ std::string render_text(const BenchResult& r) {
     if (r.load_before > r.cores)
       s += "  note: the machine was busy before the bench started: other work shares the cores, compare with care\n";
   }
+  if (r.capacity_before > 0) {
+    s += str_cat("parallel capacity: ", fmt("%.2f", r.capacity_before), " before, ", fmt("%.2f", r.capacity_after),
+                 " after, of ", r.capacity_threads, " (FMA rate of ", r.capacity_threads,
+                 " threads together / one alone)\n");
+    if (std::min(r.capacity_before, r.capacity_after) < kLowCapacity * r.capacity_threads)
+      s += str_cat("  note: the host gave the ", r.capacity_threads,
+                   " threads less than their cores' worth of compute (other work on the same physical cores?): "
+                   "multi-thread timings show the host, not the code\n");
+  }
   s += "inputs:\n";
   for (const auto& i : r.inputs) s += "  " + i + "\n";
   if (r.random_integers)
@@ -149,6 +161,10 @@ std::string render_json(const BenchResult& r) {
   j.set("cores", r.cores);
   json::Value& load = j.set("load_avg", json::Array{});
   for (double l : {r.load_before, r.load_after}) load.push(l >= 0 ? json::Value(l) : json::Value());
+  if (r.capacity_before > 0) {
+    json::Value& cap = j.set("parallel_capacity", json::Array{});
+    for (double c : {r.capacity_before, r.capacity_after}) cap.push(round3(c));
+  }
   json::Value& inputs = j.set("inputs", json::Array{});
   for (const auto& i : r.inputs) inputs.push(i);
   const BackendResult* ort = r.find("ort");

@@ -40,6 +40,10 @@ struct BenchResult {
   int runs = 0, warmup = 0, block = 0;
   int cores = 1;                             // hardware threads of the machine
   double load_before = -1, load_after = -1;  // 1-minute load averages (-1: unknown)
+  // With more than one thread: the FMA throughput of min(threads, cores) threads together over
+  // one alone, before and after the timed runs (analysis::parallel_capacity); 0 = not measured.
+  int capacity_threads = 1;
+  double capacity_before = 0, capacity_after = 0;
   std::vector<std::string> inputs;  // where each input came from
   bool random_integers = false;
   std::vector<BackendResult> backends;  // kiln backends in --backends order, then "ort"

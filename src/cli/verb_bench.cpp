@@ -14,6 +14,7 @@
 #include "bench_inputs.h"
 #include "bench_measure.h"
 #include "bench_report.h"
+#include "kiln/analysis/machine.h"
 #include "kiln/ir/sha256.h"
 #include "common.h"
 #include "kiln/kernels/parallel.h"
@@ -240,9 +241,16 @@ int verb_bench(int argc, char** argv) {
   plan.progress = progress;
   std::vector<BenchBackend*> raw;
   for (auto& b : backends) raw.push_back(b.get());
+  // With several threads, whether the host gives them their cores right now (see
+  // analysis::parallel_capacity): before and after the timed runs, ~0.1 s each.
+  const int capacity_threads = std::min(threads, r.cores);
+  const analysis::MeasureOptions capacity_opt{3, 0.01};
+  if (capacity_threads > 1) r.capacity_before = analysis::parallel_capacity(capacity_threads, capacity_opt);
   progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
   Measured measured = measure_interleaved(raw, plan);
   r.load_after = load_average();
+  if (capacity_threads > 1) r.capacity_after = analysis::parallel_capacity(capacity_threads, capacity_opt);
+  r.capacity_threads = capacity_threads;
   r.block = measured.block;
   for (size_t i = 0; i < backends.size(); ++i) {
     const auto& t = measured.times[i];

@@ -85,7 +85,16 @@ import json, sys
 d = json.loads(open(sys.argv[1]).read())
 assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], (d["block"], d["backends"]["ort"])
 assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
+# Several threads on several cores: the FMA rate of the threads together over one alone, before
+# and after; it cannot exceed the thread count by more than timing noise.
+if min(d["threads"], d["cores"]) > 1:
+    cap = d["parallel_capacity"]
+    assert len(cap) == 2 and all(0.2 < c <= 1.15 * min(d["threads"], d["cores"]) for c in cap), cap
+else:
+    assert "parallel_capacity" not in d, d
 PY
+"$KILN" bench "$MODEL" --backends interp --batch 4 --runs 2 --threads 1 --json --quiet >"$T/f3.json" 2>/dev/null
+check "one thread: no parallel capacity" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "parallel_capacity" not in d, d' "$T/f3.json"
 check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
 check "fake peer: --check exits 1" test $? -eq 1

@@ -76,6 +76,14 @@ MachinePeaks describe_machine();
 // Runs every measurement (a few seconds). Threads are pinned one per physical core.
 MachinePeaks measure_machine(const MeasureOptions& opt = {});
 
+// How many cores' worth of FP32 FMA throughput `threads` threads get right now: the FMA loop on
+// `threads` cores together (pinned one per physical core) over the same loop on one core alone,
+// best of `opt.repetitions` runs of `opt.seconds_per_rep` each. ~2.0 for 2 threads on an idle
+// 2-core machine; near 1.0 when the host runs other work on the same physical cores (a VM whose
+// vCPUs share a core, a noisy neighbour), and then multi-thread timings show the host, not the
+// code. `kiln bench` measures it before timing with more than one thread.
+double parallel_capacity(int threads, const MeasureOptions& opt);
+
 // Names of the kernel calibrations measure_machine takes (a cache lacking one is re-measured).
 const std::vector<std::string>& kernel_rate_names();
 
