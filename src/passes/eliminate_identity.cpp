@@ -3,7 +3,9 @@
 //   Identity; Dropout at inference (mask unused); Cast to the dtype it already has;
 //   Reshape/Squeeze/Unsqueeze/Flatten whose output shape equals the input shape;
 //   a reshape-like op of a reshape-like op (one Reshape of the original, or nothing when the
-//   shapes match); Transpose of Transpose (nothing when the permutations cancel, else one).
+//   shapes match); Transpose of Transpose (nothing when the permutations cancel, else one);
+//   a Transpose that only moves size-1 axes (BERT's [1,128,768] <-> [128,1,768]): a Reshape,
+//   which the planner runs as a view instead of a copy.
 // Graph outputs keep their names: the value feeding a removed node takes the name over, or
 // (when it is a graph input, a constant or another output) the node becomes an Identity.
 //
@@ -157,6 +159,39 @@ class CollapseTransposes : public RewritePattern {
   std::string describe_apply(const Node&) const override { return "merged two Transposes"; }
 };
 
+// Transpose(x) whose axes of size other than 1 keep their order: the same elements in the same
+// order, so a Reshape to the output shape (a view, no copy).
+class TransposeAsReshape : public RewritePattern {
+ public:
+  std::string name() const override { return "transpose-as-reshape"; }
+  std::vector<std::string> root_ops() const override { return {"Transpose"}; }
+  Decision match(const Node& n, const Model&) const override {
+    const Value* x = n.input(0);
+    const Value* y = n.outputs[0];
+    if (!x || !y || !x->shape.is_static() || !y->shape.is_static()) return Decision::no("shapes not static");
+    auto perm = perm_of(n);
+    if (!perm || perm->size() != x->shape.rank()) return Decision::no("permutation unknown");
+    const auto dims = x->shape.static_dims();
+    int64_t last = -1;
+    for (int64_t axis : *perm) {
+      if (axis < 0 || axis >= static_cast<int64_t>(dims.size())) return Decision::no("permutation out of range");
+      if (dims[static_cast<size_t>(axis)] == 1) continue;
+      if (axis < last) return Decision::no("moves axes of size other than 1");
+      last = axis;
+    }
+    return Decision::yes();
+  }
+  void apply(Node& n, Rewriter& rw) const override {
+    auto dims = n.outputs[0]->shape.static_dims();
+    rw.set_insertion_point(&n);
+    Value* shape = rw.constant(n.name + "_shape", Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
+    Node* r = rw.create("Reshape", {n.inputs[0], shape});
+    r->name = n.name;
+    rw.replace(n.outputs[0], r->outputs[0]);
+  }
+  std::string describe_apply(const Node&) const override { return "Transpose of size-1 axes as a Reshape (a view)"; }
+};
+
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_identity() {
@@ -166,6 +201,7 @@ std::unique_ptr<Pass> make_eliminate_identity() {
   p->add(std::make_unique<RemoveNoOp>());
   p->add(std::make_unique<CollapseReshapes>());
   p->add(std::make_unique<CollapseTransposes>());
+  p->add(std::make_unique<TransposeAsReshape>());
   return p;
 }
 

@@ -92,6 +92,34 @@ graph g(%x: f32[2,3,4]) -> (%y, %z) {
 })");
 }
 
+TEST(EliminateIdentity, TransposeOfSizeOneAxesIsAReshape) {
+  // BERT's [1,128,768] -> [128,1,768] (and back, merged with the Reshape before it); a real
+  // transpose of the two larger axes stays.
+  expect_rewrite("eliminate-identity", R"(
+graph g(%x: f32[1,4,6], %w: f32[4,6]) -> (%y, %z) {
+  %t = Transpose(%x) {perm=[1,0,2]}
+  %y = Relu(%t)
+  %s = init i64[3] dense<4, 1, 6>
+  %r = Reshape(%w, %s)
+  %b = Transpose(%r) {perm=[1,0,2]}
+  %z = Neg(%b)
+})", R"(
+graph g(%x: f32[1,4,6], %w: f32[4,6]) -> (%y, %z) {
+  %s = init i64[3] dense<4, 1, 6>
+  %Transpose_shape = init i64[3] dense<4, 1, 6>
+  %Transpose_1_shape = init i64[3] dense<1, 4, 6>
+  %Reshape_1_out = Reshape(%x, %Transpose_shape)
+  %y = Relu(%Reshape_1_out)
+  %Reshape_2_out = Reshape(%w, %Transpose_1_shape)
+  %z = Neg(%Reshape_2_out)
+})");
+  expect_unchanged("eliminate-identity", R"(
+graph g(%x: f32[1,4,6]) -> (%y) {
+  %t = Transpose(%x) {perm=[0,2,1]}
+  %y = Relu(%t)
+})");
+}
+
 TEST(EliminateIdentity, LeavesRealWork) {
   expect_unchanged("eliminate-identity", R"(
 graph g(%x: f32[2,3]) -> (%y, %i, %mask, %h) {
