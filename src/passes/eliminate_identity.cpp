@@ -72,6 +72,13 @@ class RemoveNoOp : public RewritePattern {
   std::string describe_apply(const Node& n) const override { return "removed " + n.op + " (no-op)"; }
 };
 
+// Reshape(x) to the static shape of `like`, with the shape as a new constant named after `name`.
+Node* reshape_to(Rewriter& rw, Value* x, const Value& like, const std::string& name) {
+  auto dims = like.shape.static_dims();
+  Value* shape = rw.constant(name + "_shape", Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
+  return rw.create("Reshape", {x, shape});
+}
+
 // reshape-like(reshape-like(x)): only the last shape matters.
 class CollapseReshapes : public RewritePattern {
  public:
@@ -103,10 +110,7 @@ class CollapseReshapes : public RewritePattern {
     } else if (n.op == "Reshape") {
       n.inputs[0] = x;
     } else {
-      auto dims = n.outputs[0]->shape.static_dims();
-      Value* shape = rw.constant(n.name + "_shape", Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
-      Node* r = rw.create("Reshape", {x, shape});
-      rw.replace(n.outputs[0], r->outputs[0]);
+      rw.replace(n.outputs[0], reshape_to(rw, x, *n.outputs[0], n.name)->outputs[0]);
     }
     rw.erase_if_dead(inner);
   }
@@ -182,10 +186,8 @@ class TransposeAsReshape : public RewritePattern {
     return Decision::yes();
   }
   void apply(Node& n, Rewriter& rw) const override {
-    auto dims = n.outputs[0]->shape.static_dims();
     rw.set_insertion_point(&n);
-    Value* shape = rw.constant(n.name + "_shape", Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
-    Node* r = rw.create("Reshape", {n.inputs[0], shape});
+    Node* r = reshape_to(rw, n.inputs[0], *n.outputs[0], n.name);
     r->name = n.name;
     rw.replace(n.outputs[0], r->outputs[0]);
   }
