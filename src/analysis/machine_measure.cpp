@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -175,6 +176,18 @@ void measure_caches(MachinePeaks& m, mk::VectorIsa isa, int cpu, const MeasureOp
 }
 
 }  // namespace
+
+std::string contention_warning(const MachinePeaks& m) {
+  if (m.cores <= 1 || m.fp32_gflops_per_core <= 0) return "";
+  const double capacity = m.fp32_gflops_all_cores / m.fp32_gflops_per_core;
+  if (capacity >= 0.85 * m.cores) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", capacity);
+  return str_cat("all ", m.cores, " cores together reached only ", buf,
+                 "x one core's FMA rate: the host ran other work on them during the measurement, so the "
+                 "all-core numbers (and multi-thread predictions) are low; measure again on a quiet machine "
+                 "(kiln machine --refresh)");
+}
 
 double parallel_capacity(int threads, const MeasureOptions& opt) {
   KILN_CHECK(opt.repetitions >= 1 && opt.seconds_per_rep > 0, "parallel capacity: bad measurement options");

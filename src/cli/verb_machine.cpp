@@ -18,6 +18,8 @@ int verb_machine(int argc, char** argv) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (!a.has("--json")) std::fprintf(stderr, "%s %s\n", measured ? "measured; cached in" : "cached in", path.c_str());
+  if (std::string w = analysis::contention_warning(m); !w.empty())
+    std::fprintf(stderr, "kiln machine: warning: %s\n", w.c_str());
   return 0;
 }
 

@@ -119,6 +119,17 @@ TEST(Machine, CacheIsUsedOnlyForThisMachine) {
   EXPECT_EQ(machine_from_json(text, path.string()).key, describe_machine().key);
 }
 
+TEST(Machine, ContentionWarningWhenCoresTogetherFallShort) {
+  MachinePeaks m;
+  m.cores = 2, m.fp32_gflops_per_core = 200;
+  m.fp32_gflops_all_cores = 390;  // 1.95x: a quiet machine
+  EXPECT_EQ(contention_warning(m), "");
+  m.fp32_gflops_all_cores = 300;  // 1.50x: the host shared the cores
+  EXPECT_NE(contention_warning(m).find("only 1.50x one core"), std::string::npos) << contention_warning(m);
+  m.cores = 1, m.fp32_gflops_all_cores = 200;
+  EXPECT_EQ(contention_warning(m), "");
+}
+
 TEST(Machine, BadCacheFileIsNamed) {
   EXPECT_THROW(machine_from_json("{\"cpu\": \"x\"}", "m.json"), Error);
   try {

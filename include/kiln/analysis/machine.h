@@ -84,6 +84,11 @@ MachinePeaks measure_machine(const MeasureOptions& opt = {});
 // code. `kiln bench` measures it before timing with more than one thread.
 double parallel_capacity(int threads, const MeasureOptions& opt);
 
+// When all cores together reached under 0.85 x cores of one core's FP32 FMA rate, a line saying
+// the host was running other work on them while `m` was measured (its all-core numbers, and
+// the perf model's multi-thread predictions, are then low); "" otherwise.
+std::string contention_warning(const MachinePeaks& m);
+
 // Names of the kernel calibrations measure_machine takes (a cache lacking one is re-measured).
 const std::vector<std::string>& kernel_rate_names();
 
