@@ -86,7 +86,9 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
           out[q] = pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q);
       };
       p.b_rows = rows;
-      p.split = detail::GemmProblem::Split::Cols;  // output pixels, like every conv kernel
+      // Output pixels, like every conv kernel, unless the weight outweighs the pixels (then
+      // output channels: see weight_dominates).
+      p.split = detail::weight_dominates(s) ? detail::GemmProblem::Split::Rows : detail::GemmProblem::Split::Cols;
       if (pointwise || !geo.compact) {
         p.C = y + out_off, p.ldc = OHW, p.epi = &e;
         detail::gemm_run(t, p, threads);

@@ -35,6 +35,11 @@ PixelWorkspace pixel_workspace(const Conv2dShape& s) {
 
 }  // namespace
 
+bool weight_dominates(const Conv2dShape& s) {
+  const int64_t weight = s.K * (s.C / s.group) * s.R * s.S;
+  return weight > s.N * (s.C * s.H * s.W + s.K * s.out_h() * s.out_w());
+}
+
 size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
   return packed_b_floats_on(t, s.C * s.R * s.S, s.K);
 }
@@ -106,10 +111,10 @@ void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x,
     e.bias_per_row = true;
     if (e.residual) e.residual += n * s.K * OHW, e.ldr = OHW;
     const bool apply = !epilogue_is_identity(e);
-    auto to_nchw = [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+    auto to_nchw = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
       constexpr int64_t kBlock = 16;
-      for (int64_t k0 = 0; k0 < s.K; k0 += kBlock) {
-        const int64_t nk = std::min(kBlock, s.K - k0);
+      for (int64_t k0 = j0; k0 < j1; k0 += kBlock) {
+        const int64_t nk = std::min(kBlock, j1 - k0);
         float* out = yn + k0 * OHW + i0;
         t.transpose(result + i0 * s.K + k0, s.K, i1 - i0, nk, out, OHW);
         if (apply) t.epilogue_tile(out, OHW, nk, i1 - i0, tile_epilogue(e, k0, i0));
@@ -120,7 +125,10 @@ void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x,
     p.pack_a = pack;
     p.b_packed = packed_w;
     p.C = result, p.ldc = s.K;
-    p.split = GemmProblem::Split::Rows;
+    // Cut the pixels (what the convolutions before and after cut), unless the weight outweighs
+    // the activations (resnet50's layer4: 4 MiB of weight, 0.2 MiB of pixels): then each thread
+    // reading all of it would double the traffic that matters, so cut the output channels.
+    p.split = weight_dominates(s) ? GemmProblem::Split::Cols : GemmProblem::Split::Rows;
     p.part_done = to_nchw;
     gemm_run(t, p, threads);
   }

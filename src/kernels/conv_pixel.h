@@ -16,4 +16,8 @@ size_t pixel_workspace_floats(const KernelTable& t, const Conv2dShape& s);
 void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                      const Epilogue& epi, float* workspace, int threads);
 
+// Whether a convolution's weight has more elements than its input and output together: then
+// its threads cut output channels (each reading its share of the weight), else output pixels.
+bool weight_dominates(const Conv2dShape& s);
+
 }  // namespace kiln::kernels::detail

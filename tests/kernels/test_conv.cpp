@@ -107,6 +107,7 @@ TEST(Conv, PointwiseTactic) {
       {shape(1, 64, 28, 28, 30, 1, 1, 1, 0), Act::None, false, false},
       // Big enough for two threads: the parts cut output pixels (GemmProblem::Split::Cols).
       {shape(1, 64, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 256, 7, 7, 512, 1, 1, 1, 0), Act::Clip, true, true},  // weight-heavy: output channels
   };
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
@@ -147,9 +148,11 @@ TEST(Conv, PixelGemmTactic) {
       {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2
       {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a panel
       {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
-      // Big enough for two threads: parts of output pixels, each transposed by its thread.
+      // Big enough for two threads: parts of output pixels (or of output channels when the
+      // weight is the bigger operand), each transposed into NCHW by its thread.
       {shape(1, 64, 14, 14, 96, 3, 3, 1, 1), Act::Relu, true, true},
-      {shape(1, 960, 7, 7, 160, 1, 1, 1, 0), Act::None, true, true},
+      {shape(1, 960, 7, 7, 160, 1, 1, 1, 0), Act::None, true, true},  // weight-heavy: output channels
+      {shape(1, 32, 28, 28, 48, 3, 3, 1, 1), Act::Relu, true, true},    // pixel-heavy: pixels
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
