@@ -175,12 +175,26 @@ void measure_caches(MachinePeaks& m, mk::VectorIsa isa, int cpu, const MeasureOp
   }
 }
 
+mk::VectorIsa vector_isa(const CpuFeatures& f) {
+  return f.avx512f ? mk::VectorIsa::avx512 : (f.avx2 && f.fma) ? mk::VectorIsa::avx2 : mk::VectorIsa::scalar;
+}
+
+// The widest FP32 FMA loop this CPU runs: what `kiln machine` and parallel_capacity time.
+double (*fma_loop(const CpuFeatures& f))(int64_t) {
+  switch (vector_isa(f)) {
+    case mk::VectorIsa::avx512: return mk::fma_f32_avx512;
+    case mk::VectorIsa::avx2: return mk::fma_f32_avx2;
+    case mk::VectorIsa::scalar: break;
+  }
+  return mk::fma_f32_scalar;
+}
+
 }  // namespace
 
 std::string contention_warning(const MachinePeaks& m) {
   if (m.cores <= 1 || m.fp32_gflops_per_core <= 0) return "";
   const double capacity = m.fp32_gflops_all_cores / m.fp32_gflops_per_core;
-  if (capacity >= 0.85 * m.cores) return "";
+  if (capacity >= kContendedShare * m.cores) return "";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", capacity);
   return str_cat("all ", m.cores, " cores together reached only ", buf,
@@ -194,9 +208,7 @@ double parallel_capacity(int threads, const MeasureOptions& opt) {
   std::vector<int> cpus = one_cpu_per_core();
   if (threads <= 1 || cpus.size() <= 1) return 1.0;
   cpus.resize(std::min<size_t>(cpus.size(), static_cast<size_t>(threads)));
-  const CpuFeatures f = cpu_features();
-  auto fma = f.avx512f ? mk::fma_f32_avx512 : (f.avx2 && f.fma) ? mk::fma_f32_avx2 : mk::fma_f32_scalar;
-  const PeakPair p = compute_peak(fma, cpus, opt);
+  const PeakPair p = compute_peak(fma_loop(cpu_features()), cpus, opt);
   return p.one > 0 ? p.all / p.one : 1.0;
 }
 
@@ -206,10 +218,9 @@ MachinePeaks measure_machine(const MeasureOptions& opt) {
   MachinePeaks m = describe_machine();
   std::vector<int> cpus = one_cpu_per_core();
   CpuFeatures f = cpu_features();
-  mk::VectorIsa isa = f.avx512f ? mk::VectorIsa::avx512 : (f.avx2 && f.fma) ? mk::VectorIsa::avx2 : mk::VectorIsa::scalar;
+  const mk::VectorIsa isa = vector_isa(f);
 
-  auto fma = isa == mk::VectorIsa::avx512 ? mk::fma_f32_avx512 : isa == mk::VectorIsa::avx2 ? mk::fma_f32_avx2 : mk::fma_f32_scalar;
-  PeakPair fp32 = compute_peak(fma, cpus, opt);
+  PeakPair fp32 = compute_peak(fma_loop(f), cpus, opt);
   m.fp32_gflops_per_core = fp32.one;
   m.fp32_gflops_all_cores = fp32.all;
   if (f.avx512_vnni || f.avx_vnni) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "kiln/analysis/machine.h"
 #include "kiln/ir/error.h"
 #include "kiln/plan/json.h"
 
@@ -18,9 +19,6 @@ std::string fmt(const char* f, double v) {
 }
 
 double round3(double v) { return std::round(v * 1000) / 1000; }
-
-// Below this share of the threads' cores (parallel_capacity / threads) the text report warns.
-constexpr double kLowCapacity = 0.85;
 
 double rel_diff(const Comparison& c) { return c.max_abs_ref > 0 ? c.max_abs_diff / c.max_abs_ref : c.max_abs_diff; }
 
@@ -101,7 +99,7 @@ std::string render_text(const BenchResult& r) {
     s += str_cat("parallel capacity: ", fmt("%.2f", r.capacity_before), " before, ", fmt("%.2f", r.capacity_after),
                  " after, of ", r.capacity_threads, " (FMA rate of ", r.capacity_threads,
                  " threads together / one alone)\n");
-    if (std::min(r.capacity_before, r.capacity_after) < kLowCapacity * r.capacity_threads)
+    if (std::min(r.capacity_before, r.capacity_after) < analysis::kContendedShare * r.capacity_threads)
       s += str_cat("  note: the host gave the ", r.capacity_threads,
                    " threads less than their cores' worth of compute (other work on the same physical cores?): "
                    "multi-thread timings show the host, not the code\n");

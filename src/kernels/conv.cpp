@@ -86,9 +86,7 @@ void conv_gemm(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
           out[q] = pointwise ? xg + (p0 + q) * OHW : detail::phase_row(s, geo, phases, Cg, p0 + q);
       };
       p.b_rows = rows;
-      // Output pixels, like every conv kernel, unless the weight outweighs the pixels (then
-      // output channels: see weight_dominates).
-      p.split = detail::weight_dominates(s) ? detail::GemmProblem::Split::Rows : detail::GemmProblem::Split::Cols;
+      p.split = detail::conv_split(s, /*pixels_on_rows=*/false);
       if (pointwise || !geo.compact) {
         p.C = y + out_off, p.ldc = OHW, p.epi = &e;
         detail::gemm_run(t, p, threads);

@@ -35,9 +35,10 @@ PixelWorkspace pixel_workspace(const Conv2dShape& s) {
 
 }  // namespace
 
-bool weight_dominates(const Conv2dShape& s) {
+GemmProblem::Split conv_split(const Conv2dShape& s, bool pixels_on_rows) {
   const int64_t weight = s.K * (s.C / s.group) * s.R * s.S;
-  return weight > s.N * (s.C * s.H * s.W + s.K * s.out_h() * s.out_w());
+  const bool cut_pixels = weight <= s.N * (s.C * s.H * s.W + s.K * s.out_h() * s.out_w());
+  return cut_pixels == pixels_on_rows ? GemmProblem::Split::Rows : GemmProblem::Split::Cols;
 }
 
 size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
@@ -125,10 +126,7 @@ void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x,
     p.pack_a = pack;
     p.b_packed = packed_w;
     p.C = result, p.ldc = s.K;
-    // Cut the pixels (what the convolutions before and after cut), unless the weight outweighs
-    // the activations (resnet50's layer4: 4 MiB of weight, 0.2 MiB of pixels): then each thread
-    // reading all of it would double the traffic that matters, so cut the output channels.
-    p.split = weight_dominates(s) ? GemmProblem::Split::Cols : GemmProblem::Split::Rows;
+    p.split = conv_split(s, /*pixels_on_rows=*/true);
     p.part_done = to_nchw;
     gemm_run(t, p, threads);
   }

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 
+#include "gemm_driver.h"
 #include "kiln/kernels/dispatch.h"
 
 namespace kiln::kernels::detail {
@@ -16,8 +17,10 @@ size_t pixel_workspace_floats(const KernelTable& t, const Conv2dShape& s);
 void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                      const Epilogue& epi, float* workspace, int threads);
 
-// Whether a convolution's weight has more elements than its input and output together: then
-// its threads cut output channels (each reading its share of the weight), else output pixels.
-bool weight_dominates(const Conv2dShape& s);
+// How a convolution's GEMM cuts its parts, given which GEMM dimension holds its output pixels:
+// the pixels (what every conv kernel cuts, see kiln/kernels/parallel.h), unless the weight has
+// more elements than input and output together (resnet50's layer4: 4 MiB of weight, 0.2 MiB of
+// pixels) - then output channels, so each thread streams only its share of the weight.
+GemmProblem::Split conv_split(const Conv2dShape& s, bool pixels_on_rows);
 
 }  // namespace kiln::kernels::detail

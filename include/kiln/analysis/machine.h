@@ -76,6 +76,10 @@ MachinePeaks describe_machine();
 // Runs every measurement (a few seconds). Threads are pinned one per physical core.
 MachinePeaks measure_machine(const MeasureOptions& opt = {});
 
+// Below this share of `threads` (or cores), parallel capacity means the host ran other work on
+// the same physical cores: `kiln bench` and `kiln machine` then warn.
+constexpr double kContendedShare = 0.85;
+
 // How many cores' worth of FP32 FMA throughput `threads` threads get right now: the FMA loop on
 // `threads` cores together (pinned one per physical core) over the same loop on one core alone,
 // best of `opt.repetitions` runs of `opt.seconds_per_rep` each. ~2.0 for 2 threads on an idle
@@ -84,7 +88,7 @@ MachinePeaks measure_machine(const MeasureOptions& opt = {});
 // code. `kiln bench` measures it before timing with more than one thread.
 double parallel_capacity(int threads, const MeasureOptions& opt);
 
-// When all cores together reached under 0.85 x cores of one core's FP32 FMA rate, a line saying
+// When all cores together reached under kContendedShare x cores of one core's FP32 FMA rate, a line saying
 // the host was running other work on them while `m` was measured (its all-core numbers, and
 // the perf model's multi-thread predictions, are then low); "" otherwise.
 std::string contention_warning(const MachinePeaks& m);
