@@ -209,7 +209,9 @@ double parallel_capacity(int threads, const MeasureOptions& opt) {
   if (threads <= 1 || cpus.size() <= 1) return 1.0;
   cpus.resize(std::min<size_t>(cpus.size(), static_cast<size_t>(threads)));
   const PeakPair p = compute_peak(fma_loop(cpu_features()), cpus, opt);
-  return p.one > 0 ? p.all / p.one : 1.0;
+  // More than one core's worth per thread only means the one-thread runs were all disturbed (a
+  // busy machine): the threads cannot deliver more than their count.
+  return p.one > 0 ? std::min(p.all / p.one, static_cast<double>(cpus.size())) : 1.0;
 }
 
 MachinePeaks measure_machine(const MeasureOptions& opt) {

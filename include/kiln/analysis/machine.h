@@ -82,7 +82,8 @@ constexpr double kContendedShare = 0.85;
 
 // How many cores' worth of FP32 FMA throughput `threads` threads get right now: the FMA loop on
 // `threads` cores together (pinned one per physical core) over the same loop on one core alone,
-// best of `opt.repetitions` runs of `opt.seconds_per_rep` each. ~2.0 for 2 threads on an idle
+// best of `opt.repetitions` runs of `opt.seconds_per_rep` each, at most the thread count (a higher
+// ratio means the one-thread runs were disturbed). ~2.0 for 2 threads on an idle
 // 2-core machine; near 1.0 when the host runs other work on the same physical cores (a VM whose
 // vCPUs share a core, a noisy neighbour), and then multi-thread timings show the host, not the
 // code. `kiln bench` measures it before timing with more than one thread.
