@@ -152,8 +152,12 @@ def integer_matmul_conv():
         ("w", w), ("ws", ws), ("wz", wz), ("ys", scalar(0.05, np.float32)), ("yz", scalar(100, np.uint8))]
     add("u8_u8", "QLinearConv", qconv_common(u8(3, 2, 3, 3), scalar(0.01, np.float32), scalar(128, np.uint8)),
         {"pads": [1, 1, 1, 1]}, opset=10)
+    # Weights within 7 bits: ONNX Runtime's u8 x s8 kernels on AVX2 without VNNI multiply with
+    # vpmaddubsw, whose int16 pair sums saturate above 32767 (255 * 127 * 2 does), so full-range
+    # weights make ORT itself wrong on such machines (kiln widens to int16 and is exact; its
+    # extreme-operand test is Int8Kernels.NoSaturationAtExtremes).
     add("u8_i8_per_channel_bias", "QLinearConv",
-        qconv_common(s8(3, 2, 3, 3), np.array([0.01, 0.02, 0.005], np.float32), np.zeros(3, np.int8)) +
+        qconv_common(ints(3, 2, 3, 3, lo=-64, hi=63, dtype=np.int8), np.array([0.01, 0.02, 0.005], np.float32), np.zeros(3, np.int8)) +
         [("b", ints(3, lo=-500, hi=500, dtype=np.int32))], {"strides": [2, 2]}, opset=10,
         consts=["w", "ws", "wz", "b"])
     add("u8_u8_group", "QLinearConv", qconv_common(u8(4, 1, 2, 2), scalar(0.01, np.float32), scalar(100, np.uint8)),
