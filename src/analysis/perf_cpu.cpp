@@ -5,6 +5,7 @@
 #include <array>
 
 #include "kiln/ir/error.h"
+#include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/runtime/step.h"
 #include "perf_tiles.h"
@@ -184,7 +185,10 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     if (y.size() != 4) return g;
     const int64_t N = y[0], K = y[1], OH = y[2], OW = y[3], group = n.attr_i("group", 1);
     if (cls == "conv_pixel-gemm") return {OH * OW, K / group, N * group};
-    if (cls == "conv_direct") return {OW, K / group, N * group * OH};
+    if (cls == "conv_direct")  // rows of OW pixels, or all pixels as one row (conv.h)
+      return kernels::conv_direct_wraps(static_cast<int>(kernels::kernel_table().gemm.mr), OH, OW)
+                 ? GemmGeometry{OH * OW, K / group, N * group}
+                 : GemmGeometry{OW, K / group, N * group * OH};
     return {K / group, OH * OW, N * group};  // gemm, pointwise
   }
   if (cls != "gemm" || y.empty()) return g;

@@ -28,7 +28,7 @@ struct Plan {
   int64_t OH = 0, OW = 0, OHW = 0;
   int sw = 1;                    // input floats between consecutive output pixels
   bool wide = false;             // tiles of up to mr/2 pixels by 2*nr channels
-  bool pairs = false;            // rows of exactly mr/2 pixels: a tile is two output rows
+  bool wrap = false;             // tiles of mr consecutive pixels, wrapping to the next row
   int tile = 0;                  // pixels per full tile
   int64_t tiles_per_row = 0, tiles = 0;
   int64_t unit_cols = 0, units = 0;  // output channels per column unit (nr or 2 nr), units
@@ -49,13 +49,16 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   const int64_t row_len = p.flat ? p.OHW : p.OW;
   const int mr = t.gemm.mr;
-  // A row too short for mr pixels would leave accumulators idle: two rows of exactly mr/2
-  // pixels share a tile (conv_tile_pair), other short rows get twice the channels instead.
-  p.pairs = !p.flat && mr % 2 == 0 && row_len == mr / 2 && p.OH >= 2;
-  p.wide = !p.pairs && mr >= 2 && row_len <= mr / 2;
-  p.tile = static_cast<int>(p.pairs ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
-  p.tiles_per_row = p.pairs ? 1 : ceil_div(row_len, p.tile);
-  p.tiles = p.pairs ? ceil_div(p.OH, 2) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
+  // Rows whose width is not a multiple of mr would end in a short tile whose few accumulators
+  // leave the FMA units waiting on latency (AVX2's mr = 6 on 7- to 56-wide rows: 7 = 6 + 1):
+  // tiles then take the next mr pixels in output order, wrapping to the next row
+  // (conv_tile_wrap), as long as no tile spans three rows. Rows too short for that get half
+  // the pixels and twice the channels instead.
+  p.wrap = !p.flat && conv_direct_wraps(mr, p.OH, p.OW);
+  p.wide = !p.wrap && mr >= 2 && row_len <= mr / 2;
+  p.tile = static_cast<int>(p.wrap ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
+  p.tiles_per_row = p.wrap ? 0 : ceil_div(row_len, p.tile);
+  p.tiles = p.wrap ? ceil_div(p.OHW, mr) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
   p.unit_cols = (p.wide ? 2 : 1) * t.gemm.nr;
   p.units = ceil_div(s.K, p.unit_cols);
   p.KK = s.C * s.R * s.S;
@@ -63,9 +66,9 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.kc = ceil_div(p.KK, p.kblocks);
   // Input bytes a tile brings in: its pixels' channels (flat), or its share of the stride_h
   // new input rows each output row reads.
-  const double per_tile = p.flat    ? 4.0 * p.tile * s.C
-                          : p.pairs ? 8.0 * s.stride_h * p.Wp * s.C
-                                    : 4.0 * s.stride_h * p.Wp * s.C / p.tiles_per_row;
+  const double per_tile = p.flat   ? 4.0 * p.tile * s.C
+                          : p.wrap ? 4.0 * s.stride_h * p.Wp * s.C * p.tile / p.OW
+                                   : 4.0 * s.stride_h * p.Wp * s.C / p.tiles_per_row;
   // Each chunk reads the whole weight again: weights larger than the input (resnet50's layer4:
   // 8 MiB against 0.8 MiB) make one chunk of every tile, so they stream from DRAM once.
   const double weight_bytes = 4.0 * p.KK * s.K, input_bytes = 4.0 * s.C * p.plane;
@@ -180,24 +183,35 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
             int64_t pix, rows;
             const float* a;
             float* c = p.kblocks > 1 ? cbuf + (ti - t0) * p.tile * p.unit_cols : cbuf;
-            if (p.pairs) {
-              // Output rows 2ti and 2ti+1: their pixels are consecutive in NCHW too.
-              const int64_t oh = 2 * ti;
-              pix = oh * p.OW, a = in + oh * s.stride_h * p.Wp;
-              rows = oh + 1 < p.OH ? p.tile : p.OW;
-              if (rows == p.tile)
-                t.conv_tile_pair[p.sw - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, s.stride_h * p.Wp, b,
-                                           c, p.unit_cols, ncols, kb > 0);
-            } else if (p.flat) {
-              pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix;
-            } else {
-              const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
-              pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
+            if (p.wrap) {
+              pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix);
+              const int64_t oh = pix / p.OW, ow0 = pix % p.OW, first = p.OW - ow0;
               a = in + oh * s.stride_h * p.Wp + ow0 * p.sw;
-            }
-            if (!p.pairs || rows < p.tile)
+              const int64_t jump = s.stride_h * p.Wp - ow0 * p.sw;  // to the next row's first pixel
+              if (first >= rows) {
+                t.conv_tile[p.sw - 1][0][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b, 0, c,
+                                                   p.unit_cols, ncols, kb > 0);
+              } else if (rows == p.tile) {
+                t.conv_tile_wrap[p.sw - 1][first - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, jump, b,
+                                                      c, p.unit_cols, ncols, kb > 0);
+              } else {  // the image's last, partial tile across two rows: one tile per row
+                t.conv_tile[p.sw - 1][0][first - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b, 0, c,
+                                                    p.unit_cols, ncols, kb > 0);
+                t.conv_tile[p.sw - 1][0][rows - first - 1](seg.data(), static_cast<int>(seg.size()), p.plane,
+                                                           a + jump, b, 0, c + first * p.unit_cols, p.unit_cols,
+                                                           ncols, kb > 0);
+              }
+            } else {
+              if (p.flat) {
+                pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix;
+              } else {
+                const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
+                pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
+                a = in + oh * s.stride_h * p.Wp + ow0 * p.sw;
+              }
               t.conv_tile[p.sw - 1][wide][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b,
                                                      p.KK * NR, c, p.unit_cols, ncols, kb > 0);
+            }
             if (!last) continue;
             // The finished tile: transposed into NCHW, then the epilogue while it is in L1.
             float* yk = yn + k0 * p.OHW + pix;
@@ -215,3 +229,21 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
 }
 
 }  // namespace kiln::kernels::detail
+
+namespace kiln::kernels {
+
+bool conv_direct_wraps(int mr, int64_t oh, int64_t ow) {
+  if (mr <= 0 || ow <= 0 || oh < 2 || ow % mr == 0) return false;
+  // Every tile must lie on at most two rows. Tile starts repeat their column every ow tiles;
+  // the image's last tile may be short.
+  const int64_t pixels = oh * ow, tiles = detail::ceil_div(pixels, mr);
+  auto fits = [&](int64_t ti) {
+    const int64_t rows = std::min<int64_t>(mr, pixels - ti * mr), first = ow - ti * mr % ow;
+    return first >= rows || rows - first <= ow;
+  };
+  for (int64_t ti = 0; ti < std::min(ow, tiles); ++ti)
+    if (!fits(ti)) return false;
+  return fits(tiles - 1);
+}
+
+}  // namespace kiln::kernels

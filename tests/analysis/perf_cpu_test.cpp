@@ -4,6 +4,7 @@
 
 #include "analysis/perf_cpu.h"
 #include "analysis/perf_tiles.h"
+#include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/ops/op.h"
 
@@ -264,9 +265,23 @@ TEST(PerfCpu, GemmGeometryFollowsTheTactic) {
   EXPECT_EQ(g.rows, 196);
   EXPECT_EQ(g.cols, 128);
   g = gemm_geometry(*conv_tactic(64, 128, 14, 3, "direct").n, "conv_direct");
-  EXPECT_EQ(g.rows, 14);  // one output row's pixels
+  const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+  const bool wraps = kernels::conv_direct_wraps(mr, 14, 14);
+  EXPECT_EQ(wraps, 14 % mr != 0);
+  EXPECT_EQ(g.rows, wraps ? 196 : 14);  // all pixels as one row, or one output row's
   EXPECT_EQ(g.cols, 128);
-  EXPECT_EQ(g.calls, 14);
+  EXPECT_EQ(g.calls, wraps ? 1 : 14);
+}
+
+TEST(PerfCpu, DirectTilesWrapOnlyWithinTwoRows) {
+  EXPECT_TRUE(kernels::conv_direct_wraps(6, 14, 14));    // 14 = 6 + 6 + 2 per row: wrap
+  EXPECT_TRUE(kernels::conv_direct_wraps(6, 7, 7));      // 6 + 1
+  EXPECT_FALSE(kernels::conv_direct_wraps(14, 14, 14));  // rows fill whole tiles
+  EXPECT_TRUE(kernels::conv_direct_wraps(14, 7, 7));     // pairs of 7-wide rows
+  EXPECT_TRUE(kernels::conv_direct_wraps(14, 3, 8));     // the last, short tile: 6 + 4 pixels
+  EXPECT_FALSE(kernels::conv_direct_wraps(14, 4, 4));    // a tile would span four rows
+  EXPECT_FALSE(kernels::conv_direct_wraps(6, 10, 2));    // three rows
+  EXPECT_FALSE(kernels::conv_direct_wraps(6, 1, 7));     // one row: nothing to wrap to
 }
 
 TEST(PerfCpu, GemmRateScalesWithTileEfficiency) {
@@ -278,12 +293,14 @@ TEST(PerfCpu, GemmRateScalesWithTileEfficiency) {
   const int64_t k = kernels::kernel_table().gemm.nr + 3;
   OneNode d = conv_tactic(64, k, 7, 3, "direct");
   auto cost = ops::node_cost(*d.n);
-  double eff = tile_efficiency(7, k, micro_kernel(m));
+  // Rows of 7 pixels, or the 49 pixels as one row where the tiles wrap (mr 6).
+  const int64_t rows = kernels::conv_direct_wraps(static_cast<int>(kernels::kernel_table().gemm.mr), 7, 7) ? 49 : 7;
+  double eff = tile_efficiency(rows, k, micro_kernel(m));
   EXPECT_LT(eff, 1.0);
   OpTime t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
   EXPECT_NEAR(t.compute_s, cost->flops / (60e9 * eff), 1e-12);
   // With the calibration's own tiling recorded, the rate is relative to it.
-  m.kernels[1].rows = 7, m.kernels[1].cols = k;
+  m.kernels[1].rows = rows, m.kernels[1].cols = k;
   chip = chip_from_machine(m, 1);
   t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
   EXPECT_NEAR(t.compute_s, cost->flops / 60e9, 1e-12);

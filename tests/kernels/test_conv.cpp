@@ -174,9 +174,14 @@ TEST(Conv, DirectTactic) {
       {shape(1, 200, 9, 30, 70, 3, 3, 1, 1), Act::None, true, true},   // K = 1800: three K blocks, 3 units
       {shape(1, 900, 6, 6, 36, 1, 1, 1, 0), Act::HardSwish},           // flat, two K blocks, wide
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu},               // input over 256 KiB: two chunks
-      {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // 7-wide rows: pairs of rows (AVX-512)
-      {shape(1, 24, 14, 14, 36, 1, 1, 2, 0), Act::None},               // 1x1 s2 to 7x7: pairs, stride 2
-      {shape(1, 16, 5, 3, 20, 3, 3, 1, 1), Act::Silu, false, true},    // 5x3 output: pairs on AVX2/scalar (mr 6)
+      // Tiles wrapping to the next output row (mr 6 on AVX2/scalar, 14 on AVX-512):
+      {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // 7-wide: 6+1 / pairs of rows
+      {shape(1, 24, 14, 14, 36, 1, 1, 2, 0), Act::None},               // 1x1 s2 to 7x7, stride 2
+      {shape(1, 16, 5, 3, 20, 3, 3, 1, 1), Act::Silu, false, true},    // 5x3 output: pairs of 3-wide rows
+      {shape(1, 48, 14, 14, 40, 3, 3, 1, 1), Act::Relu, true, true},   // 14-wide: every split 1..5 on mr 6
+      {shape(1, 8, 4, 4, 16, 3, 3, 1, 1), Act::None},                  // 4-wide rows, narrower than mr
+      {shape(1, 16, 3, 8, 20, 3, 3, 1, 1), Act::Relu, true, true},     // 8x3: last short tile on two rows (mr 14)
+      {shape(2, 64, 28, 28, 24, 3, 3, 2, 1), Act::Relu},               // 14x14 stride 2, batch 2, two chunks
       {shape(1, 128, 48, 40, 24, 3, 3, 1, 1), Act::Relu, true, true},  // padded copy cut by rows on 2 threads
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);

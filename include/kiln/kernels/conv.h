@@ -44,6 +44,12 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s);
 // clearly fewer vector lanes on padding (small images). `s` needs its real spatial size.
 ConvTactic conv_preferred_tactic(const Conv2dShape& s);
 
+// Whether the direct tactic's register tiles take mr consecutive output pixels across row ends
+// (an output oh x ow, not 1x1 stride 1, on a micro-kernel of mr rows): true when rows of ow
+// would end in a short tile and no tile spans three rows. Then the tiles cover the image's
+// oh * ow pixels as one row; else each output row on its own.
+bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
+
 // Floats of the packed weight for this tactic (the ONNX weight is [K, C/group, R, S]).
 size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s);
 void conv_pack_weight(ConvTactic t, const Conv2dShape& s, const float* w, float* packed);

@@ -123,11 +123,12 @@ struct KernelTable {
   // conv_tile[SW - 1][wide][rows - 1]: pixel stride SW (1 or 2); wide 0: rows <= mr, NR
   // columns; wide 1: rows <= mr / 2, 2 * NR columns (two packed panels, b_next apart).
   ConvTileKernel conv_tile[2][2][16] = {};
-  // conv_tile_pair[SW - 1]: mr pixels from two output rows of mr/2 (an image mr/2 wide, such as
-  // resnet's 7x7 on AVX-512): rows [0, mr/2) at a + r*SW, rows [mr/2, mr) at a + jump +
-  // (r - mr/2)*SW; NR columns.
-  void (*conv_tile_pair[2])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
-                            const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
+  // conv_tile_wrap[SW - 1][split - 1]: mr pixels that wrap from one output row to the next
+  // (split = 1..mr-1 of them on the first row): rows [0, split) at a + r*SW, rows [split, mr)
+  // at a + jump + (r - split)*SW; NR columns. Rows whose width is not a multiple of mr (7, 14,
+  // 28 and 56 on AVX2's mr = 6; 7 on AVX-512's 14) then fill every tile but the image's last.
+  void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
+                                const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

@@ -57,11 +57,21 @@ void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* a,
   conv_tile_split<ROWS, NVEC, SW>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c);
 }
 
-// mr pixels from two output rows of mr/2: rows [0, mr/2) from a, the rest from a + jump.
-template <int SW>
-void conv_tile_pair(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
+// mr pixels that wrap from one output row to the next: rows [0, SPLIT) from a, the rest from
+// a + jump (conv_tile_wrap in dispatch.h).
+template <int SW, int SPLIT>
+void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
                     float* c, int64_t ldc, int ncols, bool load_c) {
-  conv_tile_split<MR, NR / V::W, SW, MR / 2>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c);
+  conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c);
+}
+
+// Fills conv_tile_wrap[SW-1][split-1] for split 1..SPLIT.
+template <int SPLIT, int SW>
+void fill_wrap_tiles(KernelTable& t) {
+  if constexpr (SPLIT > 0) {
+    t.conv_tile_wrap[SW - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
+    fill_wrap_tiles<SPLIT - 1, SW>(t);
+  }
 }
 
 // Fills conv_tile[SW-1][0][rows-1] for rows 1..MR and conv_tile[SW-1][1][rows-1] for rows

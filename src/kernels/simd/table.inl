@@ -8,8 +8,8 @@ KernelTable make_table() {
   fill_tiles<MR>(t);
   fill_conv_tiles<MR, 1>(t);
   fill_conv_tiles<MR, 2>(t);
-  t.conv_tile_pair[0] = conv_tile_pair<1>;
-  t.conv_tile_pair[1] = conv_tile_pair<2>;
+  fill_wrap_tiles<MR - 1, 1>(t);
+  fill_wrap_tiles<MR - 1, 2>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
