@@ -28,7 +28,7 @@ const char* kUsage =
     "            [--print-after-all] [--cache-dir DIR] [--quiet]\n"
     "      optimize, lower to kernels, generate code, plan memory: one artifact that kiln run/bench load\n"
     "  quantize MODEL -o OUT (--calib DIR | --calib-random N | --dynamic | --precision bf16|fp16) [--method minmax|percentile[:P]|entropy]\n"
-    "            [--per-channel|--per-tensor] [--activations u8|s8] [--exclude NODE,..] [--format kiln|qdq]\n"
+    "            [--per-channel|--per-tensor] [--reduce-range] [--activations u8|s8] [--exclude NODE,..] [--format kiln|qdq]\n"
     "            [--report] [--json FILE] [--eval DIR] [--runs N] [--dim NAME=N] [--shape INPUT=d0,..] [--seed N]\n"
     "            [--accuracy-budget X [--budget-metric auto|accuracy|cosine] [--eval-random N]]\n"
     "      INT8 post-training quantization to an artifact or a QDQ ONNX model; the report compares it with fp32\n"

@@ -36,7 +36,7 @@ int verb_quantize(int argc, char** argv) {
          {"-o", "--out", "--calib", "--calib-random", "--seed", "--method", "--activations", "--exclude", "--format",
           "--dim", "--shape", "--eval", "--json", "--cache-dir", "--runs", "--accuracy-budget",
           "--eval-random", "--budget-metric", "--precision"},
-         {"--per-channel", "--per-tensor", "--dynamic", "--report", "--quiet"});
+         {"--per-channel", "--per-tensor", "--reduce-range", "--dynamic", "--report", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln quantize: expected one MODEL argument (kiln quantize MODEL -o OUT)");
   compress::QuantizeJob job;
   job.model_path = a.positional()[0];
@@ -49,6 +49,8 @@ int verb_quantize(int argc, char** argv) {
   job.options.calibration = compress::parse_calibration(a.get_or("--method", "minmax"));
   KILN_CHECK(!(a.has("--per-channel") && a.has("--per-tensor")), "kiln quantize: --per-channel or --per-tensor, not both");
   job.options.per_channel = !a.has("--per-tensor");
+  job.options.reduce_range = a.has("--reduce-range");
+  KILN_CHECK(!job.options.reduce_range || !a.has("--dynamic"), "kiln quantize: --reduce-range applies to static quantization, not --dynamic");
   std::string act = a.get_or("--activations", "u8");
   KILN_CHECK(act == "u8" || act == "s8", "--activations ", act, ": expected u8 or s8");
   job.options.activations = act == "u8" ? DType::u8 : DType::i8;

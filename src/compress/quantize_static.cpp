@@ -92,8 +92,10 @@ std::vector<double> weight_shift(const Node& n, const Tensor& w, const Quantized
 
 }  // namespace
 
-QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel) {
+QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel, int qmax) {
   KILN_CHECK(w.dtype() == DType::f32, "quantize_weight: the weight must be f32");
+  KILN_CHECK(qmax >= 1 && qmax <= 127, "quantize_weight: qmax ", qmax, " is outside 1..127");
+  const float top = static_cast<float>(qmax);
   int64_t outer = 1, channels = w.dim(static_cast<size_t>(axis)), inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= w.dim(static_cast<size_t>(d));
   for (size_t d = static_cast<size_t>(axis) + 1; d < w.rank(); ++d) inner *= w.dim(d);
@@ -106,12 +108,12 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel)
   }
   QuantizedWeight out;
   std::vector<float> scale(maxabs.size());
-  for (size_t c = 0; c < scale.size(); ++c) scale[c] = maxabs[c] > 0 ? maxabs[c] / 127.f : 1.f;
+  for (size_t c = 0; c < scale.size(); ++c) scale[c] = maxabs[c] > 0 ? maxabs[c] / top : 1.f;
   out.q = Tensor(DType::i8, w.dims());
   int8_t* q = out.q.data<int8_t>();
   for (int64_t i = 0; i < w.numel(); ++i) {
     float s = scale[per_channel ? (i / inner) % channels : 0];
-    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(src[i] / s), -127.f, 127.f));
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(src[i] / s), -top, top));
   }
   (void)outer;
   out.scale = per_channel ? Tensor::from_vector<float>({channels}, scale) : Tensor::scalar<float>(scale[0]);
@@ -208,7 +210,7 @@ std::vector<std::string> apply_static(Model& m, const QuantPlan& plan, const std
     const QParams& px = params.at(n->inputs[0]->name);
     const int64_t axis = channel_axis(*n);
     const Tensor& w = *constant_of(n->inputs[1]);
-    QuantizedWeight qw = quantize_weight(w, axis, per_channel);
+    QuantizedWeight qw = quantize_weight(w, axis, per_channel, opt.reduce_range ? 63 : 127);
     rw.set_insertion_point(n);
     const std::string& wn = n->inputs[1]->name;
     Value* wq = rw.constant(wn + "_quantized", qw.q);

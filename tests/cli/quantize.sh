@@ -20,6 +20,10 @@ check "accuracy within 0.5 points" awk '/accuracy: fp32/ { gsub(/[()+]/, "", $7)
 check "json report" grep -q '"accuracy": {"fp32"' "$T/report.json"
 check "progress on stderr" grep -q "calibrating" "$T/log"
 
+"$KILN" quantize "$MODEL" -o "$T/rr.onnx" --dynamic --reduce-range > /dev/null 2> "$T/rr.err"
+check "--reduce-range with --dynamic: one-line error, non-zero exit" \
+  bash -c "test $? -ne 0 && grep -q 'reduce-range applies to static' '$T/rr.err' && test \$(wc -l < '$T/rr.err') -eq 1"
+
 "$KILN" quantize "$MODEL" -o "$T/qdq.onnx" --format qdq --calib "$T/d/calib" --method percentile:99.9 --quiet 2> /dev/null
 check "qdq written" test -s "$T/qdq.onnx"
 "$KILN" compile "$T/qdq.onnx" -o "$T/qdq.kiln" --explain --cache-dir "$T/cache" > "$T/explain" 2>&1

@@ -112,6 +112,12 @@ TEST(QuantizeWeight, SymmetricPerChannelAndPerTensor) {
   EXPECT_FLOAT_EQ(mc.scale.data<float>()[1], 4.f / 127);
   EXPECT_EQ(mc.q.data<int8_t>()[1], -127);
   EXPECT_EQ(mc.q.data<int8_t>()[2], 64);  // 0.5 * 127 = 63.5 rounds to even
+  // Reduced range (7 bits): scale max / 63, |q| <= 63.
+  QuantizedWeight rr = quantize_weight(m, 1, true, 63);
+  EXPECT_FLOAT_EQ(rr.scale.data<float>()[1], 4.f / 63);
+  EXPECT_EQ(rr.q.data<int8_t>()[1], -63);
+  EXPECT_EQ(rr.q.data<int8_t>()[0], 63);  // channel 0: 1 is its max
+  EXPECT_THROW(quantize_weight(m, 1, true, 128), Error);
 }
 
 TEST(QuantPlan, PicksComputeNodesTheirTensorsAndSharedPooling) {
@@ -214,6 +220,9 @@ TEST(QuantizeDigits, FastKernelsEqualTheReferenceKernelsBitForBit) {
 TEST(QuantizeDigits, QdqModelIsPlainOnnxAndOnnxRuntimeAgrees) {
   Digits d = digits_split("digits_qdq");
   d.job.format = OutputFormat::Qdq;
+  // Without VNNI, ORT's u8 x s8 kernels saturate on full-range weights (QuantizeOptions::
+  // reduce_range): 7-bit weights there, as ORT's own quantizer would choose.
+  d.job.options.reduce_range = kernels::int8::qkernels().isa == kernels::int8::QIsa::Avx2;
   d.job.out_path = (d.dir / "int8_qdq.onnx").string();
   quantize_file(d.job);
   Model q = import_onnx(d.job.out_path);

@@ -29,6 +29,11 @@ struct QuantizeOptions {
   Calibration calibration;
   bool per_channel = true;              // weights per output channel (else per tensor)
   DType activations = DType::u8;        // u8 or i8
+  // Weights in 7 bits (|q| <= 63), as ONNX Runtime's quantizer does with reduce_range: its u8 x s8
+  // kernels on CPUs without VNNI multiply with vpmaddubsw, whose int16 pair sums saturate
+  // above 32767 (255 x 127 x 2 does), so a full-range QDQ model runs wrong in ORT there. kiln's
+  // own kernels are exact either way; this costs one bit of weight precision.
+  bool reduce_range = false;
   std::vector<std::string> exclude;     // node names kept in float
   // Bias correction: the mean output shift the weight rounding causes, (Wq - W) E[x] with E[x]
   // the calibration mean of each input channel, is subtracted from the bias (after DFQ, Nagel
@@ -55,12 +60,13 @@ std::vector<std::string> apply_static(Model& m, const QuantPlan& plan, const std
 void prepare_float_model(Model& m);
 
 // Symmetric per-channel int8 quantization of a float weight along `axis`:
-// scale[c] = max |w[c]| / 127 (1 when the channel is all zero), q = round_half_even(w / scale).
+// scale[c] = max |w[c]| / qmax (1 when the channel is all zero), q = round_half_even(w / scale),
+// qmax 127 (63 with reduce_range).
 struct QuantizedWeight {
   Tensor q;      // i8, w's dims
   Tensor scale;  // f32 [channels] (or [1] when per tensor)
 };
-QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel);
+QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_channel, int qmax = 127);
 
 // The pass "quantize-dynamic" (FusedMatMul with a constant weight -> dynamic kiln.QMatMul).
 std::unique_ptr<passes::Pass> make_quantize_dynamic_pass();
