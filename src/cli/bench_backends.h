@@ -34,6 +34,11 @@ class BenchBackend {
   // Runs `n` times and returns each run's wall time in milliseconds. The default times
   // run_once; a backend in another process times its runs there.
   virtual std::vector<double> time_runs(int n);
+  // Returns once the backend has stopped using the CPU after its last runs (a thread pool that
+  // spins before it sleeps), so that the next backend's timed block gets the cores to itself;
+  // returns the seconds waited. In-process backends stop within microseconds (kiln's workers
+  // spin 50 us outside a run).
+  virtual double wait_until_idle() { return 0; }
   // Seconds spent compiling in prepare(); nullopt when the backend does not compile.
   virtual std::optional<double> compile_seconds() const { return std::nullopt; }
 };

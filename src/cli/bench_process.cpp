@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -93,6 +94,40 @@ std::optional<std::string> LineProcess::receive() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return std::nullopt;
     pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+std::optional<double> LineProcess::cpu_seconds() const {
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
+  std::filesystem::directory_iterator it(tasks, ec);
+  if (ec) return std::nullopt;
+  double ns = 0;
+  for (const auto& task : it) {
+    std::ifstream in(task.path() / "schedstat");
+    double run_ns = 0;  // first field: time spent on the CPU, in nanoseconds
+    if (in >> run_ns) ns += run_ns;  // a thread that just exited is skipped
+  }
+  return ns * 1e-9;
+}
+
+double LineProcess::wait_until_idle(double limit_s) const {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kWindow = std::chrono::milliseconds(5);
+  constexpr double kIdleShare = 0.1;  // of one core over the window
+  const auto start = Clock::now();
+  std::optional<double> before = cpu_seconds();
+  if (!before) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // cannot tell: a fixed pause
+    return 0.1;
+  }
+  for (;;) {
+    std::this_thread::sleep_for(kWindow);
+    const std::optional<double> now = cpu_seconds();
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!now || *now - *before < kIdleShare * std::chrono::duration<double>(kWindow).count() || waited >= limit_s)
+      return waited;
+    before = now;
   }
 }
 

@@ -26,6 +26,14 @@ class LineProcess {
   std::optional<std::string> receive();
   // The last non-empty line the child wrote to stderr ("" if none).
   std::string last_stderr_line() const;
+  // CPU seconds all of the child's threads have run so far (Linux /proc/PID/task/*/schedstat);
+  // nullopt where that cannot be read.
+  std::optional<double> cpu_seconds() const;
+  // Returns once the child has stopped using the CPU: less than 10% of a core over a 5 ms
+  // window (at most `limit_s`). A child's thread pool may spin for tens of milliseconds after
+  // its reply (ONNX Runtime's workers: ~40 ms of one core on a 2-core VM), and a benchmark that
+  // runs next would share the cores with it. Returns the seconds waited.
+  double wait_until_idle(double limit_s) const;
 
  private:
   pid_t pid_ = -1;

@@ -31,6 +31,7 @@ json::Value stats_json(const BackendResult& b, bool with_times) {
   o.set("mean_ms", round3(b.stats.mean_ms));
   o.set("runs", b.stats.runs);
   if (b.compile_s) o.set("compile_s", round3(*b.compile_s));
+  o.set("idle_wait_ms", round3(b.idle_wait_ms));
   if (with_times) {
     json::Value& times = o.set("times_ms", json::Array{});
     for (double t : b.times_ms) times.push(round3(t));
@@ -89,6 +90,10 @@ std::string render_text(const BenchResult& r) {
                           r.batch, ", ", r.runs, " runs after ", r.warmup, " warm-up, interleaved in blocks of ",
                           r.block, "\n");
   if (!r.source_model.empty() && r.source_model != r.model) s += "source model: " + r.source_model + "\n";
+  for (const BackendResult& b : r.backends)
+    if (b.idle_wait_ms >= 1)  // a thread pool spinning after its runs: waited out before the next block
+      s += str_cat(b.name, " kept the CPU busy ", fmt("%.0f", b.idle_wait_ms),
+                   " ms after its blocks (median; its threads spin): the next block waited for it\n");
   if (r.load_before >= 0) {
     s += str_cat("machine: ", r.cores, " cores, 1-minute load average ", fmt("%.2f", r.load_before), " before, ",
                  fmt("%.2f", r.load_after), " after\n");

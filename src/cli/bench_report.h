@@ -24,6 +24,7 @@ struct BackendResult {
   std::vector<double> times_ms;      // timed runs, in the order they ran
   LatencyStats stats;
   std::optional<double> compile_s;  // when the backend compiled in this run
+  double idle_wait_ms = 0;           // median wait for it to go idle after its blocks
 };
 
 struct OutputCheck {

@@ -254,7 +254,8 @@ int verb_bench(int argc, char** argv) {
   r.block = measured.block;
   for (size_t i = 0; i < backends.size(); ++i) {
     const auto& t = measured.times[i];
-    r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds()});
+    r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds(),
+                          summarize(measured.idle_waits_ms[i]).median_ms});
   }
 
   std::fputs(a.has("--json") ? (render_json(r) + "\n").c_str() : render_text(r).c_str(), stdout);

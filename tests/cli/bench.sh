@@ -63,6 +63,9 @@ rl.on('line', (l) => {
     const times = Array.from({ length: k }, (_, i) => (runs === 0 ? 40 : i + 1));
     runs++;
     console.log(JSON.stringify({ times_ms: times }));
+    // KILN_FAKE_SPIN_MS: burn the CPU after the reply, as ORT's spinning workers do.
+    const end = Date.now() + Number(process.env.KILN_FAKE_SPIN_MS || 0);
+    while (Date.now() < end) {}
   }
 });
 JS
@@ -93,6 +96,19 @@ if min(d["threads"], d["cores"]) > 1:
 else:
     assert "parallel_capacity" not in d, d
 PY
+# A peer that keeps a core busy for 300 ms after each reply: the next block waits until it is
+# idle (BenchBackend::wait_until_idle) and the JSON and the text say how long.
+KILN_FAKE_SPIN_MS=300 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \
+  --runs 2 --block 1 --warmup 1 --json --quiet >"$T/spin.json" 2>/dev/null
+check "spinning peer: waited for it to go idle" $PY - "$T/spin.json" "$T/f2.json" <<'PY'
+import json, sys
+spin = json.load(open(sys.argv[1]))["ort"]["idle_wait_ms"]
+quiet = json.load(open(sys.argv[2]))["ort"]["idle_wait_ms"]
+assert spin >= 20 and spin > quiet, (spin, quiet)
+PY
+KILN_FAKE_SPIN_MS=300 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \
+  --runs 2 --block 1 --warmup 1 >"$T/spin.txt" 2>/dev/null
+check "spinning peer: the text says so" grep -qE "^ort kept the CPU busy [0-9]+ ms after its blocks" "$T/spin.txt"
 "$KILN" bench "$MODEL" --backends interp --batch 4 --runs 2 --threads 1 --json --quiet >"$T/f3.json" 2>/dev/null
 check "one thread: no parallel capacity" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "parallel_capacity" not in d, d' "$T/f3.json"
 check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
