@@ -381,8 +381,34 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
   }
 }
 
-size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
-  if (threads <= 0) threads = default_threads();
+namespace {
+
+// A batch of small images (digits_cnn: 360 of 8x8): the tactics cut one image at a time, and
+// one small image is too little for a parallel region (or splits into slivers), so the batch
+// ran on one thread, image by image, or paid a fork-join per image. Then the threads take
+// contiguous shares of the images instead, each running its images on one thread: when an
+// image is under kBatchSplitImageWork multiply-adds, the batch as a whole is worth a parallel
+// region, and the shares are even enough (a multiple of the threads, or at least 4 images
+// each). Depthwise cuts (image, channel) planes itself. Returns the threads to split over (1: no split).
+constexpr double kBatchSplitImageWork = 16 * kMinParallelWork;
+int batch_split_threads(ConvTactic tactic, const Conv2dShape& s, int threads) {
+  if (tactic == ConvTactic::Depthwise || s.N < 2 || threads < 2) return 1;
+  const double per_image =
+      static_cast<double>(s.K) * s.out_h() * s.out_w() * static_cast<double>(s.C / s.group) * s.R * s.S;
+  const bool even = s.N % threads == 0 || s.N >= 4 * threads;
+  if (per_image >= kBatchSplitImageWork || !even) return 1;
+  return threads_for_work(per_image * static_cast<double>(s.N), threads);
+}
+
+// The images of share `part` of `parts`: [first, first + count).
+Conv2dShape batch_share(const Conv2dShape& s, int part, int parts, int64_t& first) {
+  first = s.N * part / parts;
+  Conv2dShape share = s;
+  share.N = s.N * (part + 1) / parts - first;
+  return share;
+}
+
+size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (tactic == ConvTactic::Depthwise)
     return depthwise_by_plane(s) ? depthwise_planes_workspace(s, threads, t.simd_width)
                                  : static_cast<size_t>(threads) * depthwise_slot_floats(s);
@@ -391,11 +417,41 @@ size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const C
   return gemm_workspace(tactic, s).total();
 }
 
+}  // namespace
+
+size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
+  if (threads <= 0) threads = default_threads();
+  size_t floats = tactic_workspace_floats(t, tactic, s, threads);
+  // A batch split at this or any smaller thread count: one one-thread slot per share.
+  for (int split = 2; split <= threads; ++split) {
+    if (batch_split_threads(tactic, s, split) != split) continue;
+    int64_t first = 0;
+    const Conv2dShape share = batch_share(s, 0, split, first);  // the largest share
+    floats = std::max(floats, static_cast<size_t>(split) * tactic_workspace_floats(t, tactic, share, 1));
+  }
+  return floats;
+}
+
 void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, const float* x, const float* packed_w,
                float* y, const Epilogue& epi, float* workspace, int threads) {
   std::string bad = conv_tactic_unsupported(tactic, s);
   KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
   if (threads <= 0) threads = default_threads();
+  if (const int split = batch_split_threads(tactic, s, threads); split > 1) {
+    const size_t slot = workspace ? conv_workspace_floats_on(t, tactic, s, threads) / static_cast<size_t>(split) : 0;
+    parallel_for(split, split, [&](int64_t pb, int64_t pe) {
+      for (int64_t part = pb; part < pe; ++part) {
+        int64_t first = 0;
+        const Conv2dShape share = batch_share(s, static_cast<int>(part), split, first);
+        if (share.N == 0) continue;
+        Epilogue e = epi;
+        if (e.residual) e.residual += first * s.K * s.out_h() * s.out_w();
+        conv2d_on(t, tactic, share, x + first * s.C * s.H * s.W, packed_w, y + first * s.K * s.out_h() * s.out_w(), e,
+                  workspace ? workspace + static_cast<size_t>(part) * slot : nullptr, 1);
+      }
+    });
+    return;
+  }
   if (tactic == ConvTactic::Depthwise)
     conv_depthwise(t, s, x, packed_w, y, epi, workspace, threads);
   else if (tactic == ConvTactic::PixelGemm)

@@ -196,6 +196,24 @@ TEST(Conv, DirectTactic) {
   EXPECT_STREQ(conv_tactic_name(ConvTactic::Direct), "direct");
 }
 
+// Batches of images too small for a parallel region each (8x8, 73K multiply-adds) but not
+// together: on 2 threads each thread takes a share of the images (conv2d_on's batch split),
+// with the residual and the workspace slots offset per share; 9 images give unequal shares.
+TEST(Conv, BatchOfSmallImagesSplitsAcrossThreads) {
+  const ConvCase three_by_three{shape(8, 8, 8, 8, 16, 3, 3, 1, 1), Act::Relu, true, true};
+  const ConvCase one_by_one{shape(9, 32, 8, 8, 24, 1, 1, 1, 0), Act::Silu, true, true};  // 5 + 4
+  for (const KernelTable* t : test::all_tables()) {
+    for (ConvTactic tactic : {ConvTactic::Gemm, ConvTactic::PixelGemm, ConvTactic::Direct})
+      for (bool own : {false, true}) check(*t, tactic, three_by_three, 2, own);
+    for (bool own : {false, true}) check(*t, ConvTactic::Pointwise, one_by_one, 2, own);
+  }
+  // The workspace holds one one-thread slot per share.
+  const Conv2dShape s = three_by_three.s;
+  Conv2dShape share = s;
+  share.N = 4;  // 8 images in two shares
+  EXPECT_GE(conv_workspace_floats(ConvTactic::Direct, s, 2), 2 * conv_workspace_floats(ConvTactic::Direct, share, 1));
+}
+
 TEST(Conv, TransposeMatchesTheDefinition) {
   for (const KernelTable* t : test::all_tables())
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {49, 40}, {16, 16}, {17, 33}, {5, 100}}) {

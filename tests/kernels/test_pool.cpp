@@ -68,7 +68,8 @@ Conv2dShape pool_shape(int64_t C, int64_t H, int64_t W, int64_t R, int64_t S, in
 
 TEST(Pool, ResNetStemWindow) { check(pool_shape(8, 112, 112, 3, 3, 2, 1), "3x3 s2 p1 112"); }  // 2 threads pay here
 TEST(Pool, StridesPadsDilationsAndRaggedWidths) {
-  check(pool_shape(5, 9, 13, 2, 2, 2, 0), "2x2 s2");
+  check(pool_shape(5, 9, 13, 2, 2, 2, 0), "2x2 s2");  // odd sizes: the last row and column unused
+  check(pool_shape(96, 64, 62, 2, 2, 2, 0), "2x2 s2, rows on 2 threads");
   check(pool_shape(4, 17, 21, 3, 3, 1, 1), "3x3 s1 p1");
   check(pool_shape(3, 15, 19, 3, 2, 3, 1, 2), "3x2 s3 p1 d2");
   check(pool_shape(2, 7, 7, 7, 7, 1, 0), "7x7 global-like");
