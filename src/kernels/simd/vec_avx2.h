@@ -20,7 +20,23 @@ struct Vec256 {
   static Vec256 load(const float* p) { return {_mm256_loadu_ps(p)}; }
   static Vec256 load_first(const float* p, int n) { return {_mm256_maskload_ps(p, first(n))}; }
   void store(float* p) const { _mm256_storeu_ps(p, v); }
-  void store_first(float* p, int n) const { _mm256_maskstore_ps(p, first(n), v); }
+  // As at most three plain stores (4, 2, 1 floats): vmaskmovps to memory is microcoded on AMD
+  // Zen (depthwise rows of 7, 14 and 28 floats end in one per row).
+  void store_first(float* p, int n) const {
+    if (n >= W) return store(p);  // callers may pass a whole vector
+    __m128 part = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+      _mm_storeu_ps(p, part);
+      part = _mm256_extractf128_ps(v, 1);
+      p += 4, n -= 4;
+    }
+    if (n >= 2) {
+      _mm_storel_pi(reinterpret_cast<__m64*>(p), part);
+      part = _mm_movehl_ps(part, part);
+      p += 2, n -= 2;
+    }
+    if (n > 0) _mm_store_ss(p, part);
+  }
   // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec256 load_even(const float* p) {
     // Even elements of each 128-bit half, then the two middle 64-bit pieces swapped into order.
