@@ -31,7 +31,7 @@ bool prepare(StepContext& ctx) {
   if (!q.clamp_only) return false;
   if (const Value* z = n.input(4); z && z->shape != n.outputs[0]->shape) return false;
   auto st = std::make_shared<QConvState>();
-  st->k = &kernels::int8::qkernels();
+  st->k = &kernels::int8::qkernels_for_signed(c->w->data<int8_t>(), c->w->numel());
   st->shape = ops::fused_conv_shape(n, x->shape.static_dims(), c->w->dims());
   const kernels::Conv2dShape& s = st->shape;
   st->packed.resize(kernels::int8::qconv_packed_weight_bytes(*st->k, s));

@@ -43,7 +43,7 @@ bool prepare(StepContext& ctx) {
   if (!c) return false;
   if (const Value* z = n.input(4); z && z->shape != n.outputs[0]->shape) return false;
   ops::QuantAttrs q = ops::quant_attrs(n);
-  st->k = &kernels::int8::qkernels();
+  st->k = &kernels::int8::qkernels_for_signed(c->w->data<int8_t>(), c->w->numel());
   st->constants = *c;
   st->packed_b.resize(kernels::int8::packed_cols_bytes(*st->k, st->K, st->N));
   kernels::int8::pack_cols(*st->k, reinterpret_cast<const uint8_t*>(c->w->data<int8_t>()), st->N, false, st->K, st->N,

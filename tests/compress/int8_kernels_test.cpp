@@ -90,6 +90,49 @@ TEST(Int8Kernels, NoSaturationAtExtremes) {
   }
 }
 
+// 7-bit signed operands (kiln quantize --reduce-range): qkernels_for_signed picks the
+// vpmaddubsw kernels on AVX2 without VNNI, which must stay exact at the range's extremes
+// (255 x 64 x 2 = 32640 per byte pair, just under vpmaddubsw's int16 saturation) and on random
+// operands, with the signed bytes on either side.
+TEST(Int8Kernels, NarrowSignedKernelsAreExactWithinSevenBits) {
+  std::vector<int8_t> narrow = {-64, 64, 0, 17}, wide = {-64, 65};
+  const QKernels& k = qkernels_for_signed(narrow.data(), 4);
+  EXPECT_EQ(&qkernels_for_signed(wide.data(), 2), &qkernels()) << "a byte outside [-64, 64]: the best kernels";
+  EXPECT_EQ(k.narrow_signed, qkernels().isa == QIsa::Avx2) << "only AVX2 without VNNI needs them";
+  const int64_t M = 13, N = 37, K = 70;
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 4; ++trial)
+    for (bool rows_signed : {true, false}) {
+      // trial 0: every u8 255 against s8 -64, trial 1: against +64; then random.
+      std::vector<uint8_t> a(M * K), b(K * N);
+      auto fill = [&](std::vector<uint8_t>& v, bool is_signed) {
+        for (auto& x : v) {
+          if (trial < 2) x = is_signed ? static_cast<uint8_t>(trial == 0 ? -64 : 64) : 255;
+          else x = is_signed ? static_cast<uint8_t>(static_cast<int>(rng() % 129) - 64) : static_cast<uint8_t>(rng());
+        }
+      };
+      fill(a, rows_signed);
+      fill(b, !rows_signed);
+      std::vector<uint8_t> pa(packed_rows_bytes(k, M, K)), pb(packed_cols_bytes(k, K, N));
+      pack_rows(k, a.data(), K, M, K, 0, pa.data());
+      pack_cols(k, b.data(), N, false, K, N, pb.data());
+      std::vector<float> ones(std::max(M, N), 1.f), y(M * N);
+      QEpilogue e;
+      e.scale = ones.data();
+      qgemm_packed(k, rows_signed, M, N, K, pa.data(), pb.data(), e, y.data(), N, 2);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          int32_t s = 0;
+          for (int64_t q = 0; q < K; ++q) {
+            const int32_t av = rows_signed ? static_cast<int8_t>(a[m * K + q]) : a[m * K + q];
+            const int32_t bv = rows_signed ? b[q * N + n] : static_cast<int8_t>(b[q * N + n]);
+            s += av * bv;
+          }
+          ASSERT_EQ(y[m * N + n], static_cast<float>(s)) << "trial " << trial << " rows_signed " << rows_signed;
+        }
+    }
+}
+
 struct EpilogueCase {
   bool per_row, bias, bias_f;
   QType residual;  // F32 with has_residual false = none

@@ -138,6 +138,8 @@ inline void epilogue_element(const QEpilogue& e, int32_t acc, int64_t row, int64
 // The micro-kernels and epilogue of one ISA.
 struct QKernels {
   QIsa isa = QIsa::Scalar;
+  // Exact only while every s8 operand byte is within [-64, 64] (qkernels_for_signed).
+  bool narrow_signed = false;
   int mr = 0, nr = 0;  // register tile
   // acc[r * nr + j] = sum over k of rows(r, k) * cols(k, j) for the whole tile (r < mr, j < nr),
   // from one rows panel and one cols panel of `kgroups` 4-k groups. tile_s8u8: rows are s8 and
@@ -164,6 +166,12 @@ struct QKernels {
 // The kernels for this CPU (best ISA it has), and those of one ISA (nullptr when the CPU lacks it).
 const QKernels& qkernels();
 const QKernels* qkernels_for(QIsa isa);
+// The kernels for a product whose s8 operand is the constant `s8` (n bytes, e.g. the weights):
+// qkernels(), except on AVX2 without VNNI when every byte is within [-64, 64] (7-bit weights,
+// `kiln quantize --reduce-range`): then kernels that multiply bytes with vpmaddubsw, exact in
+// that range and about twice the rate of the widening AVX2 kernels (qgemm_avx2_narrow.cpp).
+// Pack and run with the same kernels.
+const QKernels& qkernels_for_signed(const int8_t* s8, int64_t n);
 
 // ---- packing -----------------------------------------------------------------------------
 size_t packed_rows_bytes(const QKernels& k, int64_t M, int64_t K);

@@ -13,6 +13,7 @@ QKernels make_scalar_qkernels();
 QKernels make_avx2_qkernels();
 QKernels make_avxvnni_qkernels();
 QKernels make_avx512vnni_qkernels();
+QKernels make_avx2_narrow_qkernels();
 #endif
 
 namespace {
@@ -47,6 +48,8 @@ struct Tables {
   QKernels table[4];
   bool has[4] = {};
   const QKernels* best = nullptr;
+  QKernels narrow;                    // AVX2 best: the vpmaddubsw kernels for 7-bit s8 operands
+  const QKernels* narrow_or_null = nullptr;
   Tables() {
     table[0] = make_scalar_qkernels();
     has[0] = true;
@@ -58,6 +61,10 @@ struct Tables {
         table[i] = make[i]();
         best = &table[i];
       }
+    if (best->isa == QIsa::Avx2) {
+      narrow = make_avx2_narrow_qkernels();
+      narrow_or_null = &narrow;
+    }
 #endif
   }
 };
@@ -80,6 +87,14 @@ const char* qisa_name(QIsa isa) {
 }
 
 const QKernels& qkernels() { return *tables().best; }
+
+const QKernels& qkernels_for_signed(const int8_t* s8, int64_t n) {
+  const Tables& t = tables();
+  if (!t.narrow_or_null) return *t.best;
+  for (int64_t i = 0; i < n; ++i)
+    if (s8[i] < -64 || s8[i] > 64) return *t.best;
+  return *t.narrow_or_null;
+}
 
 const QKernels* qkernels_for(QIsa isa) {
   const Tables& t = tables();

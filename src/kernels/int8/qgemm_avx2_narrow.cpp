@@ -1,0 +1,43 @@
+// AVX2 without VNNI, for s8 operands within [-64, 64] (weights quantized in 7 bits, `kiln
+// quantize --reduce-range`): vpdpbusd emulated as vpmaddubsw (u8 x s8 byte pairs summed into
+// int16) then vpmaddwd with ones (int16 pairs into int32). vpmaddubsw saturates above 32767,
+// which 255 x 64 x 2 = 32640 never reaches, so in this range the results equal the scalar and
+// VNNI paths bit for bit, at about twice the widening kernel's rate (qgemm_avx2.cpp), which
+// stays the path for full-range weights. Same 6 x 16 tile and packing as AVX-VNNI.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kiln/kernels/int8.h"
+
+namespace kiln::kernels::int8 {
+
+using QV = __m256i;
+constexpr int QV_LANES = 8, QV_MR = 6, QV_NV = 2;
+inline QV qv_zero() { return _mm256_setzero_si256(); }
+inline QV qv_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline void qv_store(int32_t* p, QV v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline QV qv_set1(int32_t w) { return _mm256_set1_epi32(w); }
+inline QV qv_dpbusd(QV acc, QV u8, QV s8) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+}
+
+#include "qgemm_vnni.inl"
+
+void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
+                   void* out, int64_t ldo);
+
+QKernels make_avx2_narrow_qkernels() {
+  QKernels k;
+  k.isa = QIsa::Avx2;
+  k.narrow_signed = true;
+  k.mr = QV_MR;
+  k.nr = QV_NV * QV_LANES;
+  k.tile_s8u8 = vnni_tile<true>;
+  k.tile_u8s8 = vnni_tile<false>;
+  k.tile_s8u8_gather = vnni_tile_gather;
+  k.epilogue = epilogue_avx2;
+  return k;
+}
+
+}  // namespace kiln::kernels::int8
