@@ -18,6 +18,12 @@ check "report has accuracy" grep -q "accuracy: fp32" "$T/report.txt"
 # int8 accuracy within 0.5 points of fp32 (the report's "(+x.xx points)")
 check "accuracy within 0.5 points" awk '/accuracy: fp32/ { gsub(/[()+]/, "", $7); d = $7 + 0; exit !(d <= 0.5 && d >= -0.5) }' "$T/report.txt"
 check "json report" grep -q '"accuracy": {"fp32"' "$T/report.json"
+check "json: full-range weights by default" grep -q '"reduce_range": false' "$T/report.json"
+# 7-bit weights: still within 0.5 points on digits, and said so.
+"$KILN" quantize "$MODEL" -o "$T/rr.kiln" --calib "$T/d/calib" --eval "$T/d/eval" --reduce-range --report --runs 2 \
+  --json "$T/rr.json" --cache-dir "$T/cache" > "$T/rr.txt" 2> /dev/null
+check "--reduce-range: json and header" bash -c "grep -q '\"reduce_range\": true' '$T/rr.json' && grep -q '7-bit weights' '$T/rr.txt'"
+check "--reduce-range: accuracy within 0.5 points" awk '/accuracy: fp32/ { gsub(/[()+]/, "", $7); d = $7 + 0; exit !(d <= 0.5 && d >= -0.5) }' "$T/rr.txt"
 check "progress on stderr" grep -q "calibrating" "$T/log"
 
 "$KILN" quantize "$MODEL" -o "$T/rr.onnx" --dynamic --reduce-range > /dev/null 2> "$T/rr.err"

@@ -38,6 +38,8 @@ struct OutputReport {
 struct Report {
   std::string model, out, format, mode, calibration, eval_source;
   bool random_calibration = false;
+  bool reduce_range = false;             // 7-bit weights (--reduce-range)
+  bool host_has_vnni = true;             // this CPU's int8 kernels multiply bytes with VNNI
   int quantized_nodes = 0;
   std::vector<std::string> float_nodes;  // compute nodes kept in float, with why
   std::vector<OutputReport> outputs;
