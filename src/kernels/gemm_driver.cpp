@@ -44,10 +44,13 @@ std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
 }
 
 // Rows / Cols split (GemmProblem::split): up to kSplitPartsPerThread parts per thread along one
-// dimension, whole tiles each.
-std::vector<Part> split_parts(int64_t M, int64_t N, int mr, int nr, int threads, bool rows) {
+// dimension, whole tiles each; one per thread when every part packs the whole other operand
+// again (`repacks`: pixel-gemm's pixels, packed on the fly, under a Cols split: with 8 parts on
+// 2 threads, mobilenet_v2's 7x7 960->160 projections ran slower on 2 threads than on 1).
+std::vector<Part> split_parts(int64_t M, int64_t N, int mr, int nr, int threads, bool rows, bool repacks) {
   const int64_t tiles = rows ? ceil_div(M, mr) : ceil_div(N, nr), step = rows ? mr : nr, extent = rows ? M : N;
-  const int64_t count = threads <= 1 ? 1 : std::min<int64_t>(tiles, int64_t{threads} * kSplitPartsPerThread);
+  const int64_t per_thread = repacks ? 1 : kSplitPartsPerThread;
+  const int64_t count = threads <= 1 ? 1 : std::min<int64_t>(tiles, int64_t{threads} * per_thread);
   std::vector<Part> parts;
   for (int64_t k = 0; k < count; ++k) {
     const int64_t lo = tiles * k / count * step, hi = std::min(extent, tiles * (k + 1) / count * step);
@@ -173,7 +176,8 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   using Split = GemmProblem::Split;
   std::vector<Part> parts = p.split == Split::Auto
                                 ? partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads)
-                                : split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows);
+                                : split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows,
+                                              p.split == Split::Rows ? !p.b_packed && !p.b_rows : !p.a_packed);
   const size_t bfloats = gemm_b_block_floats(t.gemm);
   auto buffer_for = [&](int64_t part) -> float* {
     if (p.b_packed || p.b_rows) return nullptr;
