@@ -191,10 +191,11 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               if (first >= rows) {
                 t.conv_tile[p.sw - 1][0][rows - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b, 0, c,
                                                    p.unit_cols, ncols, kb > 0);
-              } else if (rows == p.tile) {
+              } else if (rows == p.tile && t.conv_tile_wrap[p.sw - 1][first - 1]) {
                 t.conv_tile_wrap[p.sw - 1][first - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, jump, b,
                                                       c, p.unit_cols, ncols, kb > 0);
-              } else {  // the image's last, partial tile across two rows: one tile per row
+              } else {  // a split this table has no wrap tile for, or the image's last, partial
+                        // tile across two rows: one tile per row
                 t.conv_tile[p.sw - 1][0][first - 1](seg.data(), static_cast<int>(seg.size()), p.plane, a, b, 0, c,
                                                     p.unit_cols, ncols, kb > 0);
                 t.conv_tile[p.sw - 1][0][rows - first - 1](seg.data(), static_cast<int>(seg.size()), p.plane,

@@ -127,6 +127,7 @@ struct KernelTable {
   // (split = 1..mr-1 of them on the first row): rows [0, split) at a + r*SW, rows [split, mr)
   // at a + jump + (r - split)*SW; NR columns. Rows whose width is not a multiple of mr (7, 14,
   // 28 and 56 on AVX2's mr = 6; 7 on AVX-512's 14) then fill every tile but the image's last.
+  // Null for the splits a table leaves out (conv_tile.inl, fill_wraps): two one-row tiles.
   void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                 const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.

@@ -74,6 +74,20 @@ void fill_wrap_tiles(KernelTable& t) {
   }
 }
 
+// Which wrap tiles a table has. AVX2 (mr 6, where most rows end in a short tile): every split.
+// Other tables only mr/2 (two rows of mr/2, AVX-512's 7-wide layers); a missing split runs as
+// two one-row tiles (conv_direct.cpp). All 26 of AVX-512's unrolled 14-row variants made its
+// file compile 392 -> 613 s in the sanitizer build of fuzz.import (clang, ASan), on CI's
+// critical path; the scalar table takes the fallback so that every host tests it.
+template <int SW>
+void fill_wraps(KernelTable& t) {
+  if constexpr (kIsa == Isa::Avx2) {
+    fill_wrap_tiles<MR - 1, SW>(t);
+  } else if constexpr (MR % 2 == 0) {
+    t.conv_tile_wrap[SW - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
+  }
+}
+
 // Fills conv_tile[SW-1][0][rows-1] for rows 1..MR and conv_tile[SW-1][1][rows-1] for rows
 // 1..MR/2 (twice the columns: the same number of accumulators).
 template <int ROWS, int SW>

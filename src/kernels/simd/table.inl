@@ -8,8 +8,8 @@ KernelTable make_table() {
   fill_tiles<MR>(t);
   fill_conv_tiles<MR, 1>(t);
   fill_conv_tiles<MR, 2>(t);
-  fill_wrap_tiles<MR - 1, 1>(t);
-  fill_wrap_tiles<MR - 1, 2>(t);
+  fill_wraps<1>(t);
+  fill_wraps<2>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
