@@ -12,12 +12,7 @@
 
 namespace kiln::kernels::int8 {
 
-using QV = __m256i;
-constexpr int QV_LANES = 8, QV_MR = 6, QV_NV = 2;
-inline QV qv_zero() { return _mm256_setzero_si256(); }
-inline QV qv_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void qv_store(int32_t* p, QV v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-inline QV qv_set1(int32_t w) { return _mm256_set1_epi32(w); }
+#include "qgemm_ymm.inl"
 inline QV qv_dpbusd(QV acc, QV u8, QV s8) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
 }
@@ -28,14 +23,8 @@ void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilog
                    void* out, int64_t ldo);
 
 QKernels make_avx2_narrow_qkernels() {
-  QKernels k;
-  k.isa = QIsa::Avx2;
+  QKernels k = vnni_qkernels(QIsa::Avx2);
   k.narrow_signed = true;
-  k.mr = QV_MR;
-  k.nr = QV_NV * QV_LANES;
-  k.tile_s8u8 = vnni_tile<true>;
-  k.tile_u8s8 = vnni_tile<false>;
-  k.tile_s8u8_gather = vnni_tile_gather;
   k.epilogue = epilogue_avx2;
   return k;
 }

@@ -194,13 +194,7 @@ void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8
 }  // namespace
 
 QKernels make_avx512vnni_qkernels() {
-  QKernels k;
-  k.isa = QIsa::Avx512Vnni;
-  k.mr = QV_MR;
-  k.nr = QV_NV * QV_LANES;
-  k.tile_s8u8 = vnni_tile<true>;
-  k.tile_u8s8 = vnni_tile<false>;
-  k.tile_s8u8_gather = vnni_tile_gather;
+  QKernels k = vnni_qkernels(QIsa::Avx512Vnni);
   k.epilogue = epilogue_avx512;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_avx512;
   return k;

@@ -8,12 +8,7 @@
 
 namespace kiln::kernels::int8 {
 
-using QV = __m256i;
-constexpr int QV_LANES = 8, QV_MR = 6, QV_NV = 2;
-inline QV qv_zero() { return _mm256_setzero_si256(); }
-inline QV qv_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void qv_store(int32_t* p, QV v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-inline QV qv_set1(int32_t w) { return _mm256_set1_epi32(w); }
+#include "qgemm_ymm.inl"
 inline QV qv_dpbusd(QV acc, QV u8, QV s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
 
 #include "qgemm_vnni.inl"
@@ -22,13 +17,7 @@ void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilog
                    void* out, int64_t ldo);
 
 QKernels make_avxvnni_qkernels() {
-  QKernels k;
-  k.isa = QIsa::AvxVnni;
-  k.mr = QV_MR;
-  k.nr = QV_NV * QV_LANES;
-  k.tile_s8u8 = vnni_tile<true>;
-  k.tile_u8s8 = vnni_tile<false>;
-  k.tile_s8u8_gather = vnni_tile_gather;
+  QKernels k = vnni_qkernels(QIsa::AvxVnni);
   k.epilogue = epilogue_avx2;
   return k;
 }

@@ -55,4 +55,16 @@ void vnni_tile_gather(int64_t kgroups, const uint8_t* rows, const uint8_t* cols,
   vnni_store(c, acc);
 }
 
+// A QKernels with this file's tile (the including file adds its epilogue).
+QKernels vnni_qkernels(QIsa isa) {
+  QKernels k;
+  k.isa = isa;
+  k.mr = QV_MR;
+  k.nr = QV_NV * QV_LANES;
+  k.tile_s8u8 = vnni_tile<true>;
+  k.tile_u8s8 = vnni_tile<false>;
+  k.tile_s8u8_gather = vnni_tile_gather;
+  return k;
+}
+
 }  // namespace
