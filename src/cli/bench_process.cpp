@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 

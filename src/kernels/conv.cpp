@@ -417,18 +417,22 @@ size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Co
   return gemm_workspace(tactic, s).total();
 }
 
+// One share's one-thread workspace under a batch split over `split` threads: that of the last
+// share, which has the most images (ceil(N / split)).
+size_t batch_slot_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int split) {
+  int64_t first = 0;
+  return tactic_workspace_floats(t, tactic, batch_share(s, split - 1, split, first), 1);
+}
+
 }  // namespace
 
 size_t conv_workspace_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
   size_t floats = tactic_workspace_floats(t, tactic, s, threads);
   // A batch split at this or any smaller thread count: one one-thread slot per share.
-  for (int split = 2; split <= threads; ++split) {
-    if (batch_split_threads(tactic, s, split) != split) continue;
-    int64_t first = 0;
-    const Conv2dShape share = batch_share(s, 0, split, first);  // the largest share
-    floats = std::max(floats, static_cast<size_t>(split) * tactic_workspace_floats(t, tactic, share, 1));
-  }
+  for (int split = 2; split <= threads; ++split)
+    if (batch_split_threads(tactic, s, split) == split)
+      floats = std::max(floats, static_cast<size_t>(split) * batch_slot_floats(t, tactic, s, split));
   return floats;
 }
 
@@ -438,7 +442,7 @@ void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
   KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
   if (threads <= 0) threads = default_threads();
   if (const int split = batch_split_threads(tactic, s, threads); split > 1) {
-    const size_t slot = workspace ? conv_workspace_floats_on(t, tactic, s, threads) / static_cast<size_t>(split) : 0;
+    const size_t slot = workspace ? batch_slot_floats(t, tactic, s, split) : 0;
     parallel_for(split, split, [&](int64_t pb, int64_t pe) {
       for (int64_t part = pb; part < pe; ++part) {
         int64_t first = 0;
