@@ -3,6 +3,7 @@
 
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
+#include "isa_gate.h"
 
 namespace kiln::kernels {
 
@@ -15,6 +16,7 @@ KernelTable make_avx512_table();
 namespace {
 
 bool cpu_has(Isa isa) {
+  if (!kSimdKernelsAllowed) return isa == Isa::Scalar;
 #if defined(__x86_64__)
   // __builtin_cpu_supports also checks XCR0, i.e. that the OS saves ymm/zmm state.
   switch (isa) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/kernels/bf16.h"
+#include "isa_gate.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/kernels/rows.h"
 
@@ -68,7 +69,7 @@ struct Tables {
   bool has_avx512 = false;
   Tables() {
 #if defined(__x86_64__)
-    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    has_avx512 = kSimdKernelsAllowed && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
     if (has_avx512) avx512 = make_avx512bf16_bkernels();
 #endif

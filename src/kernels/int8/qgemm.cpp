@@ -13,6 +13,7 @@
 #endif
 
 #include "kiln/kernels/int8.h"
+#include "isa_gate.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::int8 {
@@ -88,7 +89,7 @@ __attribute__((target("avx2"))) int64_t pack_cols_group_avx2(const uint8_t* cons
   }
   return j;
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+const bool kHasAvx2 = kSimdKernelsAllowed && __builtin_cpu_supports("avx2");
 }  // namespace
 #endif
 

@@ -1,6 +1,7 @@
 // The INT8 kernel tables, chosen once from CPUID: scalar, upgraded to AVX2 (widening), then
 // AVX-VNNI, then AVX-512 VNNI as the CPU (and the OS's saved register state) allow.
 #include "kiln/kernels/int8.h"
+#include "isa_gate.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -29,6 +30,7 @@ bool cpu_has_avxvnni() {
 #endif
 
 bool cpu_has(QIsa isa) {
+  if (!kSimdKernelsAllowed) return isa == QIsa::Scalar;
 #if defined(__x86_64__)
   switch (isa) {
     case QIsa::Scalar: return true;
