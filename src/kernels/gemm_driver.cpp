@@ -89,6 +89,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
     abuf = abuf_tl.data();
   }
   const bool epi = p.epi && !epilogue_is_identity(*p.epi);
+  const bool regs_epi = epi && epilogue_in_registers(tile_epilogue(*p.epi, 0, 0));
   for (int64_t jc = part.j0; jc < part.j1; jc += nc_max) {
     const int64_t nc = std::min(nc_max, part.j1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += kc_max) {
@@ -106,22 +107,23 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         const int64_t mc = std::min(mc_max, part.i1 - ic);
         const Panels a = p.a_packed ? prepacked(p.a_packed, ic / MR, MR, p.K, pc)
                                     : (p.pack_a(ic, mc, pc, kc, abuf), Panels{abuf, kc * MR});
-        for (int64_t jr = 0; jr < nc; jr += NR) {
+        auto tile = [&](int64_t ir, int64_t jr) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           const int wide = nr > NR / 2 ? 1 : 0;
-          const float* bp = b.first + (jr / NR) * b.stride;
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
-            float* c = p.C + (ic + ir) * p.ldc + jc + jr;
-            const float* ap = a.first + (ir / MR) * a.stride;
-            if (p.b_rows)
-              t.tile_rows[rows - 1][wide][nr != (wide ? NR : NR / 2)](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
-                                                                      load_c);
-            else
-              t.tile[rows - 1][wide](kc, ap, bp, c, p.ldc, nr, load_c);
-            if (last && epi) t.epilogue_tile(c, p.ldc, rows, nr, tile_epilogue(*p.epi, ic + ir, jc + jr));
-          }
-        }
+          const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+          float* c = p.C + (ic + ir) * p.ldc + jc + jr;
+          const float* ap = a.first + (ir / MR) * a.stride;
+          const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic + ir, jc + jr) : TileEpilogue{};
+          const TileEpilogue* in_regs = last && epi && regs_epi ? &te : nullptr;
+          if (p.b_rows)
+            t.tile_rows[rows - 1][wide][nr != (wide ? NR : NR / 2)](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
+                                                                    load_c, in_regs);
+          else
+            t.tile[rows - 1][wide](kc, ap, b.first + (jr / NR) * b.stride, c, p.ldc, nr, load_c, in_regs);
+          if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, rows, nr, te);
+        };
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
       }
     }
   }

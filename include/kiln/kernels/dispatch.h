@@ -69,13 +69,22 @@ struct PixelRun {
   int32_t src = 0, dst = 0, len = 0;
 };
 
-// Micro-kernel: C[0:rows, 0:nr] = (load_c ? C : 0) + A panel · B panel, where the A panel is
-// kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
-// fixed by the table slot, nr <= the slot's column count.
-using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c);
+// Micro-kernel: C[0:rows, 0:nr] = epi((load_c ? C : 0) + A panel · B panel), where the A panel
+// is kc x mr (k-major, mr floats per k) and the B panel kc x nr_max (nr floats per k). `rows` is
+// fixed by the table slot, nr <= the slot's column count. epi (null: none) is applied on the
+// accumulators before the store; it must satisfy epilogue_in_registers (others run
+// epilogue_tile over the stored tile).
+using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c,
+                            const TileEpilogue* epi);
 // The same with B read in place instead of packed: row p of B at brows[p] + col.
 using TileRowsKernel = void (*)(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c,
-                                int64_t ldc, int nr, bool load_c);
+                                int64_t ldc, int nr, bool load_c, const TileEpilogue* epi);
+// Epilogues the GEMM micro-kernels apply on their accumulators: the clamp activations (the
+// others need the vector math of epilogue_tile). Same operations in the same order, so the
+// results are identical either way.
+inline bool epilogue_in_registers(const TileEpilogue& e) {
+  return e.act == Act::None || e.act == Act::Relu || e.act == Act::Clip;
+}
 
 // A run of the direct convolution's K index (kernels/conv_direct.h) within one tap: `steps`
 // consecutive input channels, the first at `offset` floats from the tile's input base.
@@ -91,6 +100,8 @@ struct DepthwisePlane {
 };
 // The zero-padded copy of the input plane depthwise_plane works on: Hp rows of Wp floats (the
 // input at row pad_top, column pad_left), then room for the last vector's reads past the end.
+// With stride_w 2 each row is stored deinterleaved: its Wp/2 even columns, then its Wp/2 odd
+// ones (Wp even), so every tap of a stride-2 window reads consecutive floats.
 struct DepthwisePadded {
   int64_t Hp = 0, Wp = 0, floats = 0;
 };
@@ -100,6 +111,7 @@ inline DepthwisePadded depthwise_padded(const DepthwisePlane& g, int simd_width)
   const int64_t cols = (g.OW - 1) * g.stride_w + (g.S - 1) * g.dil_w + 1;
   p.Hp = rows > g.pad_top + g.H ? rows : g.pad_top + g.H;
   p.Wp = cols > g.pad_left + g.W ? cols : g.pad_left + g.W;
+  if (g.stride_w == 2) p.Wp += p.Wp % 2;
   p.floats = p.Hp * p.Wp + 2 * g.stride_w * simd_width;
   return p;
 }
