@@ -83,10 +83,11 @@ void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
     for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
 }
 
-// mobilenet_v2's 1x1 expand/project layers at 28x28..7x7 (pixel-gemm and pointwise): a few
-// MFLOP each, where splitting over threads must pay for itself.
+// mobilenet_v2's 1x1 expand/project layers at 112x112..7x7 (pointwise and pixel-gemm): the
+// large planes write many output channels of long rows; the small ones are a few MFLOP each,
+// where splitting over threads must pay for itself.
 void mobilenet_v2_pointwise(benchmark::internal::Benchmark* b) {
-  const int64_t layers[][3] = {{32, 28, 192}, {192, 28, 32}, {64, 14, 384}, {384, 14, 64},
+  const int64_t layers[][3] = {{32, 112, 16}, {16, 112, 96}, {24, 56, 144}, {144, 56, 24}, {32, 28, 192}, {192, 28, 32}, {64, 14, 384}, {384, 14, 64},
                                {96, 14, 576}, {576, 14, 96}, {160, 7, 960}, {960, 7, 160}};
   for (int64_t th : {1, 2})
     for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th});

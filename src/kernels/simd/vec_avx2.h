@@ -43,6 +43,11 @@ struct Vec256 {
     __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
     return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)))};
   }
+  // The odd elements of the same 2W floats.
+  static Vec256 load_odd(const float* p) {
+    __m256 od = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(3, 1, 3, 1));
+    return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), _MM_SHUFFLE(3, 1, 2, 0)))};
+  }
   // The first n (< W) even elements, reading only the 2n - 1 floats they need.
   static Vec256 load_even_first(const float* p, int n) {
     const int m = 2 * n - 1;

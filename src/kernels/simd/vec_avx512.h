@@ -23,6 +23,11 @@ struct Vec512 {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return {_mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16))};
   }
+  // p[1], p[3], ..., p[2W-1]: the odd elements of the same 2W floats.
+  static Vec512 load_odd(const float* p) {
+    const __m512i idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return {_mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16))};
+  }
   // The first n (< W) even elements, reading only the 2n - 1 floats they need.
   static Vec512 load_even_first(const float* p, int n) {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);

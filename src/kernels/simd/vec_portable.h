@@ -30,6 +30,7 @@ struct Vec4 {
     for (int i = 0; i < n; ++i) p[i] = v[i];
   }
   static Vec4 load_even(const float* p) { return {F{p[0], p[2], p[4], p[6]}}; }
+  static Vec4 load_odd(const float* p) { return {F{p[1], p[3], p[5], p[7]}}; }
   static Vec4 load_even_first(const float* p, int n) {
     Vec4 r = zero();
     for (int i = 0; i < n; ++i) r.v[i] = p[2 * i];
