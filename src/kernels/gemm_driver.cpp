@@ -17,6 +17,10 @@ constexpr double kMinParallelMacs = 1 << 21;
 // (K = 768: 199 -> 210 GFLOP/s for 128 x 3072, 167 -> 191 for gpt2's 128 x 50257 head).
 constexpr int64_t kPackedKc = 768;
 
+// K up to which in-place-B products run in strips: the block's kc x nc rows of B (64 x 1024
+// floats: 256 KiB) then stay in L2 while every row tile passes over them.
+constexpr int64_t kStripMaxK = 64;
+
 struct Part {
   int64_t i0, i1, j0, j1;
 };
@@ -90,6 +94,10 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   }
   const bool epi = p.epi && !epilogue_is_identity(*p.epi);
   const bool regs_epi = epi && epilogue_in_registers(tile_epilogue(*p.epi, 0, 0));
+  // Strips (KernelTable::tile_rows_strip) for B read in place with a short K: a 6x16 tile over
+  // 16 input channels (mobilenet_v2's 112x112 pointwise layers) spent as long in the driver
+  // loop and the call as in its FMAs.
+  const bool strips = p.b_rows && p.K <= kStripMaxK;
   for (int64_t jc = part.j0; jc < part.j1; jc += nc_max) {
     const int64_t nc = std::min(nc_max, part.j1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += kc_max) {
@@ -122,8 +130,28 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
             t.tile[rows - 1][wide](kc, ap, b.first + (jr / NR) * b.stride, c, p.ldc, nr, load_c, in_regs);
           if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, rows, nr, te);
         };
-        for (int64_t jr = 0; jr < nc; jr += NR)
-          for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+        if (strips) {
+          // Row tiles outer: each mr-row tile runs over the block's whole panels in one call,
+          // then its partial panel; the kc x nc rows of B stay in L2 for the next row tile.
+          const int64_t whole = nc / NR;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            if (mc - ir < MR) {
+              for (int64_t jr = 0; jr < nc; jr += NR) tile(ir, jr);
+              continue;
+            }
+            if (whole > 0) {
+              const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic + ir, jc) : TileEpilogue{};
+              float* c = p.C + (ic + ir) * p.ldc + jc;
+              t.tile_rows_strip(kc, a.first + (ir / MR) * a.stride, brows.data(), jc, c, p.ldc, whole, load_c,
+                                last && epi && regs_epi ? &te : nullptr);
+              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, MR, whole * NR, te);
+            }
+            if (whole * NR < nc) tile(ir, whole * NR);
+          }
+        } else {
+          for (int64_t jr = 0; jr < nc; jr += NR)
+            for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+        }
       }
     }
   }

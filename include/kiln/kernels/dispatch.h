@@ -132,6 +132,11 @@ struct KernelTable {
   TileKernel tile[16][2] = {};
   // tile_rows[rows - 1][half][masked]: masked loads only the nr columns of a partial panel.
   TileRowsKernel tile_rows[16][2][2] = {};
+  // tile_rows for mr rows over `count` consecutive whole NR-column panels (columns col ..
+  // col + count*NR), epi's column bias and residual advancing with them: one call per strip,
+  // for products with a short K loop where a call per tile costs as much as its FMAs.
+  void (*tile_rows_strip)(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c, int64_t ldc,
+                          int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
   // conv_tile[SW - 1][wide][rows - 1]: pixel stride SW (1 or 2); wide 0: rows <= mr, NR
   // columns; wide 1: rows <= mr / 2, 2 * NR columns (two packed panels, b_next apart).
   ConvTileKernel conv_tile[2][2][16] = {};

@@ -140,6 +140,17 @@ void gemm_tile_rows(int64_t kc, const float* a, const float* const* brows, int64
   tile_core<ROWS, NVEC>(kc, a, RowPointers<MASKED>{brows, col, last}, c, ldc, nr, load_c, epi);
 }
 
+// KernelTable::tile_rows_strip: MR rows by `count` whole panels.
+void gemm_tile_rows_strip(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c, int64_t ldc,
+                          int64_t count, bool load_c, const TileEpilogue* epi) {
+  TileEpilogue e = epi ? *epi : TileEpilogue{};
+  for (int64_t q = 0; q < count; ++q, col += NR, c += NR) {
+    tile_core<MR, NR / V::W>(kc, a, RowPointers<false>{brows, col, V::W}, c, ldc, NR, load_c, epi ? &e : nullptr);
+    if (e.bias_mode == TileEpilogue::Bias::PerCol) e.bias += NR;
+    if (e.residual) e.residual += NR;
+  }
+}
+
 // Fills table.tile[rows-1][half] (and tile_rows) for rows 1..MR: [0] covers NR/2 columns, [1] all NR.
 template <int ROWS>
 void fill_tiles(KernelTable& t) {

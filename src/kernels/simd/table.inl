@@ -6,6 +6,7 @@ KernelTable make_table() {
   t.simd_width = V::W;
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
+  t.tile_rows_strip = gemm_tile_rows_strip;
   fill_conv_tiles<MR, 1>(t);
   fill_conv_tiles<MR, 2>(t);
   fill_wraps<1>(t);
