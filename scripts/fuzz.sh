@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh BUILD_DIR SECONDS
 # Configures BUILD_DIR with clang and KILN_FUZZ=ON, builds kiln_fuzz_import, seeds a corpus
 # from *.onnx under models/ and build/zoo/ (when present) plus small generated models, and
-# runs for SECONDS. Exits non-zero when the fuzzer finds a crash (input kept in
+# runs for SECONDS. The fuzz build's kernel dispatchers pick only the portable (sanitized) kernels
+# (fuzz/CMakeLists.txt, src/kernels/isa_gate.h). Exits non-zero when the fuzzer finds a crash (input kept in
 # BUILD_DIR/fuzz_artifacts/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
