@@ -50,7 +50,8 @@ void depthwise_groups(const DepthwisePlane& g, const DepthwisePadded& pp, const 
             for (int v = 0; v < NV; ++v) acc[r][v] = fma(wv, V::load(src[r] + off + v * kW), acc[r][v]);
         }
       }
-      // The epilogue on the accumulators: y = act(acc * alpha + bias + residual).
+      // The epilogue on the accumulators: y = act(acc * alpha + bias + residual), the residual
+      // plane in the output's layout (e.residual is this plane's first element).
 #pragma GCC unroll 8
       for (int r = 0; r < RG; ++r) {
         if (dst[r] < 0) continue;
@@ -104,7 +105,6 @@ void depthwise_plane_sw(const DepthwisePlane& g, const float* x, const float* w,
       if (j < g.W) ev[j / 2] = src[j];
     }
   }
-  // The residual plane has the output's layout (e.residual is this plane's first element).
   const int64_t nvec = (g.OW + kW - 1) / kW;
   if (nvec >= 8)
     depthwise_groups<SW, A, 1, 8>(g, pp, w, padded, out, e);

@@ -90,6 +90,18 @@ inline V activate(V x, V a, V b) {
   }
 }
 
+// One vector of an epilogue before its activation: x·alpha (when scaling) + the row's bias +
+// the column bias + the residual, in this order (the GEMM micro-kernels' in-register epilogue
+// and epilogue_rows share it, so both round the same). n < W: a partial vector.
+inline V epilogue_sum(V x, bool scale, V alpha, V row_bias, const float* col_bias, const float* res, int n) {
+  const bool full = n == V::W;
+  if (scale) x = x * alpha;
+  x = x + row_bias;
+  if (col_bias) x = x + (full ? V::load(col_bias) : V::load_first(col_bias, n));
+  if (res) x = x + (full ? V::load(res) : V::load_first(res, n));
+  return x;
+}
+
 template <Act A>
 void epilogue_rows(const float* src, int64_t lds, float* c, int64_t ldc, int64_t rows, int64_t cols,
                    const TileEpilogue& e) {
@@ -107,10 +119,7 @@ void epilogue_rows(const float* src, int64_t lds, float* c, int64_t ldc, int64_t
       const int n = cols - j < V::W ? static_cast<int>(cols - j) : V::W;
       const bool full = n == V::W;
       V x = full ? V::load(sr + j) : V::load_first(sr + j, n);
-      if (scale) x = x * alpha;
-      x = x + row_bias;
-      if (col_bias) x = x + (full ? V::load(e.bias + j) : V::load_first(e.bias + j, n));
-      if (res) x = x + (full ? V::load(res + j) : V::load_first(res + j, n));
+      x = epilogue_sum(x, scale, alpha, row_bias, col_bias ? e.bias + j : nullptr, res ? res + j : nullptr, n);
       x = activate<A>(x, a, b);
       if (full)
         x.store(cr + j);
