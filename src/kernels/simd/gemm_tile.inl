@@ -55,8 +55,8 @@ __attribute__((always_inline)) inline void store_tile_epilogue(V (&acc)[ROWS][NV
       V x = acc[r][v];
       if (load_c) x = x + (full ? V::load(cr + col) : V::load_first(cr + col, n));
       x = epilogue_sum(x, scale, alpha, row_bias, col_bias ? e.bias + col : nullptr, res ? res + col : nullptr, n);
-      if (e.act == Act::Relu) x = max(x, V::zero());
-      if (e.act == Act::Clip) x = min(max(x, lo), hi);
+      if (e.act == Act::Relu) x = activate<Act::Relu>(x, lo, hi);
+      if (e.act == Act::Clip) x = activate<Act::Clip>(x, lo, hi);
       if (full)
         x.store(cr + col);
       else
