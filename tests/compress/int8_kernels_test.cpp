@@ -20,6 +20,24 @@ std::vector<const QKernels*> all_qkernels() {
   return out;
 }
 
+// The tables a product with weights `w` can run on: every ISA's, or (narrow) only AVX2's
+// vpmaddubsw kernels for 7-bit weights, empty where the CPU does not pick them.
+std::vector<const QKernels*> tables_for(bool narrow) {
+  if (!narrow) return all_qkernels();
+  const int8_t seven_bit[] = {-64, 64};
+  const QKernels& k = qkernels_for_signed(seven_bit, 2);
+  if (!k.narrow_signed) return {};
+  return {&k};
+}
+
+// Random weights in [-127, 127], or in [-64, 64] for the narrow kernels.
+std::vector<int8_t> random_weights(size_t n, unsigned seed, bool narrow) {
+  std::mt19937 rng(seed);
+  std::vector<int8_t> w(n);
+  for (auto& v : w) v = static_cast<int8_t>(narrow ? static_cast<int>(rng() % 129) - 64 : static_cast<int>(rng() % 255) - 127);
+  return w;
+}
+
 std::vector<uint8_t> random_bytes(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> v(n);
@@ -265,14 +283,13 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
-  for (const QKernels* k : all_qkernels())
+  for (bool narrow : {false, true})
+  for (const QKernels* k : tables_for(narrow))
     for (const Conv2dShape& s : shapes)
       for (bool x_signed : {false, true}) {
         const int64_t Kc = (s.C / s.group) * s.R * s.S;
         auto x = random_bytes(s.N * s.C * s.H * s.W, 21 + s.C);
-        auto wb = random_bytes(s.K * Kc, 22 + s.K);
-        std::vector<int8_t> w(wb.begin(), wb.end());
-        for (auto& v : w) v = static_cast<int8_t>(std::max<int>(v, -127));
+        const std::vector<int8_t> w = random_weights(s.K * Kc, 22 + s.K, narrow);
         const int32_t zx = x_signed ? -7 : 131;
         std::vector<int32_t> bias(s.K), sums(s.K), comp(s.K);
         for (int64_t m = 0; m < s.K; ++m) bias[m] = static_cast<int32_t>(m * 37 % 101) - 50;
@@ -290,7 +307,7 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
         qconv2d(*k, s, x.data(), x_signed ? 0x80 : 0, static_cast<uint8_t>(zu), pw.data(), e, y.data(), ws.data(), 2);
         auto want = naive_conv(s, x, x_signed, zx, w, bias);
         for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_EQ(y[i], want[i]) << qisa_name(k->isa) << " C" << s.C << " K" << s.K << " R" << s.R << " stride "
+          ASSERT_EQ(y[i], want[i]) << qisa_name(k->isa) << (narrow ? " narrow" : "") << " C" << s.C << " K" << s.K << " R" << s.R << " stride "
                                    << s.stride_h << " group " << s.group << " signed " << x_signed << " at " << i;
       }
 }
@@ -357,13 +374,15 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
   };
   const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0), shape(12, 10, 14, 11, 1, 2, 0), shape(8, 6, 5, 9, 3, 1, 1),
                                 shape(8, 9, 9, 12, 3, 2, 1), shape(8, 9, 8, 12, 5, 1, 0),
+                                // grid rows (22 wide, 20 kept) holding whole vectors and split ones
+                                shape(8, 5, 20, 9, 3, 1, 1),
                                 // channels not in quads: the packed im2col path
                                 shape(5, 6, 5, 9, 3, 1, 1)};
+  for (bool narrow : {false, true})
   for (const Conv2dShape& s : shapes) {
     const int64_t Kc = s.C * s.R * s.S, P = s.out_h() * s.out_w();
     auto x = random_bytes(s.C * s.H * s.W, 31);
-    auto wb = random_bytes(s.K * Kc, 32);
-    std::vector<int8_t> w(wb.begin(), wb.end());
+    const std::vector<int8_t> w = random_weights(s.K * Kc, 32, narrow);
     std::vector<int32_t> sums(s.K), comp(s.K), zero(s.K, 0);
     row_sums_s8(w.data(), s.K, Kc, sums.data());
     for (int64_t m = 0; m < s.K; ++m) comp[m] = static_cast<int32_t>(m % 7) * 50 - 128 * sums[m];
@@ -399,13 +418,13 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
             const int32_t a = static_cast<int32_t>(acc[i]) + 128 * sums[m];
             store_output(e, epilogue_real(e, a, m, rp), want.data() + i * osize);
           }
-          for (const QKernels* k : all_qkernels()) {
+          for (const QKernels* k : tables_for(narrow)) {
             std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, s)), ws(qconv_workspace_bytes(*k, s, 2));
             std::vector<uint8_t> y(want.size(), 0xAB);
             qconv_pack_weight(*k, s, w.data(), pw.data());
             qconv2d(*k, s, x.data(), 0, 128, pw.data(), e, y.data(), ws.data(), 2);
             ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size()))
-                << qisa_name(k->isa) << " R" << s.R << " stride " << s.stride_h << " out " << int(out) << " residual "
+                << qisa_name(k->isa) << (narrow ? " narrow" : "") << " R" << s.R << " stride " << s.stride_h << " out " << int(out) << " residual "
                 << res << " bias_f " << with_bias_f;
           }
         }

@@ -156,11 +156,13 @@ struct QKernels {
                            int32_t* acc) = nullptr;
   // Optional (nullptr: the tile, then epilogue): tile_s8u8 (offsets == nullptr) or tile_s8u8_gather
   // with the epilogue applied while the accumulators are still in registers, for per_row
-  // epilogues without a grid: out(row0 + r, col0 + j) for r < rows_valid, j < cols_valid.
-  // Bit-identical to the tile + epilogue.
+  // epilogues: out(row0 + r, col0 + j) for r < rows_valid, j < cols_valid (GEMM columns, mapped
+  // through e.grid_w / grid_valid as epilogue_tile does when tile_epilogue_grid is set; without
+  // it, only for epilogues without a grid). Bit-identical to the tile + epilogue.
   void (*tile_s8u8_epilogue)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
                              int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
                              int64_t ldo) = nullptr;
+  bool tile_epilogue_grid = false;
 };
 
 // The kernels for this CPU (best ISA it has), and those of one ISA (nullptr when the CPU lacks it).

@@ -174,7 +174,7 @@ void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, ui
       fill_quad_planes(s, g, x + (n * s.C + gi * g.Cg) * s.H * s.W, flip, pad, planes, threads);
       const GroupOutput go = group_output(e, s, n, gi, g.Wq, y);
       const QEpilogue& eg = go.e;
-      const bool fused = k.tile_s8u8_epilogue && eg.grid_w == 0;
+      const bool fused = k.tile_s8u8_epilogue && (eg.grid_w == 0 || k.tile_epilogue_grid);
       const uint8_t* wg = packed_w + gi * w_per_group;
       parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
         alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table

@@ -6,9 +6,11 @@
 // stays the path for full-range weights. Same 6 x 16 tile and packing as AVX-VNNI.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/kernels/int8.h"
+#include "qepilogue_dispatch.h"
 
 namespace kiln::kernels::int8 {
 
@@ -17,15 +19,15 @@ inline QV qv_dpbusd(QV acc, QV u8, QV s8) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
 }
 
-#include "qgemm_vnni.inl"
-
 void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo);
 
+#include "qgemm_vnni.inl"
+#include "qgemm_ymm_epilogue.inl"
+
 QKernels make_avx2_narrow_qkernels() {
-  QKernels k = vnni_qkernels(QIsa::Avx2);
+  QKernels k = ymm_qkernels(QIsa::Avx2);
   k.narrow_signed = true;
-  k.epilogue = epilogue_avx2;
   return k;
 }
 

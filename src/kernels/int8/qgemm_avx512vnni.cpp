@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kiln/kernels/int8.h"
+#include "qepilogue_dispatch.h"
 
 namespace kiln::kernels::int8 {
 
@@ -23,8 +24,9 @@ inline QV qv_dpbusd(QV acc, QV u8, QV s8) { return _mm512_dpbusd_epi32(acc, u8, 
 
 namespace {
 
-// Which residual the epilogue adds (a template parameter, so each variant is straight-line code).
-enum class Res : uint8_t { None, U8, S8, F32 };
+using detail::Res;
+using detail::out_size;
+using detail::res_size;
 
 // The epilogue's broadcast constants, set up once per call.
 struct EpiConsts {
@@ -77,8 +79,6 @@ inline void epilogue_lanes(const EpiConsts& k, __m512i a, __m512 scale, const fl
   }
 }
 
-constexpr size_t out_size(QType t) { return t == QType::F32 ? 4 : 1; }
-constexpr size_t res_size(Res r) { return r == Res::F32 ? 4 : 1; }
 inline __mmask16 lane_mask(int n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max(n, 0)) - 1); }
 
 template <QType Out, Res R>
@@ -138,29 +138,6 @@ void tile_epilogue(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, co
   }
 }
 
-Res res_of(const QEpilogue& e) {
-  if (!e.residual) return Res::None;
-  return e.residual_type == QType::U8 ? Res::U8 : e.residual_type == QType::S8 ? Res::S8 : Res::F32;
-}
-
-// Picks the template instance for the epilogue's output and residual types.
-template <template <QType, Res> class F, typename... Args>
-void dispatch(const QEpilogue& e, Args... args) {
-  auto with_out = [&]<Res R>() {
-    switch (e.out) {
-      case QType::U8: F<QType::U8, R>::call(args...); break;
-      case QType::S8: F<QType::S8, R>::call(args...); break;
-      case QType::F32: F<QType::F32, R>::call(args...); break;
-    }
-  };
-  switch (res_of(e)) {
-    case Res::None: with_out.template operator()<Res::None>(); break;
-    case Res::U8: with_out.template operator()<Res::U8>(); break;
-    case Res::S8: with_out.template operator()<Res::S8>(); break;
-    case Res::F32: with_out.template operator()<Res::F32>(); break;
-  }
-}
-
 template <QType Out, Res R>
 struct EpilogueRows {
   static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
@@ -181,14 +158,14 @@ void epilogue_avx512(const int32_t* acc, int nr, int rows, int cols, const QEpil
   // A local copy: the byte stores could alias the caller's struct, which would make the compiler
   // reload every field after each store.
   const QEpilogue e = e_in;
-  dispatch<EpilogueRows>(e, acc, nr, rows, cols, &e, row0, col0, out, ldo);
+  detail::dispatch_epilogue<EpilogueRows>(e, acc, nr, rows, cols, &e, row0, col0, out, ldo);
 }
 
 void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
                                int rows_valid, int cols_valid, const QEpilogue& e_in, int64_t row0, int64_t col0,
                                void* out, int64_t ldo) {
   const QEpilogue e = e_in;
-  dispatch<TileEpilogue>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0, out, ldo);
+  detail::dispatch_epilogue<TileEpilogue>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0, out, ldo);
 }
 
 }  // namespace

@@ -1,25 +1,25 @@
 // AVX-VNNI (VEX-encoded vpdpbusd on ymm, e.g. Alder Lake without AVX-512): a 6 x 16 register
-// tile (12 accumulators of the 16 ymm registers); the epilogue is the AVX2 one.
+// tile (12 accumulators of the 16 ymm registers), its epilogue fused (qgemm_ymm_epilogue.inl) or
+// AVX2's.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/kernels/int8.h"
+#include "qepilogue_dispatch.h"
 
 namespace kiln::kernels::int8 {
 
 #include "qgemm_ymm.inl"
 inline QV qv_dpbusd(QV acc, QV u8, QV s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
 
-#include "qgemm_vnni.inl"
-
 void epilogue_avx2(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo);
 
-QKernels make_avxvnni_qkernels() {
-  QKernels k = vnni_qkernels(QIsa::AvxVnni);
-  k.epilogue = epilogue_avx2;
-  return k;
-}
+#include "qgemm_vnni.inl"
+#include "qgemm_ymm_epilogue.inl"
+
+QKernels make_avxvnni_qkernels() { return ymm_qkernels(QIsa::AvxVnni); }
 
 }  // namespace kiln::kernels::int8

@@ -1,0 +1,76 @@
+// INT8 convolution throughput on resnet50's layer shapes (GOP/s: 2 ops per multiply-add), batch 1,
+// u8 activations x s8 weights requantized to u8 with a ReLU, through the kernel table `kiln
+// compile` would pick for the weights (qkernels_for_signed): on AVX2 without VNNI, 7-bit weights
+// (`kiln quantize --reduce-range`, the "Narrow" rows) take the vpmaddubsw kernels and full-range
+// weights the widening ones.
+//   build/bench/qconv_bench --benchmark_min_time=1
+//   build/bench/qconv_bench --benchmark_filter=Narrow
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "kiln/kernels/int8.h"
+
+namespace {
+
+using namespace kiln::kernels;
+using namespace kiln::kernels::int8;
+
+// args: C, H, K, R, stride, threads (square input and kernel, pad R/2); `limit`: |weights| bound.
+void run(benchmark::State& st, int limit) {
+  Conv2dShape s;
+  s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2), s.R = s.S = st.range(3);
+  s.stride_h = s.stride_w = st.range(4);
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
+  const int threads = static_cast<int>(st.range(5));
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> ux(0, 255), uw(-limit, limit);
+  std::vector<uint8_t> x(s.C * s.H * s.W);
+  std::vector<int8_t> w(s.K * s.C * s.R * s.S);
+  for (auto& v : x) v = static_cast<uint8_t>(ux(rng));
+  for (auto& v : w) v = static_cast<int8_t>(uw(rng));
+  const QKernels& k = qkernels_for_signed(w.data(), static_cast<int64_t>(w.size()));
+  std::vector<uint8_t> packed(qconv_packed_weight_bytes(k, s)), ws(qconv_workspace_bytes(k, s, threads));
+  qconv_pack_weight(k, s, w.data(), packed.data());
+  std::vector<int32_t> bias(s.K, -1000);
+  std::vector<float> scale(s.K, 1e-4f);
+  QEpilogue e;
+  e.bias = bias.data(), e.scale = scale.data(), e.lo = 0.f, e.out = QType::U8, e.out_inv_scale = 20.f;
+  std::vector<uint8_t> y(s.K * s.out_h() * s.out_w());
+  double best = 1e30;
+  for (auto _ : st) {
+    auto t0 = std::chrono::steady_clock::now();
+    qconv2d(k, s, x.data(), 0, 0, packed.data(), e, y.data(), ws.data(), threads);
+    benchmark::ClobberMemory();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double ops = 2.0 * s.K * s.out_h() * s.out_w() * s.C * s.R * s.S;
+  st.counters["GOPs"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["best_GOPs"] = ops * 1e-9 / best;
+  st.SetLabel(qisa_name(k.isa) + std::string(k.narrow_signed ? " narrow" : ""));
+}
+
+void BM_QConvNarrow(benchmark::State& st) { run(st, 63); }
+void BM_QConvFull(benchmark::State& st) { run(st, 127); }
+
+void resnet50(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][5] = {
+      {3, 224, 64, 7, 2},     {64, 56, 64, 1, 1},    {64, 56, 64, 3, 1},     {64, 56, 256, 1, 1},
+      {256, 56, 64, 1, 1},    {256, 56, 128, 1, 1},  {128, 56, 128, 3, 2},   {128, 28, 512, 1, 1},
+      {512, 28, 128, 1, 1},   {128, 28, 128, 3, 1},  {256, 14, 256, 3, 1},   {256, 14, 1024, 1, 1},
+      {1024, 14, 256, 1, 1},  {512, 7, 512, 3, 1},   {512, 7, 2048, 1, 1},   {2048, 7, 512, 1, 1},
+      {256, 56, 512, 1, 2},   {1024, 14, 2048, 1, 2},
+  };
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th});
+}
+
+BENCHMARK(BM_QConvNarrow)->Name("Narrow")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QConvFull)->Name("Full")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
