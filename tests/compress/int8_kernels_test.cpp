@@ -443,7 +443,8 @@ TEST(Int8Kernels, MaxPoolMatchesNaiveWindowsWithPaddingIgnored) {
   };
   // Rows of 16-32 starts take the overlapping last vector; stride 2 picks 16 outputs at a time.
   for (Case c : {Case{112, 112, 3, 3, 2, 1}, Case{7, 9, 2, 2, 2, 0}, Case{10, 11, 3, 2, 1, 1}, Case{5, 5, 5, 5, 1, 2},
-                 Case{40, 37, 3, 3, 2, 1}, Case{9, 20, 3, 3, 1, 1}, Case{6, 70, 2, 2, 2, 0}})
+                 Case{40, 37, 3, 3, 2, 1}, Case{9, 20, 3, 3, 1, 1}, Case{6, 70, 2, 2, 2, 0},
+                 Case{21, 40, 18, 17, 1, 2}})  // windows over 16 taps: more than one pass per direction
     for (bool is_signed : {false, true}) {
       Pool2d p;
       p.planes = 3, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.stride_h = p.stride_w = c.s;

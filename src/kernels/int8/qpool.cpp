@@ -13,27 +13,36 @@
 namespace kiln::kernels::int8 {
 namespace {
 
-// dst[i] = max(dst[i], src[i]), i < n, 16 bytes at a time (the build's -O2 does not vectorise a
-// loop whose pointers may alias); signed bytes compare as unsigned after flipping the sign bit.
+// Bytes compared as unsigned: signed ones with their sign bit flipped on the way in and out.
 template <typename T>
-void max_into(T* dst, const T* src, int64_t n) {
+inline uint8_t flip_bits() {
+  return std::is_signed_v<T> ? 0x80 : 0;
+}
+
+// dst[i] = max over s < nsrc of src[s][i], i < n, 16 bytes at a time, each output stored once:
+// passes that re-read a row they just stored at another byte offset stall on store forwarding
+// (a 16-byte load over two earlier stores), which made this pooling ~20x slower than its loads.
+// The last partial vector is one more that ends at n (a max is idempotent).
+template <typename T>
+void max_of_rows(const T* const* src, int nsrc, int64_t n, T* dst) {
   int64_t i = 0;
 #if defined(__SSE2__)
-  const __m128i flip = _mm_set1_epi8(std::is_signed_v<T> ? static_cast<char>(0x80) : 0);
-  auto step = [&](int64_t at) {
-    const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + at)), flip);
-    const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + at)), flip);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + at), _mm_xor_si128(_mm_max_epu8(a, b), flip));
-  };
-  for (; i + 16 <= n; i += 16) step(i);
-  // The last partial vector as one more that ends at n: taking a max twice changes nothing, and
-  // rows here are ~100 bytes, so a scalar tail would cost as much as the vectors.
-  if (i < n && n >= 16) {
-    step(n - 16);
-    return;
+  if (n >= 16) {
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_bits<T>()));
+    for (int64_t at = 0;; at = std::min(at + 16, n - 16)) {
+      __m128i m = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[0] + at)), flip);
+      for (int s = 1; s < nsrc; ++s)
+        m = _mm_max_epu8(m, _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[s] + at)), flip));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + at), _mm_xor_si128(m, flip));
+      if (at == n - 16) return;
+    }
   }
 #endif
-  for (; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+  for (; i < n; ++i) {
+    T m = src[0][i];
+    for (int s = 1; s < nsrc; ++s) m = std::max(m, src[s][i]);
+    dst[i] = m;
+  }
 }
 
 // y[j] = full[j * stride], j < n, from a row of `len` starts: stride 2 (the common pooling) 16
@@ -54,33 +63,60 @@ void pick_strided(const T* full, int64_t len, int64_t stride, int64_t n, T* y) {
   for (; j < n; ++j) y[j] = full[j * stride];
 }
 
-// Window starts t = 0 .. Lw - 1 (input column t - pad_left) at stride 1: every pass below is a
-// contiguous, branch-free loop that vectorises; the strided output is picked at the end.
+// Window starts t = 0 .. L - 1 (input column t - pad_left) at stride 1: the passes below are
+// contiguous loops over whole rows; the strided output is picked at the end.
 int64_t starts(const Pool2d& p) { return (p.OW - 1) * p.stride_w + 1; }
+// The rows' pitch: whole vectors, so the vertical pass writes each byte of `full` once and the
+// strided pick never loads across two of its stores (a failed store forwarding).
+int64_t pitch(const Pool2d& p) { return (starts(p) + 15) / 16 * 16; }
+
+// Window taps per pass: kernels wider or taller than this take several passes (the first pass
+// writes, the others fold in their maxima).
+constexpr int kMaxTaps = 16;
 
 template <typename T>
 void pool_plane(const Pool2d& p, const T* x, T* y, T* rows) {
   const T lowest = std::numeric_limits<T>::lowest();
-  const int64_t L = starts(p);
-  T* full = rows + p.H * L;  // one output row at every window start
-  // rows[ih * L + t] = max over the horizontal window starting at t of input row ih.
+  const int64_t L = starts(p), Lp = pitch(p);
+  T* full = rows + p.H * Lp;  // one output row at every window start
+  const T* src[kMaxTaps + 1];
+  // rows[ih * L + t] = max over the horizontal window starting at t of input row ih (input
+  // columns t + k - pad_left). Starts whose taps all lie inside the row take max_of_rows over
+  // shifted views of it; the few at the edges take the scalar loop.
+  const int64_t t_lo = std::min(L, std::max<int64_t>(0, p.pad_left));
+  const int64_t t_hi = std::max(t_lo, std::min(L, p.W - p.kw + p.pad_left + 1));
   for (int64_t ih = 0; ih < p.H; ++ih) {
     const T* xr = x + ih * p.W;
-    T* r = rows + ih * L;
-    std::fill(r, r + L, lowest);
-    for (int64_t k = 0; k < p.kw; ++k) {
-      const int64_t off = k - p.pad_left;  // input column of start t: t + off
-      const int64_t lo = std::max<int64_t>(0, -off), hi = std::min(L, p.W - off);
-      if (lo < hi) max_into(r + lo, xr + lo + off, hi - lo);
+    T* r = rows + ih * Lp;
+    std::fill(r + L, r + Lp, lowest);
+    auto edge = [&](int64_t t) {
+      T m = lowest;
+      for (int64_t k = 0; k < p.kw; ++k)
+        if (const int64_t c = t + k - p.pad_left; c >= 0 && c < p.W) m = std::max(m, xr[c]);
+      r[t] = m;
+    };
+    for (int64_t t = 0; t < t_lo; ++t) edge(t);
+    for (int64_t k0 = 0; k0 < p.kw; k0 += kMaxTaps) {
+      const int taps = static_cast<int>(std::min<int64_t>(kMaxTaps, p.kw - k0));
+      int n = 0;
+      if (k0 > 0) src[n++] = r + t_lo;  // fold the previous passes in
+      for (int k = 0; k < taps; ++k) src[n++] = xr + t_lo + k0 + k - p.pad_left;
+      max_of_rows(src, n, t_hi - t_lo, r + t_lo);
     }
+    for (int64_t t = t_hi; t < L; ++t) edge(t);
   }
   for (int64_t oh = 0; oh < p.OH; ++oh) {
     const int64_t h0 = oh * p.stride_h - p.pad_top;
     const int64_t a = std::max<int64_t>(h0, 0), b = std::min(h0 + p.kh, p.H);
-    std::fill(full, full + L, lowest);
-    for (int64_t ih = a; ih < b; ++ih) {
-      const T* r = rows + ih * L;
-      max_into(full, r, L);
+    if (a >= b) {
+      std::fill(full, full + Lp, lowest);
+    } else {
+      for (int64_t i0 = a; i0 < b; i0 += kMaxTaps) {
+        int n = 0;
+        if (i0 > a) src[n++] = full;
+        for (int64_t ih = i0; ih < std::min(b, i0 + kMaxTaps); ++ih) src[n++] = rows + ih * Lp;
+        max_of_rows(src, n, Lp, full);
+      }
     }
     pick_strided(full, L, p.stride_w, p.OW, y + oh * p.OW);
   }
@@ -89,7 +125,7 @@ void pool_plane(const Pool2d& p, const T* x, T* y, T* rows) {
 }  // namespace
 
 size_t max_pool_workspace_bytes(const Pool2d& p, int threads) {
-  return static_cast<size_t>(std::max(1, threads <= 0 ? default_threads() : threads) * (p.H + 1) * starts(p));
+  return static_cast<size_t>(std::max(1, threads <= 0 ? default_threads() : threads) * (p.H + 1) * pitch(p));
 }
 
 void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, uint8_t* workspace, int threads) {
@@ -97,7 +133,7 @@ void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, 
   const int t = threads_for_work(static_cast<double>(p.planes) * p.H * p.W * 2, threads);
   parallel_for(t, t, [&](int64_t tb, int64_t te) {
     for (int64_t w = tb; w < te; ++w) {
-      uint8_t* rows = workspace + w * (p.H + 1) * starts(p);
+      uint8_t* rows = workspace + w * (p.H + 1) * pitch(p);
       for (int64_t q = p.planes * w / t; q < p.planes * (w + 1) / t; ++q) {
         const uint8_t* xp = x + q * p.H * p.W;
         uint8_t* yp = y + q * p.OH * p.OW;
