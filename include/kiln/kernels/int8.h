@@ -16,7 +16,8 @@
 //   avx512-vnni  vpdpbusd on zmm, 8 x 32 tile
 //   avx-vnni     vpdpbusd on ymm (VEX), 6 x 16 tile
 //   avx2         no vpmaddubsw (its u8*s8 pair sums saturate at 16 bits): both operands are widened
-//                to 16 bits and multiplied with vpmaddwd, whose pair sums are exact in int32.
+//                to 16 bits and multiplied with vpmaddwd, whose pair sums are exact in int32;
+//                for 7-bit s8 operands (qkernels_for_signed), vpmaddubsw + vpmaddwd, 5 x 16 tile.
 //   scalar       plain loops.
 // Every path gives the same int32 accumulators and, through the epilogue below, bit-identical outputs.
 #pragma once

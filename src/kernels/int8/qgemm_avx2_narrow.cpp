@@ -3,7 +3,7 @@
 // int16) then vpmaddwd with ones (int16 pairs into int32). vpmaddubsw saturates above 32767,
 // which 255 x 64 x 2 = 32640 never reaches, so in this range the results equal the scalar and
 // VNNI paths bit for bit, at about twice the widening kernel's rate (qgemm_avx2.cpp), which
-// stays the path for full-range weights. Same 6 x 16 tile and packing as AVX-VNNI.
+// stays the path for full-range weights. The tile is 5 x 16 (below); the packing is AVX-VNNI's.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -14,6 +14,11 @@
 
 namespace kiln::kernels::int8 {
 
+// 5 x 16, not AVX-VNNI's 6 x 16: the emulated vpdpbusd also holds a vector of ones and a
+// product, so 6 rows' 12 accumulators made GCC keep one in memory, a store-to-load chain through
+// every k step. 10 accumulators + 2 cols vectors + the row + ones + product = 15 registers; the
+// multiplies per product are the same at any tile shape.
+constexpr int QV_MR = 5;
 #include "qgemm_ymm.inl"
 inline QV qv_dpbusd(QV acc, QV u8, QV s8) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));

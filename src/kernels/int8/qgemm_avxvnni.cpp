@@ -11,6 +11,8 @@
 
 namespace kiln::kernels::int8 {
 
+// 12 accumulators, the two cols vectors and the broadcast row: 15 of the 16 ymm registers.
+constexpr int QV_MR = 6;
 #include "qgemm_ymm.inl"
 inline QV qv_dpbusd(QV acc, QV u8, QV s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
 

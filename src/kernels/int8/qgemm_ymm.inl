@@ -1,8 +1,8 @@
 // The ymm vector type and operations of qgemm_vnni.inl for the two 256-bit tiles (AVX-VNNI and
-// AVX2's narrow-operand kernels): a 6 x 16 register tile, 12 accumulators of the 16 ymm
-// registers. The including file defines qv_dpbusd.
+// AVX2's narrow-operand kernels): QV_MR x 16 register tiles. The including file defines
+// qv_dpbusd and, before including this, QV_MR.
 using QV = __m256i;
-constexpr int QV_LANES = 8, QV_MR = 6, QV_NV = 2;
+constexpr int QV_LANES = 8, QV_NV = 2;
 inline QV qv_zero() { return _mm256_setzero_si256(); }
 inline QV qv_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void qv_store(int32_t* p, QV v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
