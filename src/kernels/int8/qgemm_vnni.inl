@@ -10,7 +10,9 @@ namespace {
 
 // The accumulators of one tile, left in registers (c), for the caller to store or requantize.
 // Gather: cols group g is at cols + offsets[g] (bytes) instead of following the previous one.
-template <bool RowsSigned, bool Gather = false>
+// Only the first NV vectors of each cols group are read (a panel's last columns past the data:
+// the others stay 0).
+template <bool RowsSigned, bool Gather = false, int NV = QV_NV>
 inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
                             QV (&c)[QV_MR][QV_NV]) {
 #pragma GCC unroll 16
@@ -19,16 +21,16 @@ inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t*
     for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_zero();
   for (int64_t g = 0; g < kgroups; ++g) {
     const uint8_t* cg = Gather ? cols + offsets[g] : cols;
-    QV b[QV_NV];
+    QV b[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < QV_NV; ++v) b[v] = qv_load(cg + v * QV_LANES * 4);
+    for (int v = 0; v < NV; ++v) b[v] = qv_load(cg + v * QV_LANES * 4);
 #pragma GCC unroll 16
     for (int r = 0; r < QV_MR; ++r) {
       int32_t word;
       std::memcpy(&word, rows + r * 4, 4);
       QV a = qv_set1(word);
 #pragma GCC unroll 4
-      for (int v = 0; v < QV_NV; ++v) c[r][v] = RowsSigned ? qv_dpbusd(c[r][v], b[v], a) : qv_dpbusd(c[r][v], a, b[v]);
+      for (int v = 0; v < NV; ++v) c[r][v] = RowsSigned ? qv_dpbusd(c[r][v], b[v], a) : qv_dpbusd(c[r][v], a, b[v]);
     }
     rows += QV_MR * 4;
     if (!Gather) cols += QV_NV * QV_LANES * 4;

@@ -65,8 +65,16 @@ void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols
                        int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
                        int64_t ldo) {
   QV c[QV_MR][QV_NV];
-  if (offsets) vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
-  else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
+  // A panel with at most 8 valid columns (e.g. the last of a 7x7 image's 49) reads and multiplies
+  // only its first vector: half the work of the full tile.
+  const bool half = cols_valid <= QV_LANES;
+  if (offsets) {
+    if (half) vnni_accumulate<true, true, 1>(kgroups, rows, cols, offsets, c);
+    else vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
+  } else {
+    if (half) vnni_accumulate<true, false, 1>(kgroups, rows, cols, nullptr, c);
+    else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
+  }
   // Output column of each vector's first lane when its lanes are 8 consecutive output columns;
   // else -1, and lane_col holds each lane's output column (-1: no output, past cols_valid or a
   // dropped grid column).
