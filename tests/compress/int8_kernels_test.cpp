@@ -281,8 +281,13 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1),  // more panels per thread than one chunk
       shape(2, 8, 6, 7, 5, 3, 3, 1, 1, 1, 1),     // channel quads read in place, two images
       shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
+      shape(1, 8, 7, 11, 6, 3, 3, 1, 0, 1, 1),    // channel quads, only right padding (below)
+      shape(1, 8, 7, 11, 6, 3, 5, 1, 0, 1, 1),    // channel quads, more padding left than right
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
+  // Quad rows share padding with the next row: reads past a row's end must land on padding.
+  shapes[shapes.size() - 2].pad_right = 2, shapes[shapes.size() - 2].pad_bottom = 1;
+  shapes[shapes.size() - 1].pad_left = 3, shapes[shapes.size() - 1].pad_right = 1, shapes[shapes.size() - 1].pad_top = 1;
   for (bool narrow : {false, true})
   for (const QKernels* k : tables_for(narrow))
     for (const Conv2dShape& s : shapes)
