@@ -214,10 +214,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                                                      p.KK * NR, c, p.unit_cols, ncols, kb > 0);
             }
             if (!last) continue;
-            // The finished tile: transposed into NCHW, then the epilogue while it is in L1.
+            // The finished tile: transposed into NCHW with the epilogue on the way (in registers).
             float* yk = yn + k0 * p.OHW + pix;
-            t.transpose(c, p.unit_cols, rows, ncols, yk, p.OHW);
-            if (apply) t.epilogue_tile(yk, p.OHW, ncols, rows, tile_epilogue(e, k0, pix));
+            if (apply) t.transpose_epilogue(c, p.unit_cols, rows, ncols, yk, p.OHW, tile_epilogue(e, k0, pix));
+            else t.transpose(c, p.unit_cols, rows, ncols, yk, p.OHW);
           }
         }
       }

@@ -117,8 +117,8 @@ void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x,
       for (int64_t k0 = j0; k0 < j1; k0 += kBlock) {
         const int64_t nk = std::min(kBlock, j1 - k0);
         float* out = yn + k0 * OHW + i0;
-        t.transpose(result + i0 * s.K + k0, s.K, i1 - i0, nk, out, OHW);
-        if (apply) t.epilogue_tile(out, OHW, nk, i1 - i0, tile_epilogue(e, k0, i0));
+        if (apply) t.transpose_epilogue(result + i0 * s.K + k0, s.K, i1 - i0, nk, out, OHW, tile_epilogue(e, k0, i0));
+        else t.transpose(result + i0 * s.K + k0, s.K, i1 - i0, nk, out, OHW);
       }
     };
     GemmProblem p;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernel_test_util.h"
 #include "kiln/ir/error.h"
@@ -226,6 +227,38 @@ TEST(Conv, TransposeMatchesTheDefinition) {
       for (int64_t j = 0; j < cols; ++j)  // the padding past each destination row is untouched
         ASSERT_EQ(dst[j * (rows + 2) + rows], -7.f);
     }
+}
+
+// The fused transpose + epilogue (how the direct and pixel-gemm tactics write NCHW) equals the
+// transpose followed by epilogue_tile bit for bit: every activation, every bias mode, alpha and
+// a residual, on blocks with ragged rows and columns.
+TEST(Conv, TransposeEpilogueEqualsTransposeThenEpilogue) {
+  using Bias = TileEpilogue::Bias;
+  for (const KernelTable* t : test::all_tables())
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {6, 16}, {6, 32}, {17, 33}, {16, 16}, {5, 100}})
+      for (Act a : test::kAllActs)
+        for (Bias bias : {Bias::None, Bias::PerRow, Bias::PerCol, Bias::Scalar})
+          for (bool residual : {false, true}) {
+            const int64_t lds = cols + 3, ldd = rows + 2;
+            auto src = random_vec(rows * lds, 61, -4.f, 4.f);
+            auto b = random_vec(std::max(rows, cols), 62), res = random_vec(cols * (rows + 5), 63);
+            TileEpilogue e;
+            e.alpha = bias == Bias::Scalar ? 1.f : 0.75f;
+            e.bias = bias == Bias::None ? nullptr : b.data();
+            e.bias_mode = bias;
+            e.residual = residual ? res.data() : nullptr;
+            e.ldr = rows + 5;
+            e.act = a;
+            test::act_params(a, e.act_alpha, e.act_beta);
+            std::vector<float> want(cols * ldd, -7.f), got(cols * ldd, -7.f);
+            t->transpose(src.data(), lds, rows, cols, want.data(), ldd);
+            t->epilogue_tile(want.data(), ldd, cols, rows, e);
+            t->transpose_epilogue(src.data(), lds, rows, cols, got.data(), ldd, e);
+            for (size_t i = 0; i < want.size(); ++i)
+              ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                  << isa_name(t->isa) << " " << test::act_label(a) << " bias " << int(bias) << " residual " << residual
+                  << " " << rows << "x" << cols << " at " << i << ": " << got[i] << " vs " << want[i];
+          }
 }
 
 TEST(Conv, TacticsSayWhyTheyDoNotApply) {

@@ -177,6 +177,10 @@ struct KernelTable {
                       float* out) = nullptr;
   // dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols.
   void (*transpose)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) = nullptr;
+  // The transpose, then epilogue_tile(dst, ldd, cols, rows, e), in one pass (each destination row
+  // takes its epilogue in registers; bit-identical to the two steps).
+  void (*transpose_epilogue)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
+                             const TileEpilogue& e) = nullptr;
   void (*attention_tile)(const AttentionTile& t) = nullptr;
   // One mr-row A panel: out[q*mr + r] = A[r*lda + q] for r < rows (<= mr), 0 for r >= rows.
   void (*pack_a_panel)(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) = nullptr;

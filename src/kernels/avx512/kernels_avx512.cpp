@@ -18,32 +18,6 @@ constexpr int64_t KC = 256, MC = 14 * 12, NC = 1024;
 #include "simd/rows.inl"
 #include "simd/table.inl"
 
-// In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  // u[4g + j]: rows 4g..4g+3 at columns j + 4L of 128-bit lane L.
-  for (int g = 0; g < 4; ++g) {
-    __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
-    __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
-    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int j = 0; j < 4; ++j) {
-    __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
-    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
-    r[j] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
-    r[j + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-    r[j + 12] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-  }
-}
-
 // A panel of MR (14) rows, 16 columns of A at a time through transpose16.
 void pack_a_panel_transpose(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
   const __mmask16 panel = static_cast<__mmask16>((1u << MR) - 1u);
@@ -58,22 +32,6 @@ void pack_a_panel_transpose(const float* A, int64_t lda, int64_t rows, int64_t k
     for (int i = 0; i < n; ++i) _mm512_mask_storeu_ps(out + (q + i) * MR, panel, r[i]);
   }
   (void)mr;
-}
-
-// dst[j*ldd + i] = src[i*lds + j]: 16 x 16 blocks through transpose16, masked at the edges.
-void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
-    const int ni = rows - i0 < 16 ? static_cast<int>(rows - i0) : 16;
-    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-      const int nj = cols - j0 < 16 ? static_cast<int>(cols - j0) : 16;
-      const __mmask16 load = static_cast<__mmask16>((1u << nj) - 1u), store = static_cast<__mmask16>((1u << ni) - 1u);
-      __m512 r[16];
-      for (int i = 0; i < 16; ++i)
-        r[i] = i < ni ? _mm512_maskz_loadu_ps(load, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
-      transpose16(r);
-      for (int j = 0; j < nj; ++j) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, store, r[j]);
-    }
-  }
 }
 
 // Sum of x[0:n] in double: 8 floats widened per step into four 8-double accumulators.
@@ -98,7 +56,6 @@ namespace kiln::kernels {
 KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
   t.pack_a_panel = avx512::pack_a_panel_transpose;
-  t.transpose = avx512::transpose_blocks;
   t.sum_row = avx512::sum_row_f64;
   return t;
 }

@@ -174,16 +174,86 @@ void pack_a_runs(const float* const* rows, int64_t kc, const PixelRun* runs, int
   }
 }
 
-// dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in 8 x 8 blocks (the AVX-512 table
-// overrides it with register transposes).
-void transpose_portable(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
-  constexpr int64_t B = 8;
-  for (int64_t i0 = 0; i0 < rows; i0 += B)
-    for (int64_t j0 = 0; j0 < cols; j0 += B) {
-      const int64_t i1 = imin(i0 + B, rows), j1 = imin(j0 + B, cols);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+// The W x W block of src at (i0, j0), ni rows by nj columns of it (the rest zero), transposed in
+// registers: r[j] = column j0 + j, rows i0 .. i0 + ni.
+inline void load_block_transposed(const float* src, int64_t lds, int64_t i0, int64_t j0, int ni, int nj, V r[V::W]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < V::W; ++i) {
+    const float* p = src + (i0 + i) * lds + j0;
+    r[i] = i >= ni ? V::zero() : nj == V::W ? V::load(p) : V::load_first(p, nj);
+  }
+  transpose_square(r);
+}
+
+// dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in W x W register blocks.
+void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += V::W) {
+    const int ni = static_cast<int>(imin(V::W, rows - i0));
+    for (int64_t j0 = 0; j0 < cols; j0 += V::W) {
+      const int nj = static_cast<int>(imin(V::W, cols - j0));
+      V r[V::W];
+      load_block_transposed(src, lds, i0, j0, ni, nj, r);
+      // Unrolled over the whole block, so r stays in registers (a loop to nj kept it in memory).
+#pragma GCC unroll 16
+      for (int j = 0; j < V::W; ++j) {
+        if (j >= nj) break;
+        if (ni == V::W) r[j].store(dst + (j0 + j) * ldd + i0);
+        else r[j].store_first(dst + (j0 + j) * ldd + i0, ni);
+      }
     }
+  }
+}
+
+// transpose_blocks with the epilogue applied to each destination row while it is in a register:
+// the same operations, in the same order, as the transpose followed by epilogue_tile(dst, ldd,
+// cols, rows, e) (destination row j is the epilogue's row j; its vectors start at multiples of W
+// as epilogue_rows's do). The direct and pixel-gemm convolutions write NCHW this way.
+template <Act A>
+void transpose_epilogue_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
+                             const TileEpilogue& e) {
+  const V alpha = V::set1(e.alpha), a = V::set1(e.act_alpha), b = V::set1(e.act_beta);
+  const bool scale = e.alpha != 1.f, col_bias = e.bias_mode == TileEpilogue::Bias::PerCol;
+  for (int64_t i0 = 0; i0 < rows; i0 += V::W) {
+    const int ni = static_cast<int>(imin(V::W, rows - i0));
+    for (int64_t j0 = 0; j0 < cols; j0 += V::W) {
+      const int nj = static_cast<int>(imin(V::W, cols - j0));
+      V r[V::W];
+      load_block_transposed(src, lds, i0, j0, ni, nj, r);
+#pragma GCC unroll 16
+      for (int j = 0; j < V::W; ++j) {
+        if (j >= nj) break;
+        const int64_t row = j0 + j;
+        V row_bias = V::zero();
+        if (e.bias_mode == TileEpilogue::Bias::PerRow) row_bias = V::set1(e.bias[row]);
+        if (e.bias_mode == TileEpilogue::Bias::Scalar) row_bias = V::set1(e.bias[0]);
+        const float* res = e.residual ? e.residual + row * e.ldr + i0 : nullptr;
+        V x = epilogue_sum(r[j], scale, alpha, row_bias, col_bias ? e.bias + i0 : nullptr, res, ni);
+        x = activate<A>(x, a, b);
+        if (ni == V::W) x.store(dst + row * ldd + i0);
+        else x.store_first(dst + row * ldd + i0, ni);
+      }
+    }
+  }
+}
+
+void transpose_epilogue(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
+                        const TileEpilogue& e) {
+  switch (e.act) {
+#define KILN_TRANSPOSE_EPILOGUE_CASE(a) \
+  case Act::a: return transpose_epilogue_rows<Act::a>(src, lds, rows, cols, dst, ldd, e);
+    KILN_TRANSPOSE_EPILOGUE_CASE(None)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Relu)
+    KILN_TRANSPOSE_EPILOGUE_CASE(LeakyRelu)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Clip)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Sigmoid)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Tanh)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Silu)
+    KILN_TRANSPOSE_EPILOGUE_CASE(HardSigmoid)
+    KILN_TRANSPOSE_EPILOGUE_CASE(HardSwish)
+    KILN_TRANSPOSE_EPILOGUE_CASE(Gelu)
+    KILN_TRANSPOSE_EPILOGUE_CASE(GeluTanh)
+#undef KILN_TRANSPOSE_EPILOGUE_CASE
+  }
 }
 
 // Sum of x[0:n] in double, four accumulators (the AVX-512 table overrides it with vectors).

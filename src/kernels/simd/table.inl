@@ -20,7 +20,8 @@ KernelTable make_table() {
   t.max_grid = max_grid;
   t.sum_row = sum_row;
   t.pack_a_runs = pack_a_runs;
-  t.transpose = transpose_portable;
+  t.transpose = transpose_blocks;
+  t.transpose_epilogue = transpose_epilogue;
   t.attention_tile = attention_tile;
   t.strided_copy = strided_copy;
   t.pack_a_panel = pack_a_panel_portable;

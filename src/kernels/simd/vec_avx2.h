@@ -91,4 +91,26 @@ inline Vec256 pow2i(Vec256 n) {
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
+// In-register transpose of 8 rows of 8 floats: r[i] holds row i on entry, column i on exit.
+inline void transpose_square(Vec256 r[8]) {
+  __m256 t[8], u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i].v, r[i + 1].v);      // rows i, i+1: columns 0 1 | 4 5
+    t[i + 1] = _mm256_unpackhi_ps(r[i].v, r[i + 1].v);  // columns 2 3 | 6 7
+  }
+#pragma GCC unroll 2
+  for (int g = 0; g < 8; g += 4) {  // rows g..g+3, one column per 128-bit lane
+    u[g] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));      // column 0 | 4
+    u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));  // column 1 | 5
+    u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));  // 2 | 6
+    u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));  // 3 | 7
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    r[j].v = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+    r[j + 4].v = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+  }
+}
+
 }  // namespace kiln::kernels::simd

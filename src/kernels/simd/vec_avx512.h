@@ -67,4 +67,37 @@ inline Vec512 pow2i(Vec512 n) {
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
+// In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4g + j]: rows 4g..4g+3 at columns j + 4L of 128-bit lane L.
+  for (int g = 0; g < 4; ++g) {
+    __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+    __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+    r[j] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[j + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[j + 12] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+
+inline void transpose_square(Vec512 r[16]) {
+  __m512 x[16];
+  for (int i = 0; i < 16; ++i) x[i] = r[i].v;
+  transpose16(x);
+  for (int i = 0; i < 16; ++i) r[i].v = x[i];
+}
+
 }  // namespace kiln::kernels::simd

@@ -79,6 +79,14 @@ inline Vec4 pow2i(Vec4 n) {
   Vec4::I e = __builtin_convertvector(n.v, Vec4::I) + 127;
   return Vec4::from_bits(e << 23);
 }
+
+// Transpose of 4 rows of 4 floats: r[i] holds row i on entry, column i on exit.
+inline void transpose_square(Vec4 r[4]) {
+  Vec4 t[4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) t[j].v[i] = r[i].v[j];
+  for (int j = 0; j < 4; ++j) r[j] = t[j];
+}
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
 
 }  // namespace kiln::kernels::simd
