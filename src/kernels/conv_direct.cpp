@@ -94,20 +94,23 @@ std::vector<ConvSegment> segments(const Conv2dShape& s, const Plan& p, int64_t q
 
 // Rows [r0, r1) of every padded plane: planes[c] = x[c] with the convolution's zero padding
 // around it. Cut by rows, like the tiles that read them (see conv_direct), so that each thread
-// copies (and then reads) the rows of its own share of the output.
-void copy_padded_rows(const Conv2dShape& s, const Plan& p, const float* x, int64_t r0, int64_t r1, float* planes) {
+// copies (and then reads) the rows of its own share of the output. `borders`: also write the
+// padding (the first image of a call; the later ones reuse it, since only the interior changes:
+// for small images, e.g. digits_cnn's 8x8, the padding took as long as the copy).
+void copy_padded_rows(const Conv2dShape& s, const Plan& p, const float* x, int64_t r0, int64_t r1, float* planes,
+                      bool borders) {
   for (int64_t c = 0; c < s.C; ++c) {
     const float* src = x + c * s.H * s.W;
     for (int64_t r = r0; r < r1; ++r) {
       float* dst = planes + c * p.plane + r * p.Wp;
       const int64_t h = r - s.pad_top;
       if (h < 0 || h >= s.H) {
-        std::fill(dst, dst + p.Wp, 0.f);
+        if (borders) std::fill(dst, dst + p.Wp, 0.f);
         continue;
       }
-      std::fill(dst, dst + s.pad_left, 0.f);
+      if (borders) std::fill(dst, dst + s.pad_left, 0.f);
       std::memcpy(dst + s.pad_left, src + h * s.W, sizeof(float) * s.W);
-      std::fill(dst + s.pad_left + s.W, dst + p.Wp, 0.f);
+      if (borders) std::fill(dst + s.pad_left + s.W, dst + p.Wp, 0.f);
     }
   }
 }
@@ -161,7 +164,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     const float* in = xn;
     if (p.copy) {
       parallel_for(p.Hp, threads_for_work(static_cast<double>(s.C) * p.plane, threads),
-                   [&](int64_t r0, int64_t r1) { copy_padded_rows(s, p, xn, r0, r1, planes); });
+                   [&](int64_t r0, int64_t r1) { copy_padded_rows(s, p, xn, r0, r1, planes, n == 0); });
       in = planes;
     }
     Epilogue e = epi;
