@@ -1,6 +1,8 @@
 #include "gemm_driver.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kiln/kernels/parallel.h"
@@ -20,6 +22,8 @@ constexpr int64_t kPackedKc = 768;
 // K up to which in-place-B products run in strips: the block's kc x nc rows of B (64 x 1024
 // floats: 256 KiB) then stay in L2 while every row tile passes over them.
 constexpr int64_t kStripMaxK = 64;
+// The largest block of B rows run_part packs (see pack_rows there): about half of a 512 KB L2.
+constexpr int64_t kPackRowsBytes = 256 << 10;
 
 struct Part {
   int64_t i0, i1, j0, j1;
@@ -73,6 +77,18 @@ Panels prepacked(const float* packed, int64_t panel, int width, int64_t K, int64
   return {packed + panel * K * width + pc * width, K * width};
 }
 
+// Panels of nr columns from kc rows given by pointer (row q's columns [j0, j0 + nc)), zero past nc.
+void pack_row_panels(const float* const* rows, int64_t kc, int64_t j0, int64_t nc, int nr, float* out) {
+  for (int64_t jp = 0; jp < nc; jp += nr, out += kc * nr) {
+    const int64_t cols = std::min<int64_t>(nr, nc - jp);
+    for (int64_t q = 0; q < kc; ++q) {
+      float* dst = out + q * nr;
+      std::memcpy(dst, rows[q] + j0 + jp, sizeof(float) * cols);
+      if (cols < nr) std::fill(dst + cols, dst + nr, 0.f);
+    }
+  }
+}
+
 void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, float* bbuf) {
   const GemmBlocking& g = t.gemm;
   const int MR = g.mr, NR = g.nr;
@@ -98,6 +114,14 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   // 16 input channels (mobilenet_v2's 112x112 pointwise layers) spent as long in the driver
   // loop and the call as in its FMAs.
   const bool strips = p.b_rows && p.K <= kStripMaxK;
+  // Longer K: B's rows are packed into panels once per block. Read in place, a panel's NR
+  // floats of each of kc rows span twice as many cache lines as its packed copy (rows are
+  // rarely line-aligned: 196 floats apart for a 14x14 image), which with the A panel no longer
+  // fit in L1 for the row tiles that reuse them (resnet50's 1x1 layers, K = 256..2048).
+  // Only blocks whose packed copy stays in L2 (kPackRowsBytes) and whose rows are not already
+  // line-aligned: 56x56 and 28x28 planes (3136 and 784 floats) were as fast or faster in place.
+  thread_local std::vector<float> rows_tl;
+  bool pack_rows = false;
   for (int64_t jc = part.j0; jc < part.j1; jc += nc_max) {
     const int64_t nc = std::min(nc_max, part.j1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += kc_max) {
@@ -106,6 +130,14 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
       if (p.b_rows) {
         if (static_cast<int64_t>(brows.size()) < kc) brows.resize(kc);
         p.b_rows(pc, kc, brows.data());
+        auto aligned = [&](const float* r) { return reinterpret_cast<uintptr_t>(r + jc) % 64 == 0; };
+        pack_rows = !strips && kc * nc * static_cast<int64_t>(sizeof(float)) <= kPackRowsBytes &&
+                    !(aligned(brows[0]) && (kc == 1 || aligned(brows[1])));
+        if (pack_rows) {
+          if (static_cast<int64_t>(rows_tl.size()) < round_up(nc, NR) * kc) rows_tl.resize(round_up(nc, NR) * kc);
+          pack_row_panels(brows.data(), kc, jc, nc, NR, rows_tl.data());
+          b = Panels{rows_tl.data(), kc * NR};
+        }
       } else {
         b = p.b_packed ? prepacked(p.b_packed, jc / NR, NR, p.K, pc)
                        : (p.pack_b(pc, kc, jc, nc, bbuf), Panels{bbuf, kc * NR});
@@ -123,7 +155,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
           const float* ap = a.first + (ir / MR) * a.stride;
           const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic + ir, jc + jr) : TileEpilogue{};
           const TileEpilogue* in_regs = last && epi && regs_epi ? &te : nullptr;
-          if (p.b_rows)
+          if (p.b_rows && !pack_rows)
             t.tile_rows[rows - 1][wide][nr != (wide ? NR : NR / 2)](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
                                                                     load_c, in_regs);
           else

@@ -112,6 +112,11 @@ TEST(Conv, PointwiseTactic) {
       // Big enough for two threads: the parts cut output pixels (GemmProblem::Split::Cols).
       {shape(1, 64, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 256, 7, 7, 512, 1, 1, 1, 0), Act::Clip, true, true},  // weight-heavy: output channels
+      // K > 64 on rows that are not line-aligned (196 and 756 floats): B's rows packed into
+      // panels, the last one ragged; on 28x27 two threads cut the columns (a block from column
+      // 378 on).
+      {shape(1, 96, 14, 14, 64, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 96, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
   };
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
