@@ -137,8 +137,8 @@ TEST(Conv, DepthwiseTactic) {
       // Big enough for two threads: bands of output rows (depthwise_split), halo rows clipped
       // at the top and bottom of the plane.
       {shape(1, 32, 56, 56, 32, 3, 3, 1, 1, 1, 32), Act::Clip, true, true},
-      {shape(1, 32, 41, 40, 32, 5, 5, 2, 2, 1, 32), Act::Relu, true, true},
-      {shape(2, 24, 30, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
+      {shape(1, 32, 70, 40, 32, 5, 5, 2, 2, 1, 32), Act::Relu, true, true},
+      {shape(2, 24, 40, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
       {shape(1, 640, 7, 7, 640, 3, 3, 1, 1, 1, 640), Act::Relu},       // too short for bands: groups
   };
   Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
