@@ -18,22 +18,6 @@ constexpr int64_t KC = 256, MC = 14 * 12, NC = 1024;
 #include "simd/rows.inl"
 #include "simd/table.inl"
 
-// A panel of MR (14) rows, 16 columns of A at a time through transpose16.
-void pack_a_panel_transpose(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
-  const __mmask16 panel = static_cast<__mmask16>((1u << MR) - 1u);
-  int64_t q = 0;
-  for (; q < kc; q += 16) {
-    const int n = kc - q < 16 ? static_cast<int>(kc - q) : 16;
-    const __mmask16 cols = static_cast<__mmask16>((1u << n) - 1u);
-    __m512 r[16];
-    for (int i = 0; i < 16; ++i)
-      r[i] = i < rows ? _mm512_maskz_loadu_ps(cols, A + i * lda + q) : _mm512_setzero_ps();
-    transpose16(r);
-    for (int i = 0; i < n; ++i) _mm512_mask_storeu_ps(out + (q + i) * MR, panel, r[i]);
-  }
-  (void)mr;
-}
-
 // Sum of x[0:n] in double: 8 floats widened per step into four 8-double accumulators.
 double sum_row_f64(const float* x, int64_t n) {
   __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
@@ -55,7 +39,6 @@ double sum_row_f64(const float* x, int64_t n) {
 namespace kiln::kernels {
 KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
-  t.pack_a_panel = avx512::pack_a_panel_transpose;
   t.sum_row = avx512::sum_row_f64;
   return t;
 }

@@ -24,6 +24,7 @@ KernelTable make_table() {
   t.transpose_epilogue = transpose_epilogue;
   t.attention_tile = attention_tile;
   t.strided_copy = strided_copy;
-  t.pack_a_panel = pack_a_panel_portable;
+  if constexpr (MR <= V::W) t.pack_a_panel = pack_a_panel_blocks;
+  else t.pack_a_panel = pack_a_panel_portable;
   return t;
 }
