@@ -17,6 +17,14 @@ inline Res res_of(const QEpilogue& e) {
   return e.residual_type == QType::U8 ? Res::U8 : e.residual_type == QType::S8 ? Res::S8 : Res::F32;
 }
 
+// The output column of GEMM column j (through e's phase grid), or -1 for a grid column the
+// output drops (QEpilogue::grid_w).
+inline int64_t output_column(const QEpilogue& e, int64_t j) {
+  if (e.grid_w == 0) return j;
+  const int64_t in_row = j % e.grid_w;
+  return in_row < e.grid_valid ? j / e.grid_w * e.grid_valid + in_row : -1;
+}
+
 constexpr size_t out_size(QType t) { return t == QType::F32 ? 4 : 1; }
 constexpr size_t res_size(Res r) { return r == Res::F32 ? 4 : 1; }
 

@@ -6,8 +6,9 @@
 //
 // Vectors whose 8 columns are not 8 consecutive output columns (the ragged right edge, or a
 // phase-grid row's end, where the grid's extra columns are dropped) are computed the same way
-// into a buffer (their residual lanes gathered into one first) and their valid lanes copied out. The including file
-// has included qgemm_vnni.inl; its translation unit builds with -ffp-contract=off.
+// into a buffer (their residual lanes gathered into one first) and their valid lanes copied
+// out. The including file has included qgemm_vnni.inl; its translation unit builds with
+// -ffp-contract=off.
 
 namespace {
 
@@ -82,16 +83,10 @@ void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols
   for (int v = 0; v < QV_NV; ++v) {
     const int64_t j = col0 + v * QV_LANES;
     const int n = cols_valid - v * QV_LANES;
-    if (n >= QV_LANES && e.grid_w == 0) dst[v] = j;
-    else if (n >= QV_LANES && j % e.grid_w + QV_LANES <= e.grid_valid) dst[v] = j / e.grid_w * e.grid_valid + j % e.grid_w;
-    else dst[v] = -1;
-    if (dst[v] >= 0) continue;
-    for (int l = 0; l < QV_LANES; ++l) {
-      const int64_t jl = j + l;
-      if (l >= n) lane_col[v][l] = -1;
-      else if (e.grid_w == 0) lane_col[v][l] = jl;
-      else lane_col[v][l] = jl % e.grid_w < e.grid_valid ? jl / e.grid_w * e.grid_valid + jl % e.grid_w : -1;
-    }
+    const bool whole = n >= QV_LANES && (e.grid_w == 0 || j % e.grid_w + QV_LANES <= e.grid_valid);
+    dst[v] = whole ? detail::output_column(e, j) : -1;
+    if (whole) continue;
+    for (int l = 0; l < QV_LANES; ++l) lane_col[v][l] = l < n ? detail::output_column(e, j + l) : -1;
   }
   const EpiConstsY k(e);
   const size_t osize = detail::out_size(Out), rsize = detail::res_size(R);
