@@ -119,22 +119,7 @@ void depthwise_plane_sw(const DepthwisePlane& g, const float* x, const float* w,
 template <int SW>
 void depthwise_plane_act(const DepthwisePlane& g, const float* x, const float* w, float* padded, float* out,
                          const TileEpilogue& e) {
-  switch (e.act) {
-#define KILN_DEPTHWISE_CASE(a) \
-  case Act::a: return depthwise_plane_sw<SW, Act::a>(g, x, w, padded, out, e);
-    KILN_DEPTHWISE_CASE(None)
-    KILN_DEPTHWISE_CASE(Relu)
-    KILN_DEPTHWISE_CASE(LeakyRelu)
-    KILN_DEPTHWISE_CASE(Clip)
-    KILN_DEPTHWISE_CASE(Sigmoid)
-    KILN_DEPTHWISE_CASE(Tanh)
-    KILN_DEPTHWISE_CASE(Silu)
-    KILN_DEPTHWISE_CASE(HardSigmoid)
-    KILN_DEPTHWISE_CASE(HardSwish)
-    KILN_DEPTHWISE_CASE(Gelu)
-    KILN_DEPTHWISE_CASE(GeluTanh)
-#undef KILN_DEPTHWISE_CASE
-  }
+  with_act(e.act, [&]<Act A>() { depthwise_plane_sw<SW, A>(g, x, w, padded, out, e); });
 }
 
 void depthwise_plane(const DepthwisePlane& g, const float* x, const float* w, float* padded, float* out,

@@ -238,22 +238,7 @@ void transpose_epilogue_rows(const float* src, int64_t lds, int64_t rows, int64_
 
 void transpose_epilogue(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
                         const TileEpilogue& e) {
-  switch (e.act) {
-#define KILN_TRANSPOSE_EPILOGUE_CASE(a) \
-  case Act::a: return transpose_epilogue_rows<Act::a>(src, lds, rows, cols, dst, ldd, e);
-    KILN_TRANSPOSE_EPILOGUE_CASE(None)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Relu)
-    KILN_TRANSPOSE_EPILOGUE_CASE(LeakyRelu)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Clip)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Sigmoid)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Tanh)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Silu)
-    KILN_TRANSPOSE_EPILOGUE_CASE(HardSigmoid)
-    KILN_TRANSPOSE_EPILOGUE_CASE(HardSwish)
-    KILN_TRANSPOSE_EPILOGUE_CASE(Gelu)
-    KILN_TRANSPOSE_EPILOGUE_CASE(GeluTanh)
-#undef KILN_TRANSPOSE_EPILOGUE_CASE
-  }
+  with_act(e.act, [&]<Act A>() { transpose_epilogue_rows<A>(src, lds, rows, cols, dst, ldd, e); });
 }
 
 // Sum of x[0:n] in double, four accumulators (the AVX-512 table overrides it with vectors).

@@ -129,24 +129,28 @@ void epilogue_rows(const float* src, int64_t lds, float* c, int64_t ldc, int64_t
   }
 }
 
+// Calls f.template operator()<A>() for the activation a: one straight-line instance per
+// activation, picked once per call (epilogue_copy, transpose_epilogue, depthwise_plane).
+template <class F>
+void with_act(Act a, F&& f) {
+  switch (a) {
+    case Act::None: return f.template operator()<Act::None>();
+    case Act::Relu: return f.template operator()<Act::Relu>();
+    case Act::LeakyRelu: return f.template operator()<Act::LeakyRelu>();
+    case Act::Clip: return f.template operator()<Act::Clip>();
+    case Act::Sigmoid: return f.template operator()<Act::Sigmoid>();
+    case Act::Tanh: return f.template operator()<Act::Tanh>();
+    case Act::Silu: return f.template operator()<Act::Silu>();
+    case Act::HardSigmoid: return f.template operator()<Act::HardSigmoid>();
+    case Act::HardSwish: return f.template operator()<Act::HardSwish>();
+    case Act::Gelu: return f.template operator()<Act::Gelu>();
+    case Act::GeluTanh: return f.template operator()<Act::GeluTanh>();
+  }
+}
+
 void epilogue_copy(const float* src, int64_t lds, float* c, int64_t ldc, int64_t rows, int64_t cols,
                    const TileEpilogue& e) {
-  switch (e.act) {
-#define KILN_EPILOGUE_CASE(a) \
-  case Act::a: return epilogue_rows<Act::a>(src, lds, c, ldc, rows, cols, e);
-    KILN_EPILOGUE_CASE(None)
-    KILN_EPILOGUE_CASE(Relu)
-    KILN_EPILOGUE_CASE(LeakyRelu)
-    KILN_EPILOGUE_CASE(Clip)
-    KILN_EPILOGUE_CASE(Sigmoid)
-    KILN_EPILOGUE_CASE(Tanh)
-    KILN_EPILOGUE_CASE(Silu)
-    KILN_EPILOGUE_CASE(HardSigmoid)
-    KILN_EPILOGUE_CASE(HardSwish)
-    KILN_EPILOGUE_CASE(Gelu)
-    KILN_EPILOGUE_CASE(GeluTanh)
-#undef KILN_EPILOGUE_CASE
-  }
+  with_act(e.act, [&]<Act A>() { epilogue_rows<A>(src, lds, c, ldc, rows, cols, e); });
 }
 
 void epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
