@@ -97,7 +97,7 @@ std::optional<std::string> LineProcess::receive() {
   }
 }
 
-std::optional<double> LineProcess::cpu_seconds() const {
+std::optional<double> LineProcess::cpu_demand_seconds() const {
   std::error_code ec;
   const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
   std::filesystem::directory_iterator it(tasks, ec);
@@ -105,8 +105,8 @@ std::optional<double> LineProcess::cpu_seconds() const {
   double ns = 0;
   for (const auto& task : it) {
     std::ifstream in(task.path() / "schedstat");
-    double run_ns = 0;  // first field: time spent on the CPU, in nanoseconds
-    if (in >> run_ns) ns += run_ns;  // a thread that just exited is skipped
+    double run_ns = 0, wait_ns = 0;  // time on a CPU, time runnable in a run queue (nanoseconds)
+    if (in >> run_ns >> wait_ns) ns += run_ns + wait_ns;  // a thread that just exited is skipped
   }
   return ns * 1e-9;
 }
@@ -116,14 +116,14 @@ double LineProcess::wait_until_idle(double limit_s) const {
   constexpr auto kWindow = std::chrono::milliseconds(5);
   constexpr double kIdleShare = 0.1;  // of one core over the window
   const auto start = Clock::now();
-  std::optional<double> before = cpu_seconds();
+  std::optional<double> before = cpu_demand_seconds();
   if (!before) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // cannot tell: a fixed pause
     return 0.1;
   }
   for (;;) {
     std::this_thread::sleep_for(kWindow);
-    const std::optional<double> now = cpu_seconds();
+    const std::optional<double> now = cpu_demand_seconds();
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (!now || *now - *before < kIdleShare * std::chrono::duration<double>(kWindow).count() || waited >= limit_s)
       return waited;

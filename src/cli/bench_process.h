@@ -26,13 +26,15 @@ class LineProcess {
   std::optional<std::string> receive();
   // The last non-empty line the child wrote to stderr ("" if none).
   std::string last_stderr_line() const;
-  // CPU seconds all of the child's threads have run so far (Linux /proc/PID/task/*/schedstat);
-  // nullopt where that cannot be read.
-  std::optional<double> cpu_seconds() const;
-  // Returns once the child has stopped using the CPU: less than 10% of a core over a 5 ms
+  // Seconds all of the child's threads have wanted a CPU so far: run on one, or waited in a run
+  // queue for one (the first two fields of Linux /proc/PID/task/*/schedstat); nullopt where that
+  // cannot be read.
+  std::optional<double> cpu_demand_seconds() const;
+  // Returns once the child has stopped wanting the CPU: less than 10% of a core over a 5 ms
   // window (at most `limit_s`). A child's thread pool may spin for tens of milliseconds after
   // its reply (ONNX Runtime's workers: ~40 ms of one core on a 2-core VM), and a benchmark that
-  // runs next would share the cores with it. Returns the seconds waited.
+  // runs next would share the cores with it. Run-queue time counts: on a busy machine a spinning
+  // thread descheduled for a whole window would otherwise look idle. Returns the seconds waited.
   double wait_until_idle(double limit_s) const;
 
  private:
