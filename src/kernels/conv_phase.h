@@ -2,8 +2,9 @@
 // into stride phases, plane (a, b) of a channel holding xpad[i*sh + a][j*sw + b]. On that
 // layout every row of the im2col matrix — one (tap, channel) pair — is a contiguous slice of
 // one phase plane, shifted by the tap, if the output is computed on a grid of width Wg >= OW
-// (columns ow >= OW are computed and dropped). Packing the GEMM's B panels is then a plain
-// vector copy per row (KernelTable::pack_b_rows) for any stride and dilation.
+// (columns ow >= OW are computed and dropped). The GEMM reads those rows in place through row
+// pointers (GemmProblem::b_rows), or packs them into panels with a plain copy per row
+// (pack_row_panels in gemm_driver.cpp) for any stride and dilation.
 //
 // The GEMM's K index is q = tap * Cg + channel with tap = r * S + s (the weight is packed in
 // that order, see conv.cpp).
