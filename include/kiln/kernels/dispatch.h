@@ -147,6 +147,11 @@ struct KernelTable {
   // Null for the splits a table leaves out (conv_tile.inl, fill_wraps): two one-row tiles.
   void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                 const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
+  // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8
+  // channels consecutive), indexed [stride_w - 1]: pixel stride SW = 8 * stride_w, a_step 1.
+  ConvTileKernel conv_tile_blk[2][2][16] = {};
+  void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
+                                    const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

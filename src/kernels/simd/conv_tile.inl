@@ -3,6 +3,7 @@
 // accumulated in registers over every step of every segment. Step q broadcasts the ROWS input
 // values a[off + r*SW] (consecutive output pixels of one row: immediate offsets, no im2col
 // panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
+// SW is 1 or 2 on planar input, 8 or 16 on the channel-blocked copy (8 channels per pixel).
 // Needs constexpr MR and NR in the including namespace.
 
 // SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
@@ -69,7 +70,8 @@ void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const floa
 template <int SPLIT, int SW>
 void fill_wrap_tiles(KernelTable& t) {
   if constexpr (SPLIT > 0) {
-    t.conv_tile_wrap[SW - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
+    if constexpr (SW <= 2) t.conv_tile_wrap[SW - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
+    else t.conv_tile_wrap_blk[SW / 8 - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
     fill_wrap_tiles<SPLIT - 1, SW>(t);
   }
 }
@@ -84,7 +86,8 @@ void fill_wraps(KernelTable& t) {
   if constexpr (kIsa == Isa::Avx2) {
     fill_wrap_tiles<MR - 1, SW>(t);
   } else if constexpr (MR % 2 == 0) {
-    t.conv_tile_wrap[SW - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
+    if constexpr (SW <= 2) t.conv_tile_wrap[SW - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
+    else t.conv_tile_wrap_blk[SW / 8 - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
   }
 }
 
@@ -93,8 +96,9 @@ void fill_wraps(KernelTable& t) {
 template <int ROWS, int SW>
 void fill_conv_tiles(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    t.conv_tile[SW - 1][0][ROWS - 1] = conv_tile<ROWS, NR / V::W, SW>;
-    if constexpr (2 * ROWS <= MR) t.conv_tile[SW - 1][1][ROWS - 1] = conv_tile<ROWS, 2 * NR / V::W, SW>;
+    auto& slot = SW <= 2 ? t.conv_tile[SW - 1] : t.conv_tile_blk[SW / 8 - 1];
+    slot[0][ROWS - 1] = conv_tile<ROWS, NR / V::W, SW>;
+    if constexpr (2 * ROWS <= MR) slot[1][ROWS - 1] = conv_tile<ROWS, 2 * NR / V::W, SW>;
     fill_conv_tiles<ROWS - 1, SW>(t);
   }
 }

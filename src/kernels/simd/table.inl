@@ -11,6 +11,10 @@ KernelTable make_table() {
   fill_conv_tiles<MR, 2>(t);
   fill_wraps<1>(t);
   fill_wraps<2>(t);
+  fill_conv_tiles<MR, 8>(t);
+  fill_conv_tiles<MR, 16>(t);
+  fill_wraps<8>(t);
+  fill_wraps<16>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.softmax_row = softmax_row;
