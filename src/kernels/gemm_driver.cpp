@@ -20,7 +20,10 @@ constexpr double kMinParallelMacs = 1 << 21;
 constexpr int64_t kPackedKc = 768;
 
 // K up to which in-place-B products run in strips: the block's kc x nc rows of B (64 x 1024
-// floats: 256 KiB) then stay in L2 while every row tile passes over them.
+// floats: 256 KiB) then stay in L2 while every row tile passes over them. At K = kStripMaxK
+// only when the part is at most one column block wide: resnet50's layer1 1x1 layers (K = 64
+// over 3136 pixels) ran 71 -> 81 GFLOP/s with column strips outer on Zen 3, while mobilenet's
+// 64 -> 384 at 14x14 preferred strips (83 vs 79) and 28x28 was even.
 constexpr int64_t kStripMaxK = 64;
 // The largest block of B rows run_part packs (see pack_rows there): about half of a 512 KB L2.
 constexpr int64_t kPackRowsBytes = 256 << 10;
@@ -113,7 +116,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   // Strips (KernelTable::tile_rows_strip) for B read in place with a short K: a 6x16 tile over
   // 16 input channels (mobilenet_v2's 112x112 pointwise layers) spent as long in the driver
   // loop and the call as in its FMAs.
-  const bool strips = p.b_rows && p.K <= kStripMaxK;
+  const bool strips = p.b_rows && (p.K < kStripMaxK || (p.K == kStripMaxK && part.j1 - part.j0 <= nc_max));
   // Longer K: B's rows are packed into panels once per block. Read in place, a panel's NR
   // floats of each of kc rows span twice as many cache lines as its packed copy (rows are
   // rarely line-aligned: 196 floats apart for a 14x14 image), which with the A panel no longer
