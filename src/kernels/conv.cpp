@@ -315,6 +315,9 @@ constexpr int64_t kPixelGemmMaxPixels = 256;
 
 // Input channels below which the direct tactic's K segments (one per tap) get too short.
 constexpr int64_t kDirectMinChannels = 8;
+// Padded input bytes from which strided windows with far larger weights leave direct (the L2
+// of the Zen 3 host it was measured on).
+constexpr double kDirectMaxStridedInput = 512 << 10;
 
 ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   if (conv_tactic_unsupported(ConvTactic::Depthwise, s).empty()) return ConvTactic::Depthwise;
@@ -330,8 +333,17 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // tiles (Zen 3) gemm/pixel-gemm run them at 65-75 instead of 46-55 GFLOP/s (resnet50 and
   // resnet18 4-5% faster end to end).
   const bool strided_1x1 = s.R == 1 && s.S == 1 && kernel_table().isa != Isa::Avx512;
+  // Strided windows whose padded input outgrows L2 beside weights many times larger: direct
+  // reads the whole input again for every nr output channels, from L3. resnet50's layer4.0
+  // 3x3/2 (512 channels, 14x14 -> 7x7: 0.5 MiB of input, 9 MiB of weights) ran at 68 GFLOP/s
+  // direct and 77 pixel-gemm on Zen 3; its 28x28 layer3.0 was even (79/80) and the smaller
+  // inputs prefer direct (128 -> 256 at 28x28: 81 vs 79).
+  const double input_bytes = 4.0 * s.C * (s.H + s.pad_top + s.pad_bottom) * (s.W + s.pad_left + s.pad_right);
+  const double weight_bytes = 4.0 * s.K * s.C * s.R * s.S;
+  const bool streams_input = s.stride_h > 1 && input_bytes >= kDirectMaxStridedInput &&
+                             weight_bytes >= 4 * input_bytes && kernel_table().isa != Isa::Avx512;
   if (base == ConvTactic::Gemm && conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill &&
-      s.C >= kDirectMinChannels && !strided_1x1)
+      s.C >= kDirectMinChannels && !strided_1x1 && !streams_input)
     return ConvTactic::Direct;
   if (!conv_tactic_unsupported(ConvTactic::PixelGemm, s).empty()) return base;
   // Lanes computed per useful output: the gemm tactics put output channels on the mr rows and
