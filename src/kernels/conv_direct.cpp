@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cstdlib>
 #include <vector>
 
 #include "conv_pixel.h"
@@ -52,7 +51,7 @@ struct Plan {
 Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   Plan p;
   p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
-  p.copy = padded(s) || (getenv("KILN_BLK1") && s.C % kBlock == 0);
+  p.copy = padded(s);
   p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !p.copy;
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
