@@ -74,6 +74,8 @@ TEST(Pool, StridesPadsDilationsAndRaggedWidths) {
   check(pool_shape(3, 15, 19, 3, 2, 3, 1, 2), "3x2 s3 p1 d2");
   check(pool_shape(2, 7, 7, 7, 7, 1, 0), "7x7 global-like");
   check(pool_shape(2, 33, 35, 5, 5, 2, 2), "5x5 s2 p2");
+  check(pool_shape(3, 12, 15, 3, 3, 2, 2), "3x3 s2 p2: windows with one inside row or column");
+  check(pool_shape(2, 1, 40, 3, 3, 2, 1), "3x3 s2 p1 on one row");
 }
 TEST(Pool, SmallPlanesStackedIntoTallerOnes) {
   Conv2dShape s = pool_shape(70, 8, 8, 2, 2, 2, 0);  // 140 planes of 4x4 outputs: two units, the last short

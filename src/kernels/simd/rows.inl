@@ -145,6 +145,28 @@ void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
   }
 }
 
+void max_pool_3x3s2_row(const float* const* rows, int64_t n, int64_t readable, float* out) {
+  int64_t j = 0;
+  for (; j + V::W <= n && 2 * j + 2 * V::W + 2 <= readable; j += V::W) {
+    V m = V::load_even(rows[0] + 2 * j);
+    m = max(m, V::load_odd(rows[0] + 2 * j));
+    m = max(m, V::load_even(rows[0] + 2 * j + 2));
+#pragma GCC unroll 2
+    for (int i = 1; i < 3; ++i) {
+      m = max(m, V::load_even(rows[i] + 2 * j));
+      m = max(m, V::load_odd(rows[i] + 2 * j));
+      m = max(m, V::load_even(rows[i] + 2 * j + 2));
+    }
+    m.store(out + j);
+  }
+  for (; j < n; ++j) {
+    V m = V::set1(rows[0][2 * j]);
+    for (int i = 0; i < 3; ++i)
+      for (int kw = i == 0 ? 1 : 0; kw < 3; ++kw) m = max(m, V::set1(rows[i][2 * j + kw]));
+    m.store_first(out + j, 1);
+  }
+}
+
 // ---- pixel-row GEMM panels (conv_pixel.cpp) -----------------------------------------------
 
 // One mr-row A panel of the pixel-row convolution GEMM: out[q*mr + r] is im2col row q at the

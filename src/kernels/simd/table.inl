@@ -22,6 +22,7 @@ KernelTable make_table() {
   t.depthwise_grid = depthwise_grid;
   t.depthwise_plane = depthwise_plane;
   t.max_grid = max_grid;
+  t.max_pool_3x3s2_row = max_pool_3x3s2_row;
   t.sum_row = sum_row;
   t.pack_a_runs = pack_a_runs;
   t.transpose = transpose_blocks;
