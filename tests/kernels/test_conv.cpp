@@ -166,6 +166,8 @@ TEST(Conv, PixelGemmTactic) {
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
   cases.push_back({asym, Act::LeakyRelu, true, true});
+  asym.C = 16;  // the same, channel-blocked
+  cases.push_back({asym, Act::Relu});
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
       for (int threads : {1, 2}) check(*t, ConvTactic::PixelGemm, c, threads, threads == 2);
@@ -192,10 +194,18 @@ TEST(Conv, DirectTactic) {
       {shape(1, 16, 3, 8, 20, 3, 3, 1, 1), Act::Relu, true, true},     // 8x3: last short tile on two rows (mr 14)
       {shape(2, 64, 28, 28, 24, 3, 3, 2, 1), Act::Relu},               // 14x14 stride 2, batch 2, two chunks
       {shape(1, 128, 48, 40, 24, 3, 3, 1, 1), Act::Relu, true, true},  // padded copy cut by rows on 2 threads
+      // The channel-blocked copy (channels a multiple of 8, padded): dilated, stride 2 on odd
+      // sizes with wrap tiles, K blocks that end on whole channel blocks.
+      {shape(1, 16, 9, 23, 17, 3, 2, 1, 1, 2), Act::Clip, true, true},  // dilated 2, 3x2 window
+      {shape(2, 24, 15, 13, 20, 3, 3, 2, 1), Act::Relu, true, true},    // stride 2, 8x7 output
+      {shape(1, 96, 10, 10, 40, 3, 3, 1, 1), Act::None},                // KK = 864: 2 K blocks of 432
+      {shape(1, 88, 6, 6, 16, 3, 3, 1, 1), Act::Relu},                  // KK = 792: kc 396 rounded up to 400
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
   cases.push_back({asym, Act::LeakyRelu, true, true});
+  asym.C = 16;  // the same, channel-blocked
+  cases.push_back({asym, Act::Relu});
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
       for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
