@@ -54,6 +54,12 @@ std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
   return parts;
 }
 
+// Whether every part of a Rows split packs B again: B packed per call, or in-place rows longer
+// than the strips' K (run_part packs those when they are not line-aligned). resnet50's 14x14
+// 1x1 layers (196-float rows) packed all of B in each of 8 parts on 2 threads: 1024->256 ran at
+// 137 GFLOP/s, 166 with one part per thread (Zen 3, conv_bench).
+bool repacks_b(const GemmProblem& p) { return !p.b_packed && (!p.b_rows || p.K > kStripMaxK); }
+
 // Rows / Cols split (GemmProblem::split): up to kSplitPartsPerThread parts per thread along one
 // dimension, whole tiles each; one per thread when every part packs the whole other operand
 // again (`repacks`: pixel-gemm's pixels, packed on the fly, under a Cols split: with 8 parts on
@@ -242,7 +248,7 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   std::vector<Part> parts = p.split == Split::Auto
                                 ? partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads)
                                 : split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows,
-                                              p.split == Split::Rows ? !p.b_packed && !p.b_rows : !p.a_packed);
+                                              p.split == Split::Rows ? repacks_b(p) : !p.a_packed);
   const size_t bfloats = gemm_b_block_floats(t.gemm);
   auto buffer_for = [&](int64_t part) -> float* {
     if (p.b_packed || p.b_rows) return nullptr;
