@@ -78,19 +78,20 @@ void max_pool_2x2_rows(const Conv2dShape& s, const float* x, float* y, int64_t r
   }
 }
 
-// 3x3 windows at stride 2, undilated, any padding (resnet's max pool after the stem, 112x112
+// 3x3 windows at stride 2, undilated, padding up to 2 (resnet's max pool after the stem, 112x112
 // -> 56x56 over 64 planes): the table's row kernel reads the input rows in place. Through the
 // phase planes (a padded, deinterleaved copy, the grid, then its compaction) it took 0.40 ms
 // on Zen 3 against onnxruntime's 0.13; in place, 0.36 with the border windows taking a quarter
 // of it as generic bounds-checked windows; clamped to inside taps, 0.30.
 bool is_3x3_stride2(const Conv2dShape& s) {
-  return s.R == 3 && s.S == 3 && s.stride_h == 2 && s.stride_w == 2 && s.dil_h == 1 && s.dil_w == 1;
+  return s.R == 3 && s.S == 3 && s.stride_h == 2 && s.stride_w == 2 && s.dil_h == 1 && s.dil_w == 1 &&
+         std::max({s.pad_top, s.pad_bottom, s.pad_left, s.pad_right}) <= 2;
 }
 
 // Output rows [r0, r1) of all planes as one stack, as max_pool_2x2_rows. A window's padding
-// taps read its nearest inside tap instead of -inf: the same maximum (a window always holds an
-// inside tap when the padding is below the window), though with a NaN in the window which
-// value wins can differ from max_grid's order.
+// taps read its nearest inside tap instead of -inf: the same maximum (with padding up to 2,
+// every window holds an inside tap), though with a NaN in the window which value wins can
+// differ from max_grid's order.
 void max_pool_3x3s2_rows(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int64_t r0,
                          int64_t r1) {
   const int64_t OH = s.out_h(), OW = s.out_w();
@@ -140,7 +141,7 @@ void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool c
                  [&](int64_t r0, int64_t r1) { max_pool_2x2_rows(s, x, y, r0, r1); });
     return;
   }
-  if (kind == PoolKind::Max && is_3x3_stride2(s) && std::max({s.pad_top, s.pad_bottom, s.pad_left, s.pad_right}) < 3) {
+  if (kind == PoolKind::Max && is_3x3_stride2(s)) {
     const int64_t rows = s.N * s.C * s.out_h();
     parallel_for(rows, threads_for_work(static_cast<double>(rows) * s.out_w() * 9, threads),
                  [&](int64_t r0, int64_t r1) { max_pool_3x3s2_rows(t, s, x, y, r0, r1); });

@@ -67,11 +67,22 @@ void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const floa
 }
 
 // Fills conv_tile_wrap[SW-1][split-1] for split 1..SPLIT.
+// The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).
+template <int SW>
+auto& conv_tile_slots(KernelTable& t) {
+  if constexpr (SW <= 2) return t.conv_tile[SW - 1];
+  else return t.conv_tile_blk[SW / 8 - 1];
+}
+template <int SW>
+auto& conv_wrap_slots(KernelTable& t) {
+  if constexpr (SW <= 2) return t.conv_tile_wrap[SW - 1];
+  else return t.conv_tile_wrap_blk[SW / 8 - 1];
+}
+
 template <int SPLIT, int SW>
 void fill_wrap_tiles(KernelTable& t) {
   if constexpr (SPLIT > 0) {
-    if constexpr (SW <= 2) t.conv_tile_wrap[SW - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
-    else t.conv_tile_wrap_blk[SW / 8 - 1][SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
+    conv_wrap_slots<SW>(t)[SPLIT - 1] = conv_tile_wrap<SW, SPLIT>;
     fill_wrap_tiles<SPLIT - 1, SW>(t);
   }
 }
@@ -86,8 +97,7 @@ void fill_wraps(KernelTable& t) {
   if constexpr (kIsa == Isa::Avx2) {
     fill_wrap_tiles<MR - 1, SW>(t);
   } else if constexpr (MR % 2 == 0) {
-    if constexpr (SW <= 2) t.conv_tile_wrap[SW - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
-    else t.conv_tile_wrap_blk[SW / 8 - 1][MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
+    conv_wrap_slots<SW>(t)[MR / 2 - 1] = conv_tile_wrap<SW, MR / 2>;
   }
 }
 
@@ -96,7 +106,7 @@ void fill_wraps(KernelTable& t) {
 template <int ROWS, int SW>
 void fill_conv_tiles(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    auto& slot = SW <= 2 ? t.conv_tile[SW - 1] : t.conv_tile_blk[SW / 8 - 1];
+    auto& slot = conv_tile_slots<SW>(t);
     slot[0][ROWS - 1] = conv_tile<ROWS, NR / V::W, SW>;
     if constexpr (2 * ROWS <= MR) slot[1][ROWS - 1] = conv_tile<ROWS, 2 * NR / V::W, SW>;
     fill_conv_tiles<ROWS - 1, SW>(t);

@@ -30,10 +30,6 @@ struct RowPointers {
   }
 };
 
-// acc (+ C) through the epilogue e (epilogue_in_registers) into C: the operations of
-// epilogue_rows, in its order, while the tile is still in registers. For mobilenet_v2's
-// pointwise layers (K = 16..32 input channels, so a short K loop per tile) the separate pass
-// over each stored tile took 12% of the whole model's time on Zen 3.
 // The common full tile: per-row bias or none, optional residual, Relu or no activation, in
 // the order of the general path below (so bit-identical to it), without its per-vector checks.
 template <int ROWS, int NVEC, bool RES>
@@ -56,6 +52,10 @@ __attribute__((always_inline)) inline void store_full_tile(V (&acc)[ROWS][NVEC],
   }
 }
 
+// acc (+ C) through the epilogue e (epilogue_in_registers) into C: the operations of
+// epilogue_rows, in its order, while the tile is still in registers. For mobilenet_v2's
+// pointwise layers (K = 16..32 input channels, so a short K loop per tile) the separate pass
+// over each stored tile took 12% of the whole model's time on Zen 3.
 template <int ROWS, int NVEC>
 __attribute__((always_inline)) inline void store_tile_epilogue(V (&acc)[ROWS][NVEC], float* __restrict c, int64_t ldc,
                                                                int nr, bool load_c, const TileEpilogue& e) {

@@ -145,15 +145,15 @@ void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
   }
 }
 
+// KernelTable::max_pool_3x3s2_row: taps kw = 0, 1, 2 of 2W floats are their even elements, odd
+// elements, and even elements one pair on.
 void max_pool_3x3s2_row(const float* const* rows, int64_t n, int64_t readable, float* out) {
   int64_t j = 0;
   for (; j + V::W <= n && 2 * j + 2 * V::W + 2 <= readable; j += V::W) {
     V m = V::load_even(rows[0] + 2 * j);
-    m = max(m, V::load_odd(rows[0] + 2 * j));
-    m = max(m, V::load_even(rows[0] + 2 * j + 2));
-#pragma GCC unroll 2
-    for (int i = 1; i < 3; ++i) {
-      m = max(m, V::load_even(rows[i] + 2 * j));
+#pragma GCC unroll 3
+    for (int i = 0; i < 3; ++i) {
+      if (i > 0) m = max(m, V::load_even(rows[i] + 2 * j));
       m = max(m, V::load_odd(rows[i] + 2 * j));
       m = max(m, V::load_even(rows[i] + 2 * j + 2));
     }
