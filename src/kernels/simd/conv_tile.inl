@@ -66,7 +66,6 @@ void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const floa
   conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c);
 }
 
-// Fills conv_tile_wrap[SW-1][split-1] for split 1..SPLIT.
 // The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).
 template <int SW>
 auto& conv_tile_slots(KernelTable& t) {
@@ -79,6 +78,7 @@ auto& conv_wrap_slots(KernelTable& t) {
   else return t.conv_tile_wrap_blk[SW / 8 - 1];
 }
 
+// Fills the wrap slots of pixel stride SW for split 1..SPLIT.
 template <int SPLIT, int SW>
 void fill_wrap_tiles(KernelTable& t) {
   if constexpr (SPLIT > 0) {
@@ -101,7 +101,7 @@ void fill_wraps(KernelTable& t) {
   }
 }
 
-// Fills conv_tile[SW-1][0][rows-1] for rows 1..MR and conv_tile[SW-1][1][rows-1] for rows
+// Fills the tile slots of pixel stride SW: [0][rows-1] for rows 1..MR and [1][rows-1] for rows
 // 1..MR/2 (twice the columns: the same number of accumulators).
 template <int ROWS, int SW>
 void fill_conv_tiles(KernelTable& t) {
