@@ -119,37 +119,25 @@ std::vector<ConvSegment> segments(const Conv2dShape& s, const Plan& p, int64_t q
 // for small images, e.g. digits_cnn's 8x8, the padding took as long as the copy).
 void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p, const float* x, int64_t r0,
                       int64_t r1, float* planes, bool borders) {
-  if (p.blocked) {  // each block's row: its kBlock channel rows transposed, pixel-major
-    for (int64_t cb = 0; cb < s.C / kBlock; ++cb)
-      for (int64_t r = r0; r < r1; ++r) {
-        float* dst = planes + (cb * p.Hp + r) * p.Wp * kBlock;
-        const int64_t h = r - s.pad_top;
-        if (h < 0 || h >= s.H) {
-          if (borders) std::fill(dst, dst + p.Wp * kBlock, 0.f);
-          continue;
-        }
-        if (borders) {
-          std::fill(dst, dst + s.pad_left * kBlock, 0.f);
-          std::fill(dst + (s.pad_left + s.W) * kBlock, dst + p.Wp * kBlock, 0.f);
-        }
-        t.transpose(x + (cb * kBlock * s.H + h) * s.W, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
-      }
-    return;
-  }
-  for (int64_t c = 0; c < s.C; ++c) {
-    const float* src = x + c * s.H * s.W;
+  // Planar: groups of one channel, one float per pixel. Blocked: groups of kBlock channels,
+  // whose rows are transposed pixel-major.
+  const int64_t lanes = p.blocked ? kBlock : 1, row = p.Wp * lanes;
+  for (int64_t g = 0; g < s.C / lanes; ++g)
     for (int64_t r = r0; r < r1; ++r) {
-      float* dst = planes + c * p.plane + r * p.Wp;
+      float* dst = planes + (g * p.Hp + r) * row;
       const int64_t h = r - s.pad_top;
       if (h < 0 || h >= s.H) {
-        if (borders) std::fill(dst, dst + p.Wp, 0.f);
+        if (borders) std::fill(dst, dst + row, 0.f);
         continue;
       }
-      if (borders) std::fill(dst, dst + s.pad_left, 0.f);
-      std::memcpy(dst + s.pad_left, src + h * s.W, sizeof(float) * s.W);
-      if (borders) std::fill(dst + s.pad_left + s.W, dst + p.Wp, 0.f);
+      if (borders) {
+        std::fill(dst, dst + s.pad_left * lanes, 0.f);
+        std::fill(dst + (s.pad_left + s.W) * lanes, dst + row, 0.f);
+      }
+      const float* src = x + (g * lanes * s.H + h) * s.W;
+      if (p.blocked) t.transpose(src, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
+      else std::memcpy(dst + s.pad_left, src, sizeof(float) * s.W);
     }
-  }
 }
 
 }  // namespace
