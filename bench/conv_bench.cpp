@@ -84,6 +84,15 @@ void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
     for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
 }
 
+// efficientnet_b0's depthwise layers (3x3 and 5x5, SiLU in the model; Relu here as for the rest).
+void efficientnet_b0_depthwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][4] = {{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 5, 2},
+                               {240, 28, 5, 1}, {240, 28, 3, 2}, {480, 14, 3, 1}, {480, 14, 5, 1},
+                               {672, 14, 5, 1}, {672, 14, 5, 2}, {1152, 7, 5, 1}, {1152, 7, 3, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[0], l[2], l[3], l[0], th});
+}
+
 // mobilenet_v2's 1x1 expand/project layers at 112x112..7x7 (pointwise and pixel-gemm): the
 // large planes write many output channels of long rows; the small ones are a few MFLOP each,
 // where splitting over threads must pay for itself.
@@ -106,6 +115,7 @@ BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::k
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Pw")->Apply(mobilenet_v2_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

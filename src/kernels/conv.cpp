@@ -7,6 +7,7 @@
 #include "kiln/kernels/conv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "conv_direct.h"
@@ -20,6 +21,7 @@
 namespace kiln::kernels {
 namespace {
 
+using detail::ceil_div;
 using detail::round_up;
 
 std::string shape_problem(const Conv2dShape& s) {
@@ -138,12 +140,13 @@ struct DepthwiseSplit {
   int64_t parts() const { return bands * groups; }
 };
 constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 16;
-DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads) {
+// `units`: the planes (or channel blocks) the groups share out.
+DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units) {
   DepthwiseSplit d;
   if (threads <= 1) return d;
   const int64_t target = threads * kDepthwisePartsPerThread;
   d.bands = std::clamp<int64_t>(s.out_h() / kMinBandRows, 1, target);
-  d.groups = std::min(s.N * s.C, (target + d.bands - 1) / d.bands);
+  d.groups = std::min(units, (target + d.bands - 1) / d.bands);
   return d;
 }
 
@@ -167,24 +170,56 @@ DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t o
   return b;
 }
 
-// Floats of one part's padded plane: the tallest band's.
-int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int simd_width) {
+// What the parts share out: the planes, or (blocked) blocks of simd_width channels of an image.
+int64_t depthwise_units(const Conv2dShape& s, int simd_width, bool blocked) {
+  return blocked ? s.N * ceil_div(s.C, simd_width) : s.N * s.C;
+}
+
+// Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
+// blocked kernel's scratch plus a line to align it.
+int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int simd_width, bool blocked) {
   const DepthwisePlane g = depthwise_geometry(s);
   int64_t most = 0;
-  for (int64_t b = 0; b < d.bands; ++b)
-    most = std::max(most, depthwise_padded(depthwise_band(g, g.OH * b / d.bands, g.OH * (b + 1) / d.bands).g,
-                                           simd_width).floats);
+  for (int64_t b = 0; b < d.bands; ++b) {
+    const DepthwisePlane band = depthwise_band(g, g.OH * b / d.bands, g.OH * (b + 1) / d.bands).g;
+    most = std::max(most, blocked ? depthwise_block_scratch(band, simd_width).floats + 16
+                                  : depthwise_padded(band, simd_width).floats);
+  }
   return most;
 }
 
-size_t depthwise_planes_workspace(const Conv2dShape& s, int threads, int simd_width) {
+size_t depthwise_parts_workspace(const Conv2dShape& s, int threads, int simd_width, bool blocked) {
   // Any thread count up to `threads` may run with this workspace.
   size_t most = 0;
   for (int t = 1; t <= threads; ++t) {
-    const DepthwiseSplit d = depthwise_split(s, t);
-    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, simd_width)));
+    const DepthwiseSplit d = depthwise_split(s, t, depthwise_units(s, simd_width, blocked));
+    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, simd_width, blocked)));
   }
   return most;
+}
+
+// Runs body(band, first unit, end unit, slot) for each part of `split` (its band of output rows
+// and its share of `units`: planes or channel blocks), each part with its own `slot_floats` of
+// the caller's workspace or, without one, of the thread's own buffer.
+template <class F>
+void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, int64_t units, int64_t slot_floats,
+                         float* workspace, int threads, F&& body) {
+  const int64_t parts = split.parts();
+  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
+    thread_local std::vector<float> own;
+    for (int64_t part = pb; part < pe; ++part) {
+      const int64_t band = part / split.groups, group = part % split.groups;
+      const DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
+      float* slot;
+      if (workspace) {
+        slot = workspace + part * slot_floats;
+      } else {
+        if (static_cast<int64_t>(own.size()) < slot_floats) own.resize(slot_floats);
+        slot = own.data();
+      }
+      body(bd, units * group / split.groups, units * (group + 1) / split.groups, slot);
+    }
+  });
 }
 
 void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
@@ -195,37 +230,78 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
   // planes (mobilenet_v2's 576 x 14x14 -> 7x7: 0.25 M taps) costs mostly copies and set-up, and
   // ran on one thread at the same ~0.1 ms as with two.
   threads = threads_for_work(static_cast<double>(planes) * (OH * OW * RS + s.H * s.W), threads);
-  const DepthwiseSplit split = depthwise_split(s, threads);
-  const int64_t slot = depthwise_slot(s, split, t.simd_width), parts = split.parts();
-  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
-    thread_local std::vector<float> own;
-    for (int64_t part = pb; part < pe; ++part) {
-      const int64_t band = part / split.groups, group = part % split.groups;
-      const DepthwiseBand bd = depthwise_band(g, OH * band / split.bands, OH * (band + 1) / split.bands);
-      float* padded;
-      if (workspace) {
-        padded = workspace + part * slot;
-      } else {
-        if (static_cast<int64_t>(own.size()) < slot) own.resize(slot);
-        padded = own.data();
-      }
-      std::fill(padded, padded + slot, 0.f);
-      for (int64_t pl = planes * group / split.groups; pl < planes * (group + 1) / split.groups; ++pl) {
-        const int64_t c = pl % s.C;
-        float* out = y + pl * OH * OW + bd.out_offset;
-        TileEpilogue te;
-        te.alpha = epi.alpha;
-        if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
-        if (epi.residual) te.residual = epi.residual + pl * OH * OW + bd.out_offset, te.ldr = OW;
-        te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
-        t.depthwise_plane(bd.g, x + pl * s.H * s.W + bd.x_offset, w + c * RS, padded, out, te);
-      }
+  const DepthwiseSplit split = depthwise_split(s, threads, planes);
+  const int64_t slot = depthwise_slot(s, split, t.simd_width, false);
+  for_depthwise_parts(g, split, planes, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t pb, int64_t pe,
+                                                                      float* padded) {
+    std::fill(padded, padded + slot, 0.f);
+    for (int64_t pl = pb; pl < pe; ++pl) {
+      const int64_t c = pl % s.C;
+      float* out = y + pl * OH * OW + bd.out_offset;
+      TileEpilogue te;
+      te.alpha = epi.alpha;
+      if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
+      if (epi.residual) te.residual = epi.residual + pl * OH * OW + bd.out_offset, te.ldr = OW;
+      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+      t.depthwise_plane(bd.g, x + pl * s.H * s.W + bd.x_offset, w + c * RS, padded, out, te);
+    }
+  });
+}
+
+// Channel-blocked (KernelTable::depthwise_block) on tables of 8 or more lanes, for any stride
+// and dilation; the plane kernel (and the phase planes past stride 2) on narrower ones. On Zen 3
+// (conv_bench) every mobilenet_v2 and efficientnet_b0 depthwise layer ran faster blocked: 0.4-0.9x
+// the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
+bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
+
+// Zeroes the padding around the input's interior in a block's padded plane ([Hp][Wp][W]).
+void zero_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float* plane) {
+  const int64_t row = sb.Wp * lanes;
+  std::fill(plane, plane + g.pad_top * row, 0.f);
+  std::fill(plane + (g.pad_top + g.H) * row, plane + sb.Hp * row, 0.f);
+  for (int64_t h = g.pad_top; h < g.pad_top + g.H; ++h) {
+    float* r = plane + h * row;
+    std::fill(r, r + g.pad_left * lanes, 0.f);
+    std::fill(r + (g.pad_left + g.W) * lanes, r + row, 0.f);
+  }
+}
+
+// Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
+// channels of an image instead of planes.
+void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
+                      const Epilogue& epi, float* workspace, int threads) {
+  const int64_t OH = s.out_h(), OW = s.out_w(), RS = s.R * s.S, lanes = t.simd_width;
+  const int64_t blocks = ceil_div(s.C, lanes), units = depthwise_units(s, t.simd_width, true);
+  const DepthwisePlane g = depthwise_geometry(s);
+  threads = threads_for_work(static_cast<double>(s.N * s.C) * (OH * OW * RS + s.H * s.W), threads);
+  const DepthwiseSplit split = depthwise_split(s, threads, units);
+  const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
+  for_depthwise_parts(g, split, units, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
+                                                                     float* base) {
+    float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
+    const DepthwiseBlockScratch sb = depthwise_block_scratch(bd.g, t.simd_width);
+    zero_block_padding(bd.g, sb, lanes, scratch + sb.plane);
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
+      const int nc = static_cast<int>(std::min(lanes, s.C - c0));
+      const int64_t first = n * s.C + c0;
+      TileEpilogue te;
+      te.alpha = epi.alpha;
+      if (epi.bias) te.bias = epi.bias + c0, te.bias_mode = TileEpilogue::Bias::PerRow;
+      if (epi.residual) te.residual = epi.residual + first * OH * OW + bd.out_offset, te.ldr = OH * OW;
+      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+      t.depthwise_block(bd.g, x + first * s.H * s.W + bd.x_offset, s.H * s.W, nc, w + c0 * RS, scratch,
+                        y + first * OH * OW + bd.out_offset, OH * OW, te);
     }
   });
 }
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
+  if (depthwise_blocked(t)) {
+    depthwise_blocks(t, s, x, w, y, epi, workspace, threads);
+    return;
+  }
   if (depthwise_by_plane(s)) {
     depthwise_planes(t, s, x, w, y, epi, workspace, threads);
     return;
@@ -433,8 +509,9 @@ Conv2dShape batch_share(const Conv2dShape& s, int part, int parts, int64_t& firs
 
 size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (tactic == ConvTactic::Depthwise)
-    return depthwise_by_plane(s) ? depthwise_planes_workspace(s, threads, t.simd_width)
-                                 : static_cast<size_t>(threads) * depthwise_slot_floats(s);
+    return depthwise_blocked(t) || depthwise_by_plane(s)
+               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t))
+               : static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
   return gemm_workspace(tactic, s).total();

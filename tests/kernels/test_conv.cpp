@@ -140,13 +140,23 @@ TEST(Conv, DepthwiseTactic) {
       {shape(1, 32, 70, 40, 32, 5, 5, 2, 2, 1, 32), Act::Relu, true, true},
       {shape(2, 24, 40, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
       {shape(1, 640, 7, 7, 640, 3, 3, 1, 1, 1, 640), Act::Relu},       // too short for bands: groups
+      // Channel blocks: a partial last block (20 = 16 + 4 = 8 + 8 + 4), 7-pixel groups on a
+      // 7-wide output with a residual; 23-wide rows (8 + 8 + a group of 7) under a 5x5 window.
+      {shape(1, 20, 14, 14, 20, 3, 3, 2, 1, 1, 20), Act::Clip, true, true},
+      {shape(1, 17, 11, 23, 17, 5, 5, 1, 2, 1, 17), Act::Silu, true, true},
   };
   Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
   same.pad_bottom = same.pad_right = 1;
   cases.push_back({same, Act::Silu, true, false});
-  for (const KernelTable* t : test::all_tables())
-    for (const ConvCase& c : cases)
-      for (int threads : {1, 2}) check(*t, ConvTactic::Depthwise, c, threads, threads == 2);
+  for (const KernelTable* t : test::all_tables()) {
+    // Tables of 8 or more lanes run the channel-blocked kernel; without it, the plane kernel
+    // (the phase planes past stride 2), which narrower tables run.
+    KernelTable planes = *t;
+    planes.depthwise_block = nullptr;
+    for (const KernelTable* table : {t, static_cast<const KernelTable*>(&planes)})
+      for (const ConvCase& c : cases)
+        for (int threads : {1, 2}) check(*table, ConvTactic::Depthwise, c, threads, threads == 2);
+  }
 }
 
 TEST(Conv, PixelGemmTactic) {

@@ -115,6 +115,25 @@ inline DepthwisePadded depthwise_padded(const DepthwisePlane& g, int simd_width)
   p.floats = p.Hp * p.Wp + 2 * g.stride_w * simd_width;
   return p;
 }
+// The scratch of one channel block of the channel-blocked depthwise kernel
+// (KernelTable::depthwise_block), in floats from a 64-byte-aligned base, each part 64-byte
+// aligned: the block's weights tap-major ([R*S][W], W = the table's simd width), the zero-padded
+// input ([Hp][Wp][W], a pixel's W channels consecutive), then the outputs ([OH*OW][W]).
+struct DepthwiseBlockScratch {
+  int64_t Hp = 0, Wp = 0, plane = 0, outputs = 0, floats = 0;
+};
+inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, int simd_width) {
+  auto lines = [](int64_t f) { return (f + 15) / 16 * 16; };
+  DepthwiseBlockScratch b;
+  const int64_t rows = (g.OH - 1) * g.stride_h + (g.R - 1) * g.dil_h + 1;
+  const int64_t cols = (g.OW - 1) * g.stride_w + (g.S - 1) * g.dil_w + 1;
+  b.Hp = rows > g.pad_top + g.H ? rows : g.pad_top + g.H;
+  b.Wp = cols > g.pad_left + g.W ? cols : g.pad_left + g.W;
+  b.plane = lines(g.R * g.S * simd_width);
+  b.outputs = b.plane + lines(b.Hp * b.Wp * simd_width);
+  b.floats = b.outputs + lines(g.OH * g.OW * simd_width);
+  return b;
+}
 
 // Direct-convolution micro-kernel: C[0:rows, 0:ncols] = (load_c ? C : 0) + sum over the
 // segments' steps q of x(q) ⊗ b(q), where x(q)[r] = a[off_q + r*SW] (SW the pixel stride in
@@ -172,6 +191,16 @@ struct KernelTable {
   // interior there, so the padding stays zero across the planes of a convolution.
   void (*depthwise_plane)(const DepthwisePlane& g, const float* x, const float* w, float* padded, float* out,
                           const TileEpilogue& e) = nullptr;
+  // The same convolution for nc <= simd_width channels at once, channel-blocked: planes
+  // x + c * x_plane (H x W) for c < nc, weights w + c * R * S, outputs out + c * out_plane
+  // (OH x OW, rows OW apart). The planes are transposed into `scratch`
+  // (depthwise_block_scratch(g).floats floats, 64-byte aligned, zero when a caller first passes
+  // it for this geometry: only the input's interior is written, so the padding stays zero across
+  // blocks); each output vector then holds one pixel's channels and sums R x S aligned loads
+  // (any stride and dilation); the epilogue (`e`: PerRow bias over the block's channels, a
+  // residual plane per channel e.ldr floats apart) runs as the outputs are transposed back.
+  void (*depthwise_block)(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w,
+                          float* scratch, float* out, int64_t out_plane, const TileEpilogue& e) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
   // out[j] = the maximum of rows[i][2j + kw] over i < 3, kw < 3 (in that order, by max_grid's

@@ -16,6 +16,7 @@ constexpr int64_t KC = 256, MC = 14 * 12, NC = 1024;
 #include "simd/conv_tile.inl"
 #include "simd/depthwise.inl"
 #include "simd/rows.inl"
+#include "simd/depthwise_blocked.inl"
 #include "simd/table.inl"
 
 // Sum of x[0:n] in double: 8 floats widened per step into four 8-double accumulators.

@@ -15,6 +15,7 @@ constexpr int64_t KC = 256, MC = 6 * 16, NC = 512;
 #include "simd/conv_tile.inl"
 #include "simd/depthwise.inl"
 #include "simd/rows.inl"
+#include "simd/depthwise_blocked.inl"
 #include "simd/table.inl"
 }  // namespace kiln::kernels::scalar
 

@@ -21,6 +21,7 @@ KernelTable make_table() {
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;
   t.depthwise_plane = depthwise_plane;
+  t.depthwise_block = depthwise_block;
   t.max_grid = max_grid;
   t.max_pool_3x3s2_row = max_pool_3x3s2_row;
   t.sum_row = sum_row;

@@ -1,0 +1,145 @@
+// The channel-blocked depthwise kernel (KernelTable::depthwise_block), written once over the
+// ISA's vector type V; included after rows.inl (it uses load_block_transposed).
+//
+// Why blocked: the plane kernel (depthwise.inl) gives each output vector W pixels of one
+// channel, so every tap is an unaligned load at a column offset, and every plane pays its own
+// set-up; on Zen 3 it ran at 28-34 GFLOP/s even with the plane in L1 (3x3, stride 1). Here a
+// vector holds one pixel's W channels: each tap is one aligned load times the tap's weight
+// vector, the same code for every stride and dilation, and the set-up is paid once per W
+// channels. The price is a register transpose of the input block in and of the outputs out.
+//
+// The sums run in the plane kernel's order (kh, then kw, from zero) and the epilogue does the
+// plane kernel's operations in its order, so the results are the plane kernel's.
+
+// What the epilogue needs, once per block: out[c * out_plane + pixel] = act(acc * alpha +
+// bias[c] + residual[c * ldr + pixel]) for the block's nc channels; bias[c] sits in lane c of
+// `bias` (zero without one), as the accumulators hold a pixel's channels.
+struct BlockOut {
+  float* out;
+  int64_t out_plane;
+  int nc;
+  V alpha, bias, act_a, act_b;
+  const float* residual;
+  int64_t ldr;
+};
+
+// NP (<= W) consecutive output pixels of one output row, their W channels in NP accumulators,
+// scaled and biased there (lane by lane: the plane kernel's fma(acc, alpha, bias)); then
+// transposed in registers (channel c's NP pixels in r[c]) and stored through the rest of the
+// epilogue: + residual, activation. `row` is the padded input row of the window's top at the
+// first pixel's left edge; `at` the first pixel's index in the output plane; SW the stride
+// along the row (0: the run-time g.stride_w).
+template <int NP, int SW, Act A>
+inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* row, int64_t at,
+                                   const BlockOut& bo) {
+  constexpr int64_t kW = V::W;
+  static_assert(NP <= kW);
+  const int64_t step = (SW == 0 ? g.stride_w : SW) * kW;
+  V r[kW];
+#pragma GCC unroll 16
+  for (int p = 0; p < kW; ++p) r[p] = V::zero();
+  for (int64_t kh = 0; kh < g.R; ++kh) {
+    const float* in = row + kh * g.dil_h * Wp * kW;
+    for (int64_t kw = 0; kw < g.S; ++kw) {
+      const V wv = V::load(wb + (kh * g.S + kw) * kW);
+      const float* px = in + kw * g.dil_w * kW;
+#pragma GCC unroll 16
+      for (int p = 0; p < NP; ++p) r[p] = fma(wv, V::load(px + p * step), r[p]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int p = 0; p < NP; ++p) r[p] = fma(r[p], bo.alpha, bo.bias);
+  transpose_square(r);
+#pragma GCC unroll 16
+  for (int c = 0; c < kW; ++c) {
+    if (c >= bo.nc) break;
+    V y = r[c];
+    if (bo.residual) {
+      const float* res = bo.residual + c * bo.ldr + at;
+      y = y + (NP == kW ? V::load(res) : V::load_first(res, NP));
+    }
+    y = activate<A>(y, bo.act_a, bo.act_b);
+    float* o = bo.out + c * bo.out_plane + at;
+    if constexpr (NP == kW)
+      y.store(o);
+    else
+      y.store_first(o, NP);
+  }
+}
+
+// Input row h of the block (planes x + c * x_plane) into its padded row, W pixels per register
+// transpose (lanes past nc zero).
+inline void depthwise_block_input_row(const DepthwisePlane& g, int64_t Wp, const float* x, int64_t x_plane, int nc,
+                                      int64_t h, float* plane) {
+  constexpr int64_t kW = V::W;
+  float* dst = plane + ((g.pad_top + h) * Wp + g.pad_left) * kW;
+  for (int64_t w0 = 0; w0 < g.W; w0 += kW) {
+    const int n = static_cast<int>(imin(kW, g.W - w0));
+    V r[kW];
+    load_block_transposed(x + h * g.W, x_plane, 0, w0, nc, n, r);
+#pragma GCC unroll 16
+    for (int j = 0; j < kW; ++j) {
+      if (j >= n) break;
+      r[j].store(dst + (w0 + j) * kW);
+    }
+  }
+}
+
+// Groups of 8 pixels along each output row (7 when that tiles the row exactly: mobilenet's and
+// efficientnet's 7..112-wide maps), the row's remainder in one shorter group.
+template <int SW, Act A>
+void depthwise_block_rows(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* plane, const BlockOut& bo) {
+  constexpr int64_t kW = V::W;
+  constexpr int kGroup = kW < 8 ? kW : 8;
+  const int64_t np = kGroup == 8 && g.OW % 8 != 0 && g.OW % 7 == 0 ? 7 : kGroup;
+  const int64_t step = (SW == 0 ? g.stride_w : SW) * kW;
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const float* row = plane + oh * g.stride_h * Wp * kW;
+    const int64_t at = oh * g.OW;
+    int64_t ow = 0;
+    if (np == 7)
+      for (; ow + 7 <= g.OW; ow += 7) depthwise_block_pixels<kGroup == 8 ? 7 : 1, SW, A>(g, Wp, wb, row + ow * step, at + ow, bo);
+    else
+      for (; ow + kGroup <= g.OW; ow += kGroup) depthwise_block_pixels<kGroup, SW, A>(g, Wp, wb, row + ow * step, at + ow, bo);
+    const float* r = row + ow * step;
+    switch (g.OW - ow) {
+      case 0: break;
+      case 1: depthwise_block_pixels<1, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      case 2: depthwise_block_pixels<2, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      case 3: depthwise_block_pixels<3, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      case 4: depthwise_block_pixels<kGroup < 4 ? 1 : 4, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      case 5: depthwise_block_pixels<kGroup < 5 ? 1 : 5, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      case 6: depthwise_block_pixels<kGroup < 6 ? 1 : 6, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+      default: depthwise_block_pixels<kGroup < 7 ? 1 : 7, SW, A>(g, Wp, wb, r, at + ow, bo); break;
+    }
+  }
+}
+
+void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
+                     float* out, int64_t out_plane, const TileEpilogue& e) {
+  constexpr int64_t kW = V::W;
+  const DepthwiseBlockScratch sb = depthwise_block_scratch(g, kW);
+  const int64_t RS = g.R * g.S;
+  // The weights tap-major: wb[t * W + c] = w[c * RS + t], zero past nc.
+  float* wb = scratch;
+  for (int64_t t = 0; t < RS; ++t)
+    for (int64_t c = 0; c < kW; ++c) wb[t * kW + c] = c < nc ? w[c * RS + t] : 0.f;
+  // The input's interior, all rows first (transposing each row just before the first output row
+  // that reaches it, for locality, measured no better on Zen 3, within the runs' +-5%).
+  float* plane = scratch + sb.plane;
+  for (int64_t h = 0; h < g.H; ++h) depthwise_block_input_row(g, sb.Wp, x, x_plane, nc, h, plane);
+  // The bias in lane order; lanes past nc stay zero and are never stored.
+  alignas(64) float bias[kW] = {};
+  if (e.bias)
+    for (int c = 0; c < nc; ++c) bias[c] = e.bias[c];
+  const BlockOut bo{out,           out_plane,  nc, V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha),
+                    V::set1(e.act_beta), e.residual, e.ldr};
+  with_act(e.act, [&]<Act A>() {
+    if (g.stride_w == 1)
+      depthwise_block_rows<1, A>(g, sb.Wp, wb, plane, bo);
+    else if (g.stride_w == 2)
+      depthwise_block_rows<2, A>(g, sb.Wp, wb, plane, bo);
+    else
+      depthwise_block_rows<0, A>(g, sb.Wp, wb, plane, bo);
+  });
+}
