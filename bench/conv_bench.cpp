@@ -22,7 +22,7 @@ using namespace kiln::kernels;
 
 constexpr double kPeakPerCore = 225e9;
 
-// args: C, H, K, R, stride, group, threads (square input and kernel, pad R/2)
+// args: C, H, K, R, stride, group, threads, N (square input and kernel, pad R/2; N images)
 void BM_Conv(benchmark::State& st) {
   Conv2dShape s;
   s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2), s.R = s.S = st.range(3);
@@ -30,19 +30,20 @@ void BM_Conv(benchmark::State& st) {
   s.group = st.range(5);
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
   const int threads = static_cast<int>(st.range(6));
+  s.N = st.range(7);
   ConvTactic tactic = conv_preferred_tactic(s);
   if (const char* forced = std::getenv("KILN_CONV_TACTIC"))
     for (ConvTactic t : {ConvTactic::Gemm, ConvTactic::Pointwise, ConvTactic::PixelGemm, ConvTactic::Direct})
       if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> x(s.C * s.H * s.W), w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
+  std::vector<float> x(s.N * s.C * s.H * s.W), w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
   for (auto& v : x) v = u(rng);
   for (auto& v : w) v = u(rng);
   std::vector<float> packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
   conv_pack_weight(tactic, s, w.data(), packed.data());
   const int64_t OH = s.out_h(), OW = s.out_w();
-  std::vector<float> y(s.K * OH * OW);
+  std::vector<float> y(s.N * s.K * OH * OW);
   Epilogue e;
   e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Relu;
   double best = 1e30;
@@ -52,7 +53,7 @@ void BM_Conv(benchmark::State& st) {
     benchmark::ClobberMemory();
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  const double flops = 2.0 * s.K * OH * OW * (s.C / s.group) * s.R * s.S;
+  const double flops = 2.0 * s.N * s.K * OH * OW * (s.C / s.group) * s.R * s.S;
   st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["best_GFLOPs"] = flops * 1e-9 / best;
   st.counters["best_peak%"] = flops / (kPeakPerCore * threads) * 100 / best;
@@ -74,14 +75,14 @@ void resnet50(benchmark::internal::Benchmark* b) {
       {256, 14, 512, 1, 2, 1},
   };
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], l[5], th});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], l[5], th, 1});
 }
 
 void mobilenet_v2_depthwise(benchmark::internal::Benchmark* b) {
   const int64_t layers[][3] = {{32, 112, 1},  {96, 112, 2}, {144, 56, 1}, {144, 56, 2}, {192, 28, 1},
                                {192, 28, 2},  {384, 14, 1}, {576, 14, 1}, {576, 14, 2}, {960, 7, 1}};
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[0], 3, l[2], l[0], th, 1});
 }
 
 // efficientnet_b0's depthwise layers (3x3 and 5x5, SiLU in the model; Relu here as for the rest).
@@ -90,7 +91,7 @@ void efficientnet_b0_depthwise(benchmark::internal::Benchmark* b) {
                                {240, 28, 5, 1}, {240, 28, 3, 2}, {480, 14, 3, 1}, {480, 14, 5, 1},
                                {672, 14, 5, 1}, {672, 14, 5, 2}, {1152, 7, 5, 1}, {1152, 7, 3, 1}};
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[0], l[2], l[3], l[0], th});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[0], l[2], l[3], l[0], th, 1});
 }
 
 // mobilenet_v2's 1x1 expand/project layers at 112x112..7x7 (pointwise and pixel-gemm): the
@@ -100,17 +101,26 @@ void mobilenet_v2_pointwise(benchmark::internal::Benchmark* b) {
   const int64_t layers[][3] = {{32, 112, 16}, {16, 112, 96}, {24, 56, 144}, {144, 56, 24}, {32, 28, 192}, {192, 28, 32}, {64, 14, 384}, {384, 14, 64},
                                {96, 14, 576}, {576, 14, 96}, {160, 7, 960}, {960, 7, 160}};
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th, 1});
+}
+
+// digits_cnn's two 3x3 convolutions over its 360 8x8 test images (1 -> 16, 16 -> 32).
+void digits(benchmark::internal::Benchmark* b) {
+  for (int64_t th : {1, 2}) {
+    b->Args({1, 8, 16, 3, 1, 1, th, 360});
+    b->Args({16, 8, 32, 3, 1, 1, th, 360});
+  }
 }
 
 // The stems: resnet's 7x7/2 and mobilenet/efficientnet's 3x3/2 on the 3-channel image.
 void stems(benchmark::internal::Benchmark* b) {
   for (int64_t th : {1, 2}) {
-    b->Args({3, 224, 64, 7, 2, 1, th});
-    b->Args({3, 224, 32, 3, 2, 1, th});
+    b->Args({3, 224, 64, 7, 2, 1, th, 1});
+    b->Args({3, 224, 32, 3, 2, 1, th, 1});
   }
 }
 
+BENCHMARK(BM_Conv)->Name("Digits")->Apply(digits)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Pw")->Apply(mobilenet_v2_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
