@@ -123,6 +123,13 @@ DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
   return g;
 }
 
+// Depthwise here also covers one input channel feeding K output channels (digits_cnn's first
+// layer, 1 -> 16): output plane `out_plane` (image n, channel k) reads input plane n * C + k,
+// or image n's only plane.
+int64_t depthwise_input_plane(const Conv2dShape& s, int64_t out_plane) {
+  return out_plane / s.K * s.C + (s.C == 1 ? 0 : out_plane % s.K);
+}
+
 // Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
 // copy in this part's workspace slot (zeroed once per call).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
@@ -172,7 +179,7 @@ DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t o
 
 // What the parts share out: the planes, or (blocked) blocks of simd_width channels of an image.
 int64_t depthwise_units(const Conv2dShape& s, int simd_width, bool blocked) {
-  return blocked ? s.N * ceil_div(s.C, simd_width) : s.N * s.C;
+  return blocked ? s.N * ceil_div(s.K, simd_width) : s.N * s.K;
 }
 
 // Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
@@ -224,7 +231,7 @@ void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, i
 
 void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                       const Epilogue& epi, float* workspace, int threads) {
-  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.K, RS = s.R * s.S;
   const DepthwisePlane g = depthwise_geometry(s);
   // The work counts each plane's padded copy as well as its taps: a stride-2 layer on small
   // planes (mobilenet_v2's 576 x 14x14 -> 7x7: 0.25 M taps) costs mostly copies and set-up, and
@@ -236,14 +243,15 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
                                                                       float* padded) {
     std::fill(padded, padded + slot, 0.f);
     for (int64_t pl = pb; pl < pe; ++pl) {
-      const int64_t c = pl % s.C;
+      const int64_t c = pl % s.K;
       float* out = y + pl * OH * OW + bd.out_offset;
       TileEpilogue te;
       te.alpha = epi.alpha;
       if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
       if (epi.residual) te.residual = epi.residual + pl * OH * OW + bd.out_offset, te.ldr = OW;
       te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
-      t.depthwise_plane(bd.g, x + pl * s.H * s.W + bd.x_offset, w + c * RS, padded, out, te);
+      t.depthwise_plane(bd.g, x + depthwise_input_plane(s, pl) * s.H * s.W + bd.x_offset, w + c * RS, padded, out,
+                        te);
     }
   });
 }
@@ -271,9 +279,9 @@ void zero_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                       const Epilogue& epi, float* workspace, int threads) {
   const int64_t OH = s.out_h(), OW = s.out_w(), RS = s.R * s.S, lanes = t.simd_width;
-  const int64_t blocks = ceil_div(s.C, lanes), units = depthwise_units(s, t.simd_width, true);
+  const int64_t blocks = ceil_div(s.K, lanes), units = depthwise_units(s, t.simd_width, true);
   const DepthwisePlane g = depthwise_geometry(s);
-  threads = threads_for_work(static_cast<double>(s.N * s.C) * (OH * OW * RS + s.H * s.W), threads);
+  threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, units);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
   for_depthwise_parts(g, split, units, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
@@ -283,15 +291,17 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
     zero_block_padding(bd.g, sb, lanes, scratch + sb.plane);
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
-      const int nc = static_cast<int>(std::min(lanes, s.C - c0));
-      const int64_t first = n * s.C + c0;
+      const int nc = static_cast<int>(std::min(lanes, s.K - c0));
+      const int64_t first = n * s.K + c0;
+      // One input channel: every lane reads image n's plane.
+      const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;
       TileEpilogue te;
       te.alpha = epi.alpha;
       if (epi.bias) te.bias = epi.bias + c0, te.bias_mode = TileEpilogue::Bias::PerRow;
       if (epi.residual) te.residual = epi.residual + first * OH * OW + bd.out_offset, te.ldr = OH * OW;
       te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
-      t.depthwise_block(bd.g, x + first * s.H * s.W + bd.x_offset, s.H * s.W, nc, w + c0 * RS, scratch,
-                        y + first * OH * OW + bd.out_offset, OH * OW, te);
+      t.depthwise_block(bd.g, x + depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset, x_plane, nc,
+                        w + c0 * RS, scratch, y + first * OH * OW + bd.out_offset, OH * OW, te);
     }
   });
 }
@@ -306,7 +316,7 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
     depthwise_planes(t, s, x, w, y, epi, workspace, threads);
     return;
   }
-  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.C, RS = s.R * s.S;
+  const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.K, RS = s.R * s.S;
   const detail::PhaseGeometry geo = detail::phase_geometry(s);
   const size_t slot_floats = depthwise_slot_floats(s);
   threads = threads_for_work(static_cast<double>(planes) * geo.grid * RS, threads);
@@ -328,8 +338,9 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
     // Padding sits at the same places for every channel: zero the planes once, refill interiors.
     std::fill(phases, phases + geo.per_channel, 0.f);
     for (int64_t pl = b; pl < e; ++pl) {
-      const int64_t c = pl % s.C;
-      detail::build_phase_planes(t, s, geo, x + pl * s.H * s.W, 1, phases, /*borders_filled=*/true);
+      const int64_t c = pl % s.K;
+      detail::build_phase_planes(t, s, geo, x + depthwise_input_plane(s, pl) * s.H * s.W, 1, phases,
+                                 /*borders_filled=*/true);
       float* out = y + pl * OH * OW;
       // Without a dropped column the grid is the output plane itself.
       t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, geo.compact ? grid : out);
@@ -376,7 +387,8 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
       if (s.group != 1) return "grouped";
       return "";
     case ConvTactic::Depthwise:
-      if (s.group != s.C || s.K != s.C) return "not depthwise (needs group == C == K)";
+      if (s.group != s.C || (s.K != s.C && s.C != 1))
+        return "not depthwise (needs group == C == K, or one input channel)";
       return "";
     case ConvTactic::PixelGemm:
       if (s.group != 1) return "grouped";
@@ -441,7 +453,7 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
 }
 
 size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
-  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(s.C * s.R * s.S);
+  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(s.K * s.R * s.S);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_packed_weight_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_packed_weight_floats(t, s);
   return s.group * packed_a_floats_on(t, s.K / s.group, s.C / s.group * s.R * s.S);
@@ -452,7 +464,7 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
   std::string bad = conv_tactic_unsupported(tactic, s);
   KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
   if (tactic == ConvTactic::Depthwise) {
-    std::copy(w, w + s.C * s.R * s.S, packed);
+    std::copy(w, w + s.K * s.R * s.S, packed);
     return;
   }
   if (tactic == ConvTactic::PixelGemm) {

@@ -144,6 +144,10 @@ TEST(Conv, DepthwiseTactic) {
       // 7-wide output with a residual; 23-wide rows (8 + 8 + a group of 7) under a 5x5 window.
       {shape(1, 20, 14, 14, 20, 3, 3, 2, 1, 1, 20), Act::Clip, true, true},
       {shape(1, 17, 11, 23, 17, 5, 5, 1, 2, 1, 17), Act::Silu, true, true},
+      // One input channel into several outputs (digits_cnn's 1 -> 16 on 8x8 images); a stride
+      // of 3 takes the phase planes on narrow tables.
+      {shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1), Act::Relu, true, true},
+      {shape(1, 1, 13, 14, 5, 3, 3, 3, 1, 1, 1)},
   };
   Conv2dShape same = shape(1, 5, 30, 33, 5, 3, 3, 2, 0, 1, 5);  // TF-style SAME: pad bottom/right only
   same.pad_bottom = same.pad_right = 1;
@@ -291,7 +295,8 @@ TEST(Conv, TacticsSayWhyTheyDoNotApply) {
   Conv2dShape s = shape(1, 8, 8, 8, 8, 3, 3, 1, 1);
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, s), "");
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Pointwise, s), "kernel is not 1x1");
-  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s), "not depthwise (needs group == C == K)");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s),
+            "not depthwise (needs group == C == K, or one input channel)");
   Conv2dShape bad = s;
   bad.group = 3;
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, bad), "channels not divisible by group");
