@@ -117,10 +117,10 @@ inline DepthwisePadded depthwise_padded(const DepthwisePlane& g, int simd_width)
 }
 // The scratch of one channel block of the channel-blocked depthwise kernel
 // (KernelTable::depthwise_block), in floats from a 64-byte-aligned base, each part 64-byte
-// aligned: the block's weights tap-major ([R*S][W], W = the table's simd width), the zero-padded
-// input ([Hp][Wp][W], a pixel's W channels consecutive), then the outputs ([OH*OW][W]).
+// aligned: the block's weights tap-major ([R*S][W], W = the table's simd width), then the
+// zero-padded input ([Hp][Wp][W], a pixel's W channels consecutive).
 struct DepthwiseBlockScratch {
-  int64_t Hp = 0, Wp = 0, plane = 0, outputs = 0, floats = 0;
+  int64_t Hp = 0, Wp = 0, plane = 0, floats = 0;
 };
 inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, int simd_width) {
   auto lines = [](int64_t f) { return (f + 15) / 16 * 16; };
@@ -130,8 +130,7 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
   b.Hp = rows > g.pad_top + g.H ? rows : g.pad_top + g.H;
   b.Wp = cols > g.pad_left + g.W ? cols : g.pad_left + g.W;
   b.plane = lines(g.R * g.S * simd_width);
-  b.outputs = b.plane + lines(b.Hp * b.Wp * simd_width);
-  b.floats = b.outputs + lines(g.OH * g.OW * simd_width);
+  b.floats = b.plane + lines(b.Hp * b.Wp * simd_width);
   return b;
 }
 
@@ -192,13 +191,14 @@ struct KernelTable {
   void (*depthwise_plane)(const DepthwisePlane& g, const float* x, const float* w, float* padded, float* out,
                           const TileEpilogue& e) = nullptr;
   // The same convolution for nc <= simd_width channels at once, channel-blocked: planes
-  // x + c * x_plane (H x W) for c < nc, weights w + c * R * S, outputs out + c * out_plane
-  // (OH x OW, rows OW apart). The planes are transposed into `scratch`
+  // x + c * x_plane (H x W; x_plane 0: one plane for every channel) for c < nc, weights
+  // w + c * R * S, outputs out + c * out_plane (OH x OW, rows OW apart). The planes are
+  // transposed into `scratch`
   // (depthwise_block_scratch(g).floats floats, 64-byte aligned, zero when a caller first passes
   // it for this geometry: only the input's interior is written, so the padding stays zero across
   // blocks); each output vector then holds one pixel's channels and sums R x S aligned loads
-  // (any stride and dilation); the epilogue (`e`: PerRow bias over the block's channels, a
-  // residual plane per channel e.ldr floats apart) runs as the outputs are transposed back.
+  // (any stride and dilation); the epilogue (`e`: bias[c] for channel c, a residual plane per
+  // channel e.ldr floats apart) runs as groups of output pixels are transposed back.
   void (*depthwise_block)(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w,
                           float* scratch, float* out, int64_t out_plane, const TileEpilogue& e) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
