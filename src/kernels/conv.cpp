@@ -130,6 +130,18 @@ int64_t depthwise_input_plane(const Conv2dShape& s, int64_t out_plane) {
   return out_plane / s.K * s.C + (s.C == 1 ? 0 : out_plane % s.K);
 }
 
+// The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
+// epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.
+TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bias bias_mode, int64_t res_offset,
+                                int64_t ldr) {
+  TileEpilogue te;
+  te.alpha = epi.alpha;
+  if (epi.bias) te.bias = epi.bias + c, te.bias_mode = bias_mode;
+  if (epi.residual) te.residual = epi.residual + res_offset, te.ldr = ldr;
+  te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+  return te;
+}
+
 // Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
 // copy in this part's workspace slot (zeroed once per call).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
@@ -245,11 +257,8 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
     for (int64_t pl = pb; pl < pe; ++pl) {
       const int64_t c = pl % s.K;
       float* out = y + pl * OH * OW + bd.out_offset;
-      TileEpilogue te;
-      te.alpha = epi.alpha;
-      if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
-      if (epi.residual) te.residual = epi.residual + pl * OH * OW + bd.out_offset, te.ldr = OW;
-      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+      const TileEpilogue te =
+          depthwise_epilogue(epi, c, TileEpilogue::Bias::Scalar, pl * OH * OW + bd.out_offset, OW);
       t.depthwise_plane(bd.g, x + depthwise_input_plane(s, pl) * s.H * s.W + bd.x_offset, w + c * RS, padded, out,
                         te);
     }
@@ -284,6 +293,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, units);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
+  // One input channel: every lane reads image n's plane.
+  const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;
   for_depthwise_parts(g, split, units, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
                                                                      float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
@@ -293,13 +304,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
       const int nc = static_cast<int>(std::min(lanes, s.K - c0));
       const int64_t first = n * s.K + c0;
-      // One input channel: every lane reads image n's plane.
-      const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;
-      TileEpilogue te;
-      te.alpha = epi.alpha;
-      if (epi.bias) te.bias = epi.bias + c0, te.bias_mode = TileEpilogue::Bias::PerRow;
-      if (epi.residual) te.residual = epi.residual + first * OH * OW + bd.out_offset, te.ldr = OH * OW;
-      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+      const TileEpilogue te =
+          depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, first * OH * OW + bd.out_offset, OH * OW);
       t.depthwise_block(bd.g, x + depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset, x_plane, nc,
                         w + c0 * RS, scratch, y + first * OH * OW + bd.out_offset, OH * OW, te);
     }
@@ -344,11 +350,7 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
       float* out = y + pl * OH * OW;
       // Without a dropped column the grid is the output plane itself.
       t.depthwise_grid(taps.data(), w + c * RS, RS, geo.grid, geo.compact ? grid : out);
-      TileEpilogue te;
-      te.alpha = epi.alpha;
-      if (epi.bias) te.bias = epi.bias + c, te.bias_mode = TileEpilogue::Bias::Scalar;
-      if (epi.residual) te.residual = epi.residual + pl * OH * OW, te.ldr = OW;
-      te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+      const TileEpilogue te = depthwise_epilogue(epi, c, TileEpilogue::Bias::Scalar, pl * OH * OW, OW);
       if (geo.compact)
         t.epilogue_copy(grid, geo.Wg, out, OW, OH, OW, te);
       else if (epi_needed)
