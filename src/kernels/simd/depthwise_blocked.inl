@@ -92,7 +92,8 @@ inline void depthwise_block_input_row(const DepthwisePlane& g, int64_t Wp, const
 // Groups of 8 pixels along each output row (7 when that tiles the row exactly: mobilenet's and
 // efficientnet's 7..112-wide maps), the row's remainder in one shorter group.
 template <int SW, Act A, int K>
-void depthwise_block_rows(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* plane, const BlockOut& bo) {
+void depthwise_block_rows(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* plane,
+                          const BlockOut& bo) {
   constexpr int64_t kW = V::W;
   constexpr int kGroup = kW < 8 ? kW : 8;
   const int64_t np = kGroup == 8 && g.OW % 8 != 0 && g.OW % 7 == 0 ? 7 : kGroup;
@@ -102,9 +103,11 @@ void depthwise_block_rows(const DepthwisePlane& g, int64_t Wp, const float* wb, 
     const int64_t at = oh * g.OW;
     int64_t ow = 0;
     if (np == 7)
-      for (; ow + 7 <= g.OW; ow += 7) depthwise_block_pixels<kGroup == 8 ? 7 : 1, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
+      for (; ow + 7 <= g.OW; ow += 7)
+        depthwise_block_pixels<kGroup == 8 ? 7 : 1, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
     else
-      for (; ow + kGroup <= g.OW; ow += kGroup) depthwise_block_pixels<kGroup, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
+      for (; ow + kGroup <= g.OW; ow += kGroup)
+        depthwise_block_pixels<kGroup, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
     const float* r = row + ow * step;
     switch (g.OW - ow) {
       case 0: break;
@@ -136,8 +139,8 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   alignas(64) float bias[kW] = {};
   if (e.bias)
     for (int c = 0; c < nc; ++c) bias[c] = e.bias[c];
-  const BlockOut bo{out,           out_plane,  nc, V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha),
-                    V::set1(e.act_beta), e.residual, e.ldr};
+  const BlockOut bo{out, out_plane, nc, V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha), V::set1(e.act_beta),
+                    e.residual, e.ldr};
   // 3x3 and 5x5 windows (stride 1 or 2, no dilation) with their tap loops unrolled: mobilenet_v2's
   // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3). Only
   // for the activations those nets fuse: the instances are large (unrolled for all eleven, the
