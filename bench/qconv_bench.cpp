@@ -3,8 +3,11 @@
 // compile` would pick for the weights (qkernels_for_signed): on AVX2 without VNNI, 7-bit weights
 // (`kiln quantize --reduce-range`, the "Narrow" rows) take the vpmaddubsw kernels and full-range
 // weights the widening ones.
+// mobilenet_v2's layers ("Mobilenet" rows, 7-bit weights): the 1x1 expansions and projections
+// and the depthwise 3x3s (group == C == K, the channel-blocked kernel where the table has it).
 //   build/bench/qconv_bench --benchmark_min_time=1
 //   build/bench/qconv_bench --benchmark_filter=Narrow
+//   build/bench/qconv_bench --benchmark_filter=Mobilenet
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -19,17 +22,19 @@ namespace {
 using namespace kiln::kernels;
 using namespace kiln::kernels::int8;
 
-// args: C, H, K, R, stride, threads (square input and kernel, pad R/2); `limit`: |weights| bound.
+// args: C, H, K, R, stride, threads, depthwise (square input and kernel, pad R/2; depthwise 1:
+// group == C == K); `limit`: |weights| bound.
 void run(benchmark::State& st, int limit) {
   Conv2dShape s;
   s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2), s.R = s.S = st.range(3);
   s.stride_h = s.stride_w = st.range(4);
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
   const int threads = static_cast<int>(st.range(5));
+  if (st.range(6) != 0) s.group = s.K = s.C;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> ux(0, 255), uw(-limit, limit);
   std::vector<uint8_t> x(s.C * s.H * s.W);
-  std::vector<int8_t> w(s.K * s.C * s.R * s.S);
+  std::vector<int8_t> w(s.K * (s.C / s.group) * s.R * s.S);
   for (auto& v : x) v = static_cast<uint8_t>(ux(rng));
   for (auto& v : w) v = static_cast<int8_t>(uw(rng));
   const QKernels& k = qkernels_for_signed(w.data(), static_cast<int64_t>(w.size()));
@@ -47,10 +52,11 @@ void run(benchmark::State& st, int limit) {
     benchmark::ClobberMemory();
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  const double ops = 2.0 * s.K * s.out_h() * s.out_w() * s.C * s.R * s.S;
+  const double ops = 2.0 * s.K * s.out_h() * s.out_w() * (s.C / s.group) * s.R * s.S;
   st.counters["GOPs"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["best_GOPs"] = ops * 1e-9 / best;
-  st.SetLabel(qisa_name(k.isa) + std::string(k.narrow_signed ? " narrow" : ""));
+  st.SetLabel(qisa_name(k.isa) + std::string(k.narrow_signed ? " narrow" : "") +
+              (qconv_is_depthwise(k, s) ? " depthwise" : ""));
 }
 
 void BM_QConvNarrow(benchmark::State& st) { run(st, 63); }
@@ -65,10 +71,25 @@ void resnet50(benchmark::internal::Benchmark* b) {
       {256, 56, 512, 1, 2},   {1024, 14, 2048, 1, 2},
   };
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th, 0});
+}
+
+// {C, H, K, R, stride, depthwise}: each distinct layer once.
+void mobilenet_v2(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][6] = {
+      {32, 112, 32, 3, 1, 1},  {32, 112, 16, 1, 1, 0},  {16, 112, 96, 1, 1, 0},  {96, 112, 96, 3, 2, 1},
+      {96, 56, 24, 1, 1, 0},   {24, 56, 144, 1, 1, 0},  {144, 56, 144, 3, 1, 1}, {144, 56, 144, 3, 2, 1},
+      {144, 28, 32, 1, 1, 0},  {32, 28, 192, 1, 1, 0},  {192, 28, 192, 3, 1, 1}, {192, 28, 192, 3, 2, 1},
+      {384, 14, 384, 3, 1, 1}, {64, 14, 384, 1, 1, 0},  {384, 14, 64, 1, 1, 0},  {576, 14, 576, 3, 1, 1},
+      {576, 14, 576, 3, 2, 1}, {960, 7, 960, 3, 1, 1},  {160, 7, 960, 1, 1, 0},  {960, 7, 160, 1, 1, 0},
+      {320, 7, 1280, 1, 1, 0},
+  };
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th, l[5]});
 }
 
 BENCHMARK(BM_QConvNarrow)->Name("Narrow")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QConvNarrow)->Name("Mobilenet")->Apply(mobilenet_v2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QConvFull)->Name("Full")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "conv_direct.h"
 #include "conv_phase.h"
 #include "conv_pixel.h"
+#include "depthwise_parts.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/dispatch.h"
@@ -23,6 +24,16 @@ namespace {
 
 using detail::ceil_div;
 using detail::round_up;
+using detail::depthwise_band;
+using detail::depthwise_geometry;
+using detail::depthwise_input_plane;
+using detail::depthwise_parts_workspace;
+using detail::depthwise_slot;
+using detail::depthwise_split;
+using detail::depthwise_units;
+using detail::DepthwiseBand;
+using detail::DepthwiseSplit;
+using detail::for_depthwise_parts;
 
 std::string shape_problem(const Conv2dShape& s) {
   if (s.N < 1 || s.C < 1 || s.H < 1 || s.W < 1 || s.K < 1 || s.R < 1 || s.S < 1) return "empty or negative dimension";
@@ -115,21 +126,6 @@ size_t depthwise_slot_floats(const Conv2dShape& s) {
   return static_cast<size_t>(g.per_channel + g.grid);
 }
 
-DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
-  DepthwisePlane g;
-  g.H = s.H, g.W = s.W, g.OH = s.out_h(), g.OW = s.out_w(), g.R = s.R, g.S = s.S;
-  g.stride_h = s.stride_h, g.stride_w = s.stride_w, g.dil_h = s.dil_h, g.dil_w = s.dil_w;
-  g.pad_top = s.pad_top, g.pad_left = s.pad_left;
-  return g;
-}
-
-// Depthwise here also covers one input channel feeding K output channels (digits_cnn's first
-// layer, 1 -> 16): output plane `out_plane` (image n, channel k) reads input plane n * C + k,
-// or image n's only plane.
-int64_t depthwise_input_plane(const Conv2dShape& s, int64_t out_plane) {
-  return out_plane / s.K * s.C + (s.C == 1 ? 0 : out_plane % s.K);
-}
-
 // The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
 // epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.
 TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bias bias_mode, int64_t res_offset,
@@ -145,101 +141,6 @@ TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bi
 // Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
 // copy in this part's workspace slot (zeroed once per call).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
-
-// The parts of a depthwise_planes call: bands of output rows x groups of planes, band-major, so
-// that pool thread t (which owns the t-th share of the parts, see parallel.h) computes the t-th
-// share of every plane's rows, the rows the convolution before it wrote on that thread, instead
-// of whole planes the other thread wrote. Bands keep at least kMinBandRows rows (each re-reads
-// R - 1 halo rows and sets up its own padded copy); planes too short for that are shared out by
-// groups of planes instead. 16, not 4: on the 2-vCPU Zen 3 host, mobilenet_v2 / efficientnet_b0
-// at 2 threads ran 0.952x / 0.968x with 28x28 and smaller planes shared out whole (bands of 4-7
-// rows cost more in per-band set-up than they saved in locality).
-struct DepthwiseSplit {
-  int64_t bands = 1, groups = 1;
-  int64_t parts() const { return bands * groups; }
-};
-constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 16;
-// `units`: the planes (or channel blocks) the groups share out.
-DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units) {
-  DepthwiseSplit d;
-  if (threads <= 1) return d;
-  const int64_t target = threads * kDepthwisePartsPerThread;
-  d.bands = std::clamp<int64_t>(s.out_h() / kMinBandRows, 1, target);
-  d.groups = std::min(units, (target + d.bands - 1) / d.bands);
-  return d;
-}
-
-// Output rows [oh0, oh1) of a plane as a plane of its own: the input rows its windows reach
-// (clipped to the input; the rest is padding) and the offsets of its input and output rows.
-struct DepthwiseBand {
-  DepthwisePlane g;
-  int64_t x_offset = 0, out_offset = 0;
-};
-DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1) {
-  DepthwiseBand b;
-  b.g = whole;
-  const int64_t ih_lo = oh0 * whole.stride_h - whole.pad_top;
-  const int64_t ih_hi = (oh1 - 1) * whole.stride_h - whole.pad_top + (whole.R - 1) * whole.dil_h + 1;
-  const int64_t lo = std::clamp<int64_t>(ih_lo, 0, whole.H), hi = std::clamp<int64_t>(ih_hi, lo, whole.H);
-  b.g.H = hi - lo;
-  b.g.OH = oh1 - oh0;
-  b.g.pad_top = lo - ih_lo;  // rows of the band's window above the input
-  b.x_offset = lo * whole.W;
-  b.out_offset = oh0 * whole.OW;
-  return b;
-}
-
-// What the parts share out: the planes, or (blocked) blocks of simd_width channels of an image.
-int64_t depthwise_units(const Conv2dShape& s, int simd_width, bool blocked) {
-  return blocked ? s.N * ceil_div(s.K, simd_width) : s.N * s.K;
-}
-
-// Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
-// blocked kernel's scratch plus a line to align it.
-int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int simd_width, bool blocked) {
-  const DepthwisePlane g = depthwise_geometry(s);
-  int64_t most = 0;
-  for (int64_t b = 0; b < d.bands; ++b) {
-    const DepthwisePlane band = depthwise_band(g, g.OH * b / d.bands, g.OH * (b + 1) / d.bands).g;
-    most = std::max(most, blocked ? depthwise_block_scratch(band, simd_width).floats + 16
-                                  : depthwise_padded(band, simd_width).floats);
-  }
-  return most;
-}
-
-size_t depthwise_parts_workspace(const Conv2dShape& s, int threads, int simd_width, bool blocked) {
-  // Any thread count up to `threads` may run with this workspace.
-  size_t most = 0;
-  for (int t = 1; t <= threads; ++t) {
-    const DepthwiseSplit d = depthwise_split(s, t, depthwise_units(s, simd_width, blocked));
-    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, simd_width, blocked)));
-  }
-  return most;
-}
-
-// Runs body(band, first unit, end unit, slot) for each part of `split` (its band of output rows
-// and its share of `units`: planes or channel blocks), each part with its own `slot_floats` of
-// the caller's workspace or, without one, of the thread's own buffer.
-template <class F>
-void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, int64_t units, int64_t slot_floats,
-                         float* workspace, int threads, F&& body) {
-  const int64_t parts = split.parts();
-  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
-    thread_local std::vector<float> own;
-    for (int64_t part = pb; part < pe; ++part) {
-      const int64_t band = part / split.groups, group = part % split.groups;
-      const DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
-      float* slot;
-      if (workspace) {
-        slot = workspace + part * slot_floats;
-      } else {
-        if (static_cast<int64_t>(own.size()) < slot_floats) own.resize(slot_floats);
-        slot = own.data();
-      }
-      body(bd, units * group / split.groups, units * (group + 1) / split.groups, slot);
-    }
-  });
-}
 
 void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                       const Epilogue& epi, float* workspace, int threads) {
@@ -271,18 +172,6 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
 // the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
 bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
 
-// Zeroes the padding around the input's interior in a block's padded plane ([Hp][Wp][W]).
-void zero_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float* plane) {
-  const int64_t row = sb.Wp * lanes;
-  std::fill(plane, plane + g.pad_top * row, 0.f);
-  std::fill(plane + (g.pad_top + g.H) * row, plane + sb.Hp * row, 0.f);
-  for (int64_t h = g.pad_top; h < g.pad_top + g.H; ++h) {
-    float* r = plane + h * row;
-    std::fill(r, r + g.pad_left * lanes, 0.f);
-    std::fill(r + (g.pad_left + g.W) * lanes, r + row, 0.f);
-  }
-}
-
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
@@ -299,7 +188,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
                                                                      float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
     const DepthwiseBlockScratch sb = depthwise_block_scratch(bd.g, t.simd_width);
-    zero_block_padding(bd.g, sb, lanes, scratch + sb.plane);
+    detail::fill_block_padding(bd.g, sb, lanes, 0.f, scratch + sb.plane);
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
       const int nc = static_cast<int>(std::min(lanes, s.K - c0));

@@ -283,11 +283,21 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
       shape(1, 8, 7, 11, 6, 3, 3, 1, 0, 1, 1),    // channel quads, only right padding (below)
       shape(1, 8, 7, 11, 6, 3, 5, 1, 0, 1, 1),    // channel quads, more padding left than right
+      // Depthwise (QKernels::depthwise_block where the table has it): partial channel blocks,
+      // rows of 8-pixel groups plus a remainder, 7-pixel groups, strides 1-3, dilation, 5x5,
+      // one input channel into 16, and bands of rows at two threads (40 output rows, enough work
+      // for two threads).
+      shape(1, 20, 13, 17, 20, 3, 3, 1, 1, 1, 20), shape(2, 16, 14, 14, 16, 3, 3, 2, 1, 1, 16),
+      shape(1, 9, 11, 12, 9, 5, 5, 2, 2, 1, 9),    shape(1, 8, 10, 10, 8, 3, 3, 1, 2, 2, 8),
+      shape(1, 12, 9, 30, 12, 3, 3, 3, 1, 1, 12),  shape(1, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),
+      shape(1, 24, 40, 41, 24, 3, 3, 1, 1, 1, 24),    shape(1, 24, 28, 28, 24, 3, 3, 1, 1, 1, 24),
+      shape(1, 3, 5, 4, 3, 1, 1, 1, 0, 1, 3),
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
+  shapes[20].pad_left = 0, shapes[20].pad_bottom = 2;  // depthwise 5x5, asymmetric padding
   // Quad rows share padding with the next row: reads past a row's end must land on padding.
-  shapes[shapes.size() - 2].pad_right = 2, shapes[shapes.size() - 2].pad_bottom = 1;
-  shapes[shapes.size() - 1].pad_left = 3, shapes[shapes.size() - 1].pad_right = 1, shapes[shapes.size() - 1].pad_top = 1;
+  shapes[16].pad_right = 2, shapes[16].pad_bottom = 1;
+  shapes[17].pad_left = 3, shapes[17].pad_right = 1, shapes[17].pad_top = 1;
   for (bool narrow : {false, true})
   for (const QKernels* k : tables_for(narrow))
     for (const Conv2dShape& s : shapes)
@@ -364,6 +374,30 @@ TEST(Int8Kernels, ConvRequantizesWithResidualPerChannel) {
   }
 }
 
+// The epilogue the every-type tests run: output type `out`, residual `res` (0 none, 1 u8, 2 s8,
+// 3 f32; planes P apart), with or without the f32 bias, clamped to [lo, 6].
+QEpilogue every_type_epilogue(QType out, int res, bool with_bias_f, const std::vector<int32_t>& comp,
+                              const std::vector<float>& scale, const std::vector<float>& bias_f,
+                              const std::vector<uint8_t>& res_b, const std::vector<float>& res_f, int64_t P, float lo) {
+  QEpilogue e;
+  e.bias = comp.data();
+  e.scale = scale.data();
+  e.bias_f = with_bias_f ? bias_f.data() : nullptr;
+  if (res > 0) {
+    e.residual_type = res == 1 ? QType::U8 : res == 2 ? QType::S8 : QType::F32;
+    e.residual = res == 3 ? static_cast<const void*>(res_f.data()) : res_b.data();
+    e.ldr = P;
+    e.residual_scale = 0.05f;
+    e.residual_zp = res == 1 ? 128 : -2;
+    e.res_lo = -4.f, e.res_hi = 5.f;
+  }
+  e.lo = lo, e.hi = 6.f;
+  e.out = out;
+  e.out_inv_scale = 1 / 0.03f;
+  e.out_zp = out == QType::U8 ? 10 : -3;
+  return e;
+}
+
 // Every output and residual type (with and without an f32 bias, clamped), through convolutions
 // whose tiles take the fused tile + epilogue (1x1, and 1x1 stride 2 whose phase grid is the
 // output: packed panels) and ones that do not (3x3 padded: the wider grid; channel quads read in
@@ -398,22 +432,7 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
     for (QType out : {QType::U8, QType::S8, QType::F32})
       for (int res = 0; res < 4; ++res)
         for (bool with_bias_f : {false, true}) {
-          QEpilogue e;
-          e.bias = comp.data();
-          e.scale = scale.data();
-          e.bias_f = with_bias_f ? bias_f.data() : nullptr;
-          if (res > 0) {
-            e.residual_type = res == 1 ? QType::U8 : res == 2 ? QType::S8 : QType::F32;
-            e.residual = res == 3 ? static_cast<const void*>(res_f.data()) : res_b.data();
-            e.ldr = P;
-            e.residual_scale = 0.05f;
-            e.residual_zp = res == 1 ? 128 : -2;
-            e.res_lo = -4.f, e.res_hi = 5.f;
-          }
-          e.lo = 0.f, e.hi = 6.f;
-          e.out = out;
-          e.out_inv_scale = 1 / 0.03f;
-          e.out_zp = out == QType::U8 ? 10 : -3;
+          const QEpilogue e = every_type_epilogue(out, res, with_bias_f, comp, scale, bias_f, res_b, res_f, P, 0.f);
           const size_t osize = out == QType::F32 ? 4 : 1;
           std::vector<uint8_t> want(s.K * P * osize);
           for (int64_t i = 0; i < s.K * P; ++i) {
@@ -434,6 +453,64 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
           }
         }
   }
+}
+
+// Depthwise convolutions through the channel-blocked kernel (on every table that has it: the
+// test fails where an AVX2 CPU's tables lack it) give the formula's bytes for every output and
+// residual type, with and without an f32 bias, on ragged channel blocks and row ends, and equal
+// the grouped GEMM's (the same table without the kernel) bit for bit.
+TEST(Int8Kernels, DepthwiseEpilogueMatchesTheFormulaForEveryType) {
+  auto shape = [](int64_t C, int64_t H, int64_t W, int64_t R, int64_t st, int64_t pad, bool one_input) {
+    Conv2dShape s;
+    s.N = 2, s.C = one_input ? 1 : C, s.H = H, s.W = W, s.K = C, s.R = s.S = R;
+    s.stride_h = s.stride_w = st;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    s.group = one_input ? 1 : C;
+    return s;
+  };
+  const Conv2dShape shapes[] = {shape(13, 9, 19, 3, 1, 1, false), shape(16, 11, 14, 3, 2, 1, false),
+                                shape(9, 8, 12, 5, 1, 2, false), shape(10, 6, 9, 3, 1, 1, true)};
+  for (bool narrow : {false, true})
+    for (const Conv2dShape& s : shapes) {
+      const int64_t RS = s.R * s.S, P = s.out_h() * s.out_w(), total = s.N * s.K * P;
+      auto x = random_bytes(s.N * s.C * s.H * s.W, 41);
+      const std::vector<int8_t> w = random_weights(s.K * RS, 42, narrow);
+      std::vector<int32_t> sums(s.K), comp(s.K), zero(s.K, 0);
+      row_sums_s8(w.data(), s.K, RS, sums.data());
+      for (int64_t m = 0; m < s.K; ++m) comp[m] = static_cast<int32_t>(m % 5) * 40 - 128 * sums[m];
+      const auto acc = naive_conv(s, x, false, 128, w, zero);
+      auto scale = random_floats(s.K, 43, 1e-4f, 1e-3f), bias_f = random_floats(s.K, 44, -1.f, 1.f);
+      auto res_b = random_bytes(total, 45);
+      auto res_f = random_floats(total, 46, -2.f, 2.f);
+      for (QType out : {QType::U8, QType::S8, QType::F32})
+        for (int res = 0; res < 4; ++res)
+          for (bool with_bias_f : {false, true}) {
+            const QEpilogue e = every_type_epilogue(out, res, with_bias_f, comp, scale, bias_f, res_b, res_f, P, -1.f);
+            const size_t osize = out == QType::F32 ? 4 : 1;
+            std::vector<uint8_t> want(total * osize);
+            for (int64_t i = 0; i < total; ++i) {
+              const int64_t m = i / P % s.K;
+              const void* rp = res == 0 ? nullptr : static_cast<const char*>(e.residual) + i * (res == 3 ? 4 : 1);
+              const int32_t a = static_cast<int32_t>(acc[i]) + 128 * sums[m];
+              store_output(e, epilogue_real(e, a, m, rp), want.data() + i * osize);
+            }
+            for (const QKernels* k : tables_for(narrow)) {
+              if (k->isa != QIsa::Scalar && __builtin_cpu_supports("avx2")) ASSERT_TRUE(qconv_is_depthwise(*k, s));
+              QKernels gemm_only = *k;
+              gemm_only.depthwise_block = nullptr;
+              for (const QKernels* run : {k, static_cast<const QKernels*>(&gemm_only)}) {
+                std::vector<uint8_t> pw(qconv_packed_weight_bytes(*run, s)), ws(qconv_workspace_bytes(*run, s, 2));
+                std::vector<uint8_t> y(want.size(), 0xAB);
+                qconv_pack_weight(*run, s, w.data(), pw.data());
+                qconv2d(*run, s, x.data(), 0, 128, pw.data(), e, y.data(), ws.data(), 2);
+                ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size()))
+                    << qisa_name(k->isa) << (narrow ? " narrow" : "") << (run == k ? "" : " gemm") << " C" << s.C << " K"
+                    << s.K << " R" << s.R << " stride " << s.stride_h << " out " << int(out) << " residual " << res
+                    << " bias_f " << with_bias_f;
+              }
+            }
+          }
+    }
 }
 
 }  // namespace

@@ -29,6 +29,10 @@
 
 #include "kiln/kernels/conv.h"
 
+namespace kiln::kernels {
+struct DepthwisePlane;  // kiln/kernels/dispatch.h
+}
+
 namespace kiln::kernels::int8 {
 
 enum class QIsa : uint8_t { Scalar, Avx2, AvxVnni, Avx512Vnni };
@@ -164,7 +168,21 @@ struct QKernels {
                              int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
                              int64_t ldo) = nullptr;
   bool tile_epilogue_grid = false;
+  // Optional (nullptr: depthwise convolutions run the grouped GEMM): a depthwise convolution of
+  // nc <= 8 channels at once, channel-blocked (qdepthwise_avx2.cpp): planes x + c * x_plane
+  // (g.H x g.W; x_plane 0: one plane for every channel) XOR flip, the block's weights w as
+  // [R*S][8] floats (tap-major, the qconv_pack_weight layout), outputs out + c * out_plane
+  // (g.OH x g.OW, element type e.out). The products are summed in f32, exact for windows of up
+  // to qdepthwise_max_taps taps (every partial sum is an integer below 2^24), so the outputs
+  // equal the GEMM path's bit for bit. `scratch` holds depthwise_block_scratch(g, 8).floats
+  // floats, 64-byte aligned, its padding (everything but the input's interior, which the kernel
+  // writes) already the padding value as a float. e's per-channel arrays and residual start at
+  // the block's first channel (residual planes e.ldr apart, indexed like the output).
+  void (*depthwise_block)(const DepthwisePlane& g, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip,
+                          const float* w, float* scratch, const QEpilogue& e, void* out, int64_t out_plane) = nullptr;
 };
+// 255 * 127 * taps < 2^24: the f32 sums of the channel-blocked depthwise kernel stay exact.
+constexpr int64_t qdepthwise_max_taps = 518;
 
 // The kernels for this CPU (best ISA it has), and those of one ISA (nullptr when the CPU lacks it).
 const QKernels& qkernels();
@@ -205,6 +223,11 @@ void qgemm_packed(const QKernels& k, bool rows_signed, int64_t M, int64_t N, int
 // Packed weight: each group's [K/group, (C/group)*R*S] matrix as a rows operand, groups back to back.
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s);
 void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed);
+// Depthwise convolutions (group == C == K, or one input channel into K outputs) run through
+// QKernels::depthwise_block when the table has it and the window has at most
+// qdepthwise_max_taps taps; their packed weight is then the weight as floats, in blocks of 8
+// channels, tap-major.
+bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s);
 // Scratch bytes of one qconv2d call.
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads);
 // y [N, K, out_h, out_w] = epilogue(conv(x ^ flip, w)) with padding taps reading `pad` (the

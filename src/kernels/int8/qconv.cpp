@@ -139,11 +139,13 @@ GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, in
 }  // namespace detail
 
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
+  if (qconv_is_depthwise(k, s)) return detail::qdepthwise_packed_weight_bytes(s);
   Geometry g(s, 0);
   return static_cast<size_t>(s.group) * packed_rows_bytes(k, g.Mg, g.Kc);
 }
 
 void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
+  if (qconv_is_depthwise(k, s)) return detail::qdepthwise_pack_weight(s, w, packed);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_pack_weight_quads(k, s, w, packed);
   Geometry g(s, 0);
   const size_t per_group = packed_rows_bytes(k, g.Mg, g.Kc);
@@ -170,6 +172,7 @@ struct Layout {
 }  // namespace
 
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
+  if (qconv_is_depthwise(k, s)) return detail::qdepthwise_workspace_bytes(s, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_workspace_bytes_quads(k, s);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
@@ -186,6 +189,8 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
 // row tiles (each thread packs every panel — cheap next to streaming its share of the weights).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  if (qconv_is_depthwise(k, s))
+    return detail::qdepthwise(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv2d_quads(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   Geometry g(s, flip);
   const Layout l(k, s, g);

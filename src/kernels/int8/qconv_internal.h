@@ -51,4 +51,18 @@ size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s);
 void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
+// The depthwise path (qdepthwise.cpp; qconv_is_depthwise says when): channel blocks of 8 through
+// QKernels::depthwise_block, shared out as the f32 depthwise kernels are (depthwise_parts.h).
+// The packed weight: blocks of 8 channels, each [R*S][8] floats (tap-major, zero past K).
+size_t qdepthwise_packed_weight_bytes(const Conv2dShape& s);
+void qdepthwise_pack_weight(const Conv2dShape& s, const int8_t* w, uint8_t* packed);
+size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads);
+void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
+#if defined(__x86_64__)
+// QKernels::depthwise_block on AVX2 + FMA (qdepthwise_avx2.cpp), for every table past scalar.
+void qdepthwise_block_avx2(const DepthwisePlane& g, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip,
+                           const float* w, float* scratch, const QEpilogue& e, void* out, int64_t out_plane);
+#endif
+
 }  // namespace kiln::kernels::int8::detail

@@ -8,6 +8,7 @@
 
 #include "kiln/kernels/int8.h"
 #include "qepilogue_dispatch.h"
+#include "qepilogue_ymm.h"
 
 namespace kiln::kernels::int8 {
 

@@ -7,59 +7,12 @@
 // Vectors whose 8 columns are not 8 consecutive output columns (the ragged right edge, or a
 // phase-grid row's end, where the grid's extra columns are dropped) are computed the same way
 // into a buffer (their residual lanes gathered into one first) and their valid lanes copied
-// out. The including file has included qgemm_vnni.inl; its translation unit builds with
-// -ffp-contract=off.
+// out. The lanes are qepilogue_ymm.h's. The including file has included qgemm_vnni.inl and
+// qepilogue_ymm.h; its translation unit builds with -ffp-contract=off.
 
 namespace {
 
 using detail::Res;
-
-struct EpiConstsY {
-  __m256 lo, hi, inv, qmin, qmax, rscale, res_lo, res_hi;
-  __m256i zp, rzp;
-  explicit EpiConstsY(const QEpilogue& e)
-      : lo(_mm256_set1_ps(e.lo)), hi(_mm256_set1_ps(e.hi)), inv(_mm256_set1_ps(e.out_inv_scale)),
-        rscale(_mm256_set1_ps(e.residual_scale)), res_lo(_mm256_set1_ps(e.res_lo)), res_hi(_mm256_set1_ps(e.res_hi)),
-        zp(_mm256_set1_epi32(e.out_zp)), rzp(_mm256_set1_epi32(e.residual_zp)) {
-    // The activation clamp and the saturation as one clamp of v * inv: bit-identical, for the
-    // reasons given in qgemm_avx512vnni.cpp's EpiConsts (multiplying by inv > 0 is monotonic, the
-    // saturation bounds minus the zero point are integers). The +-2^30 bound of quantize_value
-    // is inside them.
-    const float ql = e.out == QType::U8 ? 0.f : -128.f, qh = e.out == QType::U8 ? 255.f : 127.f;
-    qmin = _mm256_set1_ps(std::max(e.lo * e.out_inv_scale, ql - static_cast<float>(e.out_zp)));
-    qmax = _mm256_set1_ps(std::min(e.hi * e.out_inv_scale, qh - static_cast<float>(e.out_zp)));
-  }
-};
-
-// 8 lanes: accumulators a (bias added) times scale, plus bf, the residual at rp, the clamp,
-// stored as Out at op. The float operations of epilogue_real + quantize_value, in their order.
-template <QType Out, Res R, bool BiasF>
-inline void epilogue_lanes8(const EpiConstsY& k, __m256i a, __m256 scale, __m256 bf, const void* rp, void* op) {
-  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), scale);
-  if constexpr (BiasF) v = _mm256_add_ps(v, bf);
-  if constexpr (R != Res::None) {
-    __m256 rv;
-    if constexpr (R == Res::F32) {
-      rv = _mm256_loadu_ps(static_cast<const float*>(rp));
-    } else {
-      const __m128i raw = _mm_loadl_epi64(static_cast<const __m128i*>(rp));
-      const __m256i ri = R == Res::U8 ? _mm256_cvtepu8_epi32(raw) : _mm256_cvtepi8_epi32(raw);
-      rv = _mm256_cvtepi32_ps(_mm256_sub_epi32(ri, k.rzp));
-    }
-    v = _mm256_min_ps(_mm256_max_ps(v, k.res_lo), k.res_hi);
-    v = R == Res::F32 ? _mm256_add_ps(v, rv) : _mm256_fmadd_ps(rv, k.rscale, v);
-  }
-  if constexpr (Out == QType::F32) {
-    _mm256_storeu_ps(static_cast<float*>(op), _mm256_min_ps(_mm256_max_ps(v, k.lo), k.hi));
-  } else {
-    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax);
-    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(x), k.zp);  // round half to even (MXCSR default)
-    // In range, so the packs only select each lane's low byte.
-    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    const __m128i q8 = Out == QType::U8 ? _mm_packus_epi16(q16, q16) : _mm_packs_epi16(q16, q16);
-    _mm_storel_epi64(static_cast<__m128i*>(op), q8);
-  }
-}
 
 template <QType Out, Res R, bool BiasF>
 void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,

@@ -2,6 +2,7 @@
 // AVX-VNNI, then AVX-512 VNNI as the CPU (and the OS's saved register state) allow.
 #include "kiln/kernels/int8.h"
 #include "isa_gate.h"
+#include "qconv_internal.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -66,6 +67,12 @@ struct Tables {
     if (best->isa == QIsa::Avx2) {
       narrow = make_avx2_narrow_qkernels();
       narrow_or_null = &narrow;
+    }
+    // Every table past scalar runs depthwise convolutions on the AVX2 channel-blocked kernel.
+    if (cpu_has(QIsa::Avx2)) {
+      for (int i = 1; i < 4; ++i)
+        if (has[i]) table[i].depthwise_block = detail::qdepthwise_block_avx2;
+      narrow.depthwise_block = detail::qdepthwise_block_avx2;
     }
 #endif
   }

@@ -1,0 +1,72 @@
+// How a depthwise convolution is shared out over threads (depthwise_parts.h).
+#include "depthwise_parts.h"
+
+namespace kiln::kernels::detail {
+
+DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
+  DepthwisePlane g;
+  g.H = s.H, g.W = s.W, g.OH = s.out_h(), g.OW = s.out_w(), g.R = s.R, g.S = s.S;
+  g.stride_h = s.stride_h, g.stride_w = s.stride_w, g.dil_h = s.dil_h, g.dil_w = s.dil_w;
+  g.pad_top = s.pad_top, g.pad_left = s.pad_left;
+  return g;
+}
+
+namespace {
+constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 16;
+}  // namespace
+
+DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units) {
+  DepthwiseSplit d;
+  if (threads <= 1) return d;
+  const int64_t target = threads * kDepthwisePartsPerThread;
+  d.bands = std::clamp<int64_t>(s.out_h() / kMinBandRows, 1, target);
+  d.groups = std::min(units, (target + d.bands - 1) / d.bands);
+  return d;
+}
+
+DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1) {
+  DepthwiseBand b;
+  b.g = whole;
+  const int64_t ih_lo = oh0 * whole.stride_h - whole.pad_top;
+  const int64_t ih_hi = (oh1 - 1) * whole.stride_h - whole.pad_top + (whole.R - 1) * whole.dil_h + 1;
+  const int64_t lo = std::clamp<int64_t>(ih_lo, 0, whole.H), hi = std::clamp<int64_t>(ih_hi, lo, whole.H);
+  b.g.H = hi - lo;
+  b.g.OH = oh1 - oh0;
+  b.g.pad_top = lo - ih_lo;  // rows of the band's window above the input
+  b.x_offset = lo * whole.W;
+  b.out_offset = oh0 * whole.OW;
+  return b;
+}
+
+int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int lanes, bool blocked) {
+  const DepthwisePlane g = depthwise_geometry(s);
+  int64_t most = 0;
+  for (int64_t b = 0; b < d.bands; ++b) {
+    const DepthwisePlane band = depthwise_band(g, g.OH * b / d.bands, g.OH * (b + 1) / d.bands).g;
+    most = std::max(most, blocked ? depthwise_block_scratch(band, lanes).floats + 16 : depthwise_padded(band, lanes).floats);
+  }
+  return most;
+}
+
+size_t depthwise_parts_workspace(const Conv2dShape& s, int threads, int lanes, bool blocked) {
+  size_t most = 0;
+  for (int t = 1; t <= threads; ++t) {
+    const DepthwiseSplit d = depthwise_split(s, t, depthwise_units(s, lanes, blocked));
+    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, lanes, blocked)));
+  }
+  return most;
+}
+
+void fill_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float value,
+                        float* plane) {
+  const int64_t row = sb.Wp * lanes;
+  std::fill(plane, plane + g.pad_top * row, value);
+  std::fill(plane + (g.pad_top + g.H) * row, plane + sb.Hp * row, value);
+  for (int64_t h = g.pad_top; h < g.pad_top + g.H; ++h) {
+    float* r = plane + h * row;
+    std::fill(r, r + g.pad_left * lanes, value);
+    std::fill(r + (g.pad_left + g.W) * lanes, r + row, value);
+  }
+}
+
+}  // namespace kiln::kernels::detail

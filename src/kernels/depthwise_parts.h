@@ -1,0 +1,87 @@
+// How a depthwise convolution is shared out over threads, for the f32 kernels (conv.cpp) and the
+// INT8 ones (int8/qdepthwise.cpp): the plane geometry, bands of output rows x groups of planes
+// (or channel blocks), each part with its own scratch slot.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+
+DepthwisePlane depthwise_geometry(const Conv2dShape& s);
+
+// Depthwise here also covers one input channel feeding K output channels (digits_cnn's first
+// layer, 1 -> 16): output plane `out_plane` (image n, channel k) reads input plane n * C + k,
+// or image n's only plane.
+inline int64_t depthwise_input_plane(const Conv2dShape& s, int64_t out_plane) {
+  return out_plane / s.K * s.C + (s.C == 1 ? 0 : out_plane % s.K);
+}
+
+// The parts of a depthwise call: bands of output rows x groups of planes, band-major, so
+// that pool thread t (which owns the t-th share of the parts, see parallel.h) computes the t-th
+// share of every plane's rows, the rows the convolution before it wrote on that thread, instead
+// of whole planes the other thread wrote. Bands keep at least kMinBandRows rows (each re-reads
+// R - 1 halo rows and sets up its own padded copy); planes too short for that are shared out by
+// groups of planes instead. 16, not 4: on the 2-vCPU Zen 3 host, mobilenet_v2 / efficientnet_b0
+// at 2 threads ran 0.952x / 0.968x with 28x28 and smaller planes shared out whole (bands of 4-7
+// rows cost more in per-band set-up than they saved in locality).
+struct DepthwiseSplit {
+  int64_t bands = 1, groups = 1;
+  int64_t parts() const { return bands * groups; }
+};
+// `units`: the planes (or channel blocks) the groups share out.
+DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units);
+
+// Output rows [oh0, oh1) of a plane as a plane of its own: the input rows its windows reach
+// (clipped to the input; the rest is padding) and the offsets of its input and output rows.
+struct DepthwiseBand {
+  DepthwisePlane g;
+  int64_t x_offset = 0, out_offset = 0;
+};
+DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1);
+
+// What the parts share out: the planes, or (blocked) blocks of `lanes` channels of an image.
+inline int64_t depthwise_units(const Conv2dShape& s, int lanes, bool blocked) {
+  return blocked ? s.N * ((s.K + lanes - 1) / lanes) : s.N * s.K;
+}
+
+// Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
+// blocked kernel's scratch plus a line to align it.
+int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int lanes, bool blocked);
+// Floats of the workspace for any thread count up to `threads`.
+size_t depthwise_parts_workspace(const Conv2dShape& s, int threads, int lanes, bool blocked);
+
+// Sets the padding around the input's interior in a block's padded plane ([Hp][Wp][lanes]) to
+// `value` (0 for f32 convolutions, the zero point for INT8 ones).
+void fill_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float value,
+                        float* plane);
+
+// Runs body(band, first unit, end unit, slot) for each part of `split` (its band of output rows
+// and its share of `units`: planes or channel blocks), each part with its own `slot_floats` of
+// the caller's workspace or, without one, of the thread's own buffer.
+template <class F>
+void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, int64_t units, int64_t slot_floats,
+                         float* workspace, int threads, F&& body) {
+  const int64_t parts = split.parts();
+  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
+    thread_local std::vector<float> own;
+    for (int64_t part = pb; part < pe; ++part) {
+      const int64_t band = part / split.groups, group = part % split.groups;
+      const DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
+      float* slot;
+      if (workspace) {
+        slot = workspace + part * slot_floats;
+      } else {
+        if (static_cast<int64_t>(own.size()) < slot_floats) own.resize(slot_floats);
+        slot = own.data();
+      }
+      body(bd, units * group / split.groups, units * (group + 1) / split.groups, slot);
+    }
+  });
+}
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,82 @@
+// The requantizing epilogue on 8 lanes of a ymm register, for the translation units built with
+// -mavx2 -mfma -ffp-contract=off (the fused GEMM tile epilogue, qgemm_ymm_epilogue.inl, and the
+// channel-blocked depthwise kernel, qdepthwise_avx2.cpp). Each lane computes exactly the float
+// operations of epilogue_real + quantize_value (kiln/kernels/int8.h), in their order, so the
+// outputs are those of the scalar formula bit for bit. In an anonymous namespace: each including
+// file has its own copy, compiled for its own ISA flags.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kiln/kernels/int8.h"
+#include "qepilogue_dispatch.h"
+
+namespace kiln::kernels::int8 {
+namespace {
+
+struct EpiConstsY {
+  __m256 lo, hi, inv, qmin, qmax, rscale, res_lo, res_hi;
+  __m256i zp, rzp;
+  explicit EpiConstsY(const QEpilogue& e)
+      : lo(_mm256_set1_ps(e.lo)), hi(_mm256_set1_ps(e.hi)), inv(_mm256_set1_ps(e.out_inv_scale)),
+        rscale(_mm256_set1_ps(e.residual_scale)), res_lo(_mm256_set1_ps(e.res_lo)), res_hi(_mm256_set1_ps(e.res_hi)),
+        zp(_mm256_set1_epi32(e.out_zp)), rzp(_mm256_set1_epi32(e.residual_zp)) {
+    // The activation clamp and the saturation as one clamp of v * inv: bit-identical, for the
+    // reasons given in qgemm_avx512vnni.cpp's EpiConsts (multiplying by inv > 0 is monotonic, the
+    // saturation bounds minus the zero point are integers). The +-2^30 bound of quantize_value
+    // is inside them.
+    const float ql = e.out == QType::U8 ? 0.f : -128.f, qh = e.out == QType::U8 ? 255.f : 127.f;
+    qmin = _mm256_set1_ps(std::max(e.lo * e.out_inv_scale, ql - static_cast<float>(e.out_zp)));
+    qmax = _mm256_set1_ps(std::min(e.hi * e.out_inv_scale, qh - static_cast<float>(e.out_zp)));
+  }
+};
+
+// The real values before the residual: float(a) * scale (+ bf): a holds accumulators with the
+// int32 bias added.
+template <bool BiasF>
+inline __m256 scaled_lanes8(__m256i a, __m256 scale, __m256 bf) {
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), scale);
+  if constexpr (BiasF) v = _mm256_add_ps(v, bf);
+  return v;
+}
+
+// The rest of the epilogue on 8 scaled values v: the residual at rp, the clamp, stored as Out
+// at op.
+template <QType Out, detail::Res R>
+inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* op) {
+  using detail::Res;
+  if constexpr (R != Res::None) {
+    __m256 rv;
+    if constexpr (R == Res::F32) {
+      rv = _mm256_loadu_ps(static_cast<const float*>(rp));
+    } else {
+      const __m128i raw = _mm_loadl_epi64(static_cast<const __m128i*>(rp));
+      const __m256i ri = R == Res::U8 ? _mm256_cvtepu8_epi32(raw) : _mm256_cvtepi8_epi32(raw);
+      rv = _mm256_cvtepi32_ps(_mm256_sub_epi32(ri, k.rzp));
+    }
+    v = _mm256_min_ps(_mm256_max_ps(v, k.res_lo), k.res_hi);
+    v = R == Res::F32 ? _mm256_add_ps(v, rv) : _mm256_fmadd_ps(rv, k.rscale, v);
+  }
+  if constexpr (Out == QType::F32) {
+    _mm256_storeu_ps(static_cast<float*>(op), _mm256_min_ps(_mm256_max_ps(v, k.lo), k.hi));
+  } else {
+    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax);
+    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(x), k.zp);  // round half to even (MXCSR default)
+    // In range, so the packs only select each lane's low byte.
+    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i q8 = Out == QType::U8 ? _mm_packus_epi16(q16, q16) : _mm_packs_epi16(q16, q16);
+    _mm_storel_epi64(static_cast<__m128i*>(op), q8);
+  }
+}
+
+// The whole epilogue on 8 lanes: accumulators a (bias added) times scale, plus bf, the residual
+// at rp, the clamp, stored as Out at op.
+template <QType Out, detail::Res R, bool BiasF>
+inline void epilogue_lanes8(const EpiConstsY& k, __m256i a, __m256 scale, __m256 bf, const void* rp, void* op) {
+  finish_lanes8<Out, R>(k, scaled_lanes8<BiasF>(a, scale, bf), rp, op);
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8
