@@ -286,12 +286,12 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       // Depthwise (QKernels::depthwise_block where the table has it): partial channel blocks,
       // rows of 8-pixel groups plus a remainder, 7-pixel groups, strides 1-3, dilation, 5x5,
       // one input channel into 16, and bands of rows at two threads (40 output rows, enough work
-      // for two threads).
+      // for two threads), copied row by row (41 wide) and as one run of pixels (12 wide).
       shape(1, 20, 13, 17, 20, 3, 3, 1, 1, 1, 20), shape(2, 16, 14, 14, 16, 3, 3, 2, 1, 1, 16),
       shape(1, 9, 11, 12, 9, 5, 5, 2, 2, 1, 9),    shape(1, 8, 10, 10, 8, 3, 3, 1, 2, 2, 8),
       shape(1, 12, 9, 30, 12, 3, 3, 3, 1, 1, 12),  shape(1, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),
       shape(1, 24, 40, 41, 24, 3, 3, 1, 1, 1, 24),    shape(1, 24, 28, 28, 24, 3, 3, 1, 1, 1, 24),
-      shape(1, 3, 5, 4, 3, 1, 1, 1, 0, 1, 3),
+      shape(1, 3, 5, 4, 3, 1, 1, 1, 0, 1, 3),      shape(1, 64, 40, 12, 64, 3, 3, 1, 1, 1, 64),
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   shapes[20].pad_left = 0, shapes[20].pad_bottom = 2;  // depthwise 5x5, asymmetric padding

@@ -71,30 +71,80 @@ inline __m128i load_bytes(const uint8_t* p, int n) {
   return _mm_cvtsi64_si128(static_cast<long long>(read_few(p, n)));
 }
 
-// Input row h of the block (planes x + c * x_plane, c < nc) into the padded plane's row: 8 pixels
-// at a time, 8 rows of 8 bytes transposed in registers (bytes, then 16-bit pairs, then 32-bit
-// quads), each pixel's 8 channel bytes widened to floats. Lanes past nc hold the flip byte (their
-// weights are zero).
-void input_row(const DepthwisePlane& g, int64_t Wp, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip, int64_t h,
-               float* plane) {
-  float* dst = plane + ((g.pad_top + h) * Wp + g.pad_left) * kLanes;
+// n (<= 8) consecutive input pixels of the block at src (channel c's at src + c * x_plane) as
+// 8 vectors of a pixel's 8 channels: 8 rows of 8 bytes transposed in registers (bytes, then
+// 16-bit pairs, then 32-bit quads), each pixel's channel bytes widened to floats. Lanes past nc
+// hold the flip byte (their weights are zero). Full: n == 8, every load a plain 8-byte one; the
+// loops are unrolled so that every register is named (a loop over an array of them went through
+// memory).
+template <bool Full>
+inline void input_group(const uint8_t* src, int64_t x_plane, int nc, int n, __m128i f, __m256 px[kLanes]) {
+  __m128i r[kLanes];
+#pragma GCC unroll 8
+  for (int c = 0; c < kLanes; ++c) {
+    __m128i v = _mm_setzero_si128();
+    if (c < nc)
+      v = Full ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + c * x_plane)) : load_bytes(src + c * x_plane, n);
+    r[c] = _mm_xor_si128(v, f);
+  }
+  const __m128i a0 = _mm_unpacklo_epi8(r[0], r[1]), a1 = _mm_unpacklo_epi8(r[2], r[3]);
+  const __m128i a2 = _mm_unpacklo_epi8(r[4], r[5]), a3 = _mm_unpacklo_epi8(r[6], r[7]);
+  const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);  // channels 0-3
+  const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);  // channels 4-7
+  // Pixel p's 8 channel bytes: the low (p even) or high half of d[p / 2].
+  const __m128i d[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2), _mm_unpacklo_epi32(b1, b3),
+                        _mm_unpackhi_epi32(b1, b3)};
+#pragma GCC unroll 8
+  for (int p = 0; p < kLanes; ++p) {
+    const __m128i bytes = p % 2 == 0 ? d[p / 2] : _mm_unpackhi_epi64(d[p / 2], d[p / 2]);
+    px[p] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  }
+}
+
+// The block's input (the band's g.H rows of g.W pixels per plane) into the padded plane's
+// interior. Rows a multiple of 8 wide, or wider than 16, row by row; narrower ones (mobilenet_v2's
+// 7 and 14) as one run of H * W pixels, 8 at a time, each stored at its row and column, so that
+// they load whole groups instead of a short one per row: the 7x7 and 14x14 layers ran 0.65x and
+// 0.85x the time (Zen 3, qconv_bench). Where rows are whole groups, or nearly (28 wide), the
+// per-pixel addressing costs more than it saves (the 112-wide layers took 1.2-1.5x).
+void input_plane(const DepthwisePlane& g, int64_t Wp, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip,
+                 float* plane) {
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-  for (int64_t w0 = 0; w0 < g.W; w0 += kLanes) {
-    const int n = static_cast<int>(std::min<int64_t>(kLanes, g.W - w0));
-    __m128i r[kLanes];
-    for (int c = 0; c < kLanes; ++c)
-      r[c] = _mm_xor_si128(c < nc ? load_bytes(x + c * x_plane + h * g.W + w0, n) : _mm_setzero_si128(), f);
-    const __m128i a0 = _mm_unpacklo_epi8(r[0], r[1]), a1 = _mm_unpacklo_epi8(r[2], r[3]);
-    const __m128i a2 = _mm_unpacklo_epi8(r[4], r[5]), a3 = _mm_unpacklo_epi8(r[6], r[7]);
-    const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);  // channels 0-3
-    const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);  // channels 4-7
-    // Pixel p's 8 channel bytes: the low (p even) or high half of d[p / 2].
-    const __m128i d[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2), _mm_unpacklo_epi32(b1, b3),
-                          _mm_unpackhi_epi32(b1, b3)};
-    for (int p = 0; p < n; ++p) {
-      const __m128i bytes = p % 2 == 0 ? d[p / 2] : _mm_srli_si128(d[p / 2], 8);
-      _mm256_store_ps(dst + (w0 + p) * kLanes, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+  __m256 px[kLanes];
+  if (g.W % kLanes == 0 || g.W > 16) {
+    for (int64_t h = 0; h < g.H; ++h) {
+      float* dst = plane + ((g.pad_top + h) * Wp + g.pad_left) * kLanes;
+      const uint8_t* src = x + h * g.W;
+      int64_t w0 = 0;
+      for (; w0 + kLanes <= g.W; w0 += kLanes) {
+        input_group<true>(src + w0, x_plane, nc, kLanes, f, px);
+#pragma GCC unroll 8
+        for (int p = 0; p < kLanes; ++p) _mm256_store_ps(dst + (w0 + p) * kLanes, px[p]);
+      }
+      if (w0 == g.W) continue;
+      const int n = static_cast<int>(g.W - w0);
+      input_group<false>(src + w0, x_plane, nc, n, f, px);
+      for (int p = 0; p < n; ++p) _mm256_store_ps(dst + (w0 + p) * kLanes, px[p]);
     }
+    return;
+  }
+  const int64_t total = g.H * g.W;
+  int64_t h = 0, w = 0;  // the next pixel's row and column
+  auto store = [&](int n) {
+    for (int p = 0; p < n; ++p) {
+      _mm256_store_ps(plane + ((g.pad_top + h) * Wp + g.pad_left + w) * kLanes, px[p]);
+      if (++w == g.W) w = 0, ++h;
+    }
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= total; i += kLanes) {
+    input_group<true>(x + i, x_plane, nc, kLanes, f, px);
+    store(kLanes);
+  }
+  if (i < total) {
+    const int n = static_cast<int>(total - i);
+    input_group<false>(x + i, x_plane, nc, n, f, px);
+    store(n);
   }
 }
 
@@ -285,7 +335,7 @@ void detail::qdepthwise_block_avx2(const DepthwisePlane& g, const uint8_t* x, in
   float* wb = scratch;
   std::memcpy(wb, w, static_cast<size_t>(g.R * g.S * kLanes) * sizeof(float));
   float* plane = scratch + sb.plane;
-  for (int64_t h = 0; h < g.H; ++h) input_row(g, sb.Wp, x, x_plane, nc, flip, h, plane);
+  input_plane(g, sb.Wp, x, x_plane, nc, flip, plane);
   alignas(32) int32_t bias[kLanes] = {};
   alignas(32) float scale[kLanes] = {}, bias_f[kLanes] = {};
   for (int c = 0; c < nc; ++c) {
