@@ -168,6 +168,12 @@ struct QKernels {
                              int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
                              int64_t ldo) = nullptr;
   bool tile_epilogue_grid = false;
+  // Optional (nullptr: tile_s8u8_epilogue per panel): tile_s8u8_epilogue over `count` consecutive
+  // packed panels (panel_bytes apart, GEMM columns col0 + p * nr; ncols columns valid from col0),
+  // the epilogue's set-up paid once. Bit-identical to the tiles one by one.
+  void (*tile_s8u8_epilogue_strip)(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t panel_bytes,
+                                   int64_t count, int rows_valid, int64_t ncols, const QEpilogue& e, int64_t row0,
+                                   int64_t col0, void* out, int64_t ldo) = nullptr;
   // Optional (nullptr: depthwise convolutions run the grouped GEMM): a depthwise convolution of
   // nc <= 8 channels at once, channel-blocked (qdepthwise_avx2.cpp): planes x + c * x_plane
   // (g.H x g.W; x_plane 0: one plane for every channel) XOR flip, the block's weights w as

@@ -235,6 +235,11 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
             }
             for (int64_t t = t_begin; t < t_end; ++t) {
               const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
+              if (fused && k.tile_s8u8_epilogue_strip) {
+                k.tile_s8u8_epilogue_strip(g.kgroups, wg + t * g.kgroups * k.mr * 4, panels, pbytes, c1 - c0, rows_here,
+                                           ncols, eg, t * k.mr, j0, yg, g.P);
+                continue;
+              }
               for (int64_t p = c0; p < c1; ++p) {
                 const uint8_t* wt = wg + t * g.kgroups * k.mr * 4;
                 const int cols_here = static_cast<int>(std::min<int64_t>(k.nr, g.N - p * k.nr));

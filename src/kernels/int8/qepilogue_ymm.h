@@ -42,10 +42,9 @@ inline __m256 scaled_lanes8(__m256i a, __m256 scale, __m256 bf) {
   return v;
 }
 
-// The rest of the epilogue on 8 scaled values v: the residual at rp, the clamp, stored as Out
-// at op.
-template <QType Out, detail::Res R>
-inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* op) {
+// The residual at rp added to 8 scaled values v (nothing without one).
+template <detail::Res R>
+inline __m256 with_residual8(const EpiConstsY& k, __m256 v, const void* rp) {
   using detail::Res;
   if constexpr (R != Res::None) {
     __m256 rv;
@@ -59,16 +58,44 @@ inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* o
     v = _mm256_min_ps(_mm256_max_ps(v, k.res_lo), k.res_hi);
     v = R == Res::F32 ? _mm256_add_ps(v, rv) : _mm256_fmadd_ps(rv, k.rscale, v);
   }
+  return v;
+}
+
+// 8 values (residual added) quantized: the clamp, round half to even (MXCSR default), the zero
+// point; in the output type's range.
+inline __m256i quantized8(const EpiConstsY& k, __m256 v) {
+  const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax);
+  return _mm256_add_epi32(_mm256_cvtps_epi32(x), k.zp);
+}
+
+// The rest of the epilogue on 8 scaled values v: the residual at rp, the clamp, stored as Out
+// at op.
+template <QType Out, detail::Res R>
+inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* op) {
+  v = with_residual8<R>(k, v, rp);
   if constexpr (Out == QType::F32) {
     _mm256_storeu_ps(static_cast<float*>(op), _mm256_min_ps(_mm256_max_ps(v, k.lo), k.hi));
   } else {
-    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax);
-    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(x), k.zp);  // round half to even (MXCSR default)
+    const __m256i q = quantized8(k, v);
     // In range, so the packs only select each lane's low byte.
     const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     const __m128i q8 = Out == QType::U8 ? _mm_packus_epi16(q16, q16) : _mm_packs_epi16(q16, q16);
     _mm_storel_epi64(static_cast<__m128i*>(op), q8);
   }
+}
+
+// 16 consecutive u8/s8 outputs from two vectors of quantized values (q0 the first 8): one pack
+// of the pair, one dword permutation and one store, where two finish_lanes8 calls take two of
+// each (the epilogue of convolutions with few input channels is most of their time).
+template <QType Out>
+inline void store_pair16(__m256i q0, __m256i q1, void* op) {
+  static_assert(Out != QType::F32);
+  // packs: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7] as int16; the byte pack repeats each 128-bit lane's
+  // 8 bytes, whose dwords 0 (q0 0-3), 1 (q1 0-3), 4 (q0 4-7), 5 (q1 4-7) go in order 0, 4, 1, 5.
+  const __m256i w = _mm256_packs_epi32(q0, q1);
+  const __m256i b = Out == QType::U8 ? _mm256_packus_epi16(w, w) : _mm256_packs_epi16(w, w);
+  const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+  _mm_storeu_si128(static_cast<__m128i*>(op), _mm256_castsi256_si128(ordered));
 }
 
 // The whole epilogue on 8 lanes: accumulators a (bias added) times scale, plus bf, the residual

@@ -14,10 +14,12 @@ namespace {
 
 using detail::Res;
 
+// One tile and its epilogue; k holds e's constants (built once per strip of tiles).
 template <QType Out, Res R, bool BiasF>
-void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
-                       int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
-                       int64_t ldo) {
+__attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k, int64_t kgroups, const uint8_t* rows,
+                                                             const uint8_t* cols, const int64_t* offsets,
+                                                             int rows_valid, int cols_valid, const QEpilogue& e,
+                                                             int64_t row0, int64_t col0, void* out, int64_t ldo) {
   QV c[QV_MR][QV_NV];
   // A panel with at most 8 valid columns (e.g. the last of a 7x7 image's 49) reads and multiplies
   // only its first vector: half the work of the full tile.
@@ -41,8 +43,8 @@ void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols
     if (whole) continue;
     for (int l = 0; l < QV_LANES; ++l) lane_col[v][l] = l < n ? detail::output_column(e, j + l) : -1;
   }
-  const EpiConstsY k(e);
   const size_t osize = detail::out_size(Out), rsize = detail::res_size(R);
+  const bool pair = QV_NV == 2 && dst[0] >= 0 && dst[QV_NV - 1] == dst[0] + QV_LANES;
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r) {
     if (r >= rows_valid) break;
@@ -52,6 +54,17 @@ void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols
     const __m256 bf = _mm256_set1_ps(BiasF ? e.bias_f[row] : 0.f);
     char* out_row = static_cast<char*>(out) + row * ldo * osize;
     const char* res_row = R == Res::None ? nullptr : static_cast<const char*>(e.residual) + row * e.ldr * rsize;
+    if constexpr (Out != QType::F32 && QV_NV == 2) {
+      if (pair) {  // the row's 16 outputs are consecutive: packed and stored together
+        const char* rp = R == Res::None ? nullptr : res_row + dst[0] * rsize;
+        const __m256 v0 = scaled_lanes8<BiasF>(_mm256_add_epi32(c[r][0], bias), scale, bf);
+        const __m256 v1 = scaled_lanes8<BiasF>(_mm256_add_epi32(c[r][1], bias), scale, bf);
+        const __m256i q0 = quantized8(k, with_residual8<R>(k, v0, rp));
+        const __m256i q1 = quantized8(k, with_residual8<R>(k, v1, R == Res::None ? nullptr : rp + QV_LANES * rsize));
+        store_pair16<Out>(q0, q1, out_row + dst[0]);
+        continue;
+      }
+    }
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) {
       const __m256i a = _mm256_add_epi32(c[r][v], bias);
@@ -72,23 +85,54 @@ void tile_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols
   }
 }
 
+// `count` tiles of consecutive packed panels (pbytes apart; GEMM columns from col0, ncols of them
+// valid), or one tile whose cols are read through `offsets`: the epilogue's set-up (its
+// constants, the dispatch on its types, the struct's copy) paid once per strip. With few input
+// channels (mobilenet_v2's 1x1 layers, 16-32 of them) a tile's products are short and that
+// set-up was a quarter of a layer's time.
+template <QType Out, Res R, bool BiasF>
+void strip_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
+                        const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue& e, int64_t row0,
+                        int64_t col0, void* out, int64_t ldo) {
+  const EpiConstsY k(e);
+  constexpr int nr = QV_NV * QV_LANES;
+  for (int64_t p = 0; p < count; ++p) {
+    const int cols_valid = static_cast<int>(std::min<int64_t>(nr, ncols - p * nr));
+    tile_epilogue_ymm<Out, R, BiasF>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, e, row0,
+                                     col0 + p * nr, out, ldo);
+  }
+}
+
 template <QType Out, Res R>
-struct TileEpilogueY {
-  static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
-                   int cols_valid, const QEpilogue* e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
-    if (e->bias_f) tile_epilogue_ymm<Out, R, true>(kgroups, rows, cols, offsets, rows_valid, cols_valid, *e, row0, col0, out, ldo);
-    else tile_epilogue_ymm<Out, R, false>(kgroups, rows, cols, offsets, rows_valid, cols_valid, *e, row0, col0, out, ldo);
+struct StripEpilogueY {
+  static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
+                   const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue* e, int64_t row0,
+                   int64_t col0, void* out, int64_t ldo) {
+    if (e->bias_f)
+      strip_epilogue_ymm<Out, R, true>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0, col0,
+                                       out, ldo);
+    else
+      strip_epilogue_ymm<Out, R, false>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0, col0,
+                                        out, ldo);
   }
 };
+
+void tile_s8u8_epilogue_strip_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes,
+                                  int64_t count, int rows_valid, int64_t ncols, const QEpilogue& e_in, int64_t row0,
+                                  int64_t col0, void* out, int64_t ldo) {
+  // A local copy: the byte stores could alias the caller's struct, which would make the compiler
+  // reload every field after each store.
+  const QEpilogue e = e_in;
+  detail::dispatch_epilogue<StripEpilogueY>(e, kgroups, rows, cols, pbytes, count, static_cast<const int64_t*>(nullptr),
+                                            rows_valid, ncols, &e, row0, col0, out, ldo);
+}
 
 void tile_s8u8_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
                             int rows_valid, int cols_valid, const QEpilogue& e_in, int64_t row0, int64_t col0,
                             void* out, int64_t ldo) {
-  // A local copy: the byte stores could alias the caller's struct, which would make the compiler
-  // reload every field after each store.
   const QEpilogue e = e_in;
-  detail::dispatch_epilogue<TileEpilogueY>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0,
-                                           out, ldo);
+  detail::dispatch_epilogue<StripEpilogueY>(e, kgroups, rows, cols, int64_t{0}, int64_t{1}, offsets, rows_valid,
+                                            static_cast<int64_t>(cols_valid), &e, row0, col0, out, ldo);
 }
 
 // The 256-bit VNNI-style table with the fused epilogue; the separate one is AVX2's (qgemm_avx2.cpp).
@@ -96,6 +140,7 @@ QKernels ymm_qkernels(QIsa isa) {
   QKernels k = vnni_qkernels(isa);
   k.epilogue = epilogue_avx2;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_ymm;
+  k.tile_s8u8_epilogue_strip = tile_s8u8_epilogue_strip_ymm;
   k.tile_epilogue_grid = true;
   return k;
 }
