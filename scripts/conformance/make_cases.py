@@ -38,6 +38,7 @@ NO_CASE = {
     "QConv": "kiln domain: checked against QLinearConv and DQ -> Conv -> Q in tests/compress/quantized_ops_test.cpp",
     "HalfConv": "kiln domain: checked against Conv on the widened weights in tests/compress/bf16_test.cpp",
     "HalfMatMul": "kiln domain: checked against MatMul on the widened weights in tests/compress/bf16_test.cpp",
+    "QLookup": "kiln domain: checked against the DequantizeLinear -> element-wise -> QuantizeLinear chain it replaces in tests/compress/fold_qdq_lookup_test.cpp",
     "QMatMul": "kiln domain: checked against QLinearMatMul and DynamicQuantizeLinear/MatMulInteger in tests/compress/quantized_ops_test.cpp",
 }
 

@@ -16,6 +16,7 @@ KernelChoice choice_for_other(const Node& n) {
     if (n.op == "Attention") return {n.name, "kiln::Attention", "flash", "tiled, online softmax"};
     if (n.op == "LayerNorm") return {n.name, "kiln::LayerNorm", "rows", "one pass per row"};
     if (n.op == "QConv" || n.op == "QMatMul") return {n.name, "kiln::" + n.op, "int8", "INT8 kernels (kernels/int8.h)"};
+    if (n.op == "QLookup") return {n.name, "kiln::QLookup", "table", "a 256-entry table per 8-bit element"};
     if (n.op == "HalfConv" || n.op == "HalfMatMul")
       return {n.name, "kiln::" + n.op, "bf16", "16-bit weights: AVX512-BF16 or f32 kernels (kernels/bf16.h)"};
   }

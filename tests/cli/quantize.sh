@@ -77,4 +77,19 @@ expect_error "bad format" "expected kiln or qdq" "$KILN" quantize "$MODEL" -o "$
 expect_error "unknown exclude" "no Conv/MatMul/Gemm node has this name" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib-random 2 --exclude nope
 expect_error "missing calib dir" "not a directory" "$KILN" quantize "$MODEL" -o "$T/x.kiln" --calib "$T/none"
 
+# efficientnet_b0 (when the zoo has it): its SiLUs between quantized convolutions become 256-entry
+# tables (fold-qdq-lookup), and the artifact computes what it computes without them.
+EFF="$BIN/zoo/efficientnet_b0"
+if [ -f "$EFF/model.onnx" ]; then
+  "$KILN" quantize "$EFF/model.onnx" -o "$T/ef.onnx" --format qdq --calib-random 2 --quiet 2> /dev/null
+  check "efficientnet QDQ written" test -s "$T/ef.onnx"
+  "$KILN" compile "$T/ef.onnx" -o "$T/ef.kiln" --explain --cache-dir "$T/cache" > "$T/ef.explain" 2>&1
+  check "efficientnet: most SiLU chains are tables" test "$(grep -c 'fold-qdq-lookup *applied' "$T/ef.explain")" -ge 40
+  "$KILN" compile "$T/ef.onnx" -o "$T/efn.kiln" --disable-pass fold-qdq-lookup --cache-dir "$T/cache" --quiet
+  "$KILN" run "$T/efn.kiln" --input "input=$EFF/inputs/input.npy" --out "$T/efn" --quiet
+  "$KILN" run "$T/ef.kiln" --input "input=$EFF/inputs/input.npy" --expect "$T/efn" --rtol 0 --atol 1e-3 --quiet \
+    > "$T/ef.run" 2>&1
+  check "efficientnet: tables give the chains' outputs" test $? -eq 0
+fi
+
 cli_finish
