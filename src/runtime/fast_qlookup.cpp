@@ -34,9 +34,11 @@ bool prepare(StepContext& ctx) {
   return true;
 }
 
-template <typename Out>
-void look_up(const uint8_t* x, const Out* table, uint8_t flip, Out* y, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) y[i] = table[x[i] ^ flip];
+// Two loads and a store per element; unrolled, and the XOR only for i8 inputs.
+template <bool Flip, typename Out>
+void look_up(const uint8_t* x, const Out* table, Out* y, int64_t b, int64_t e) {
+#pragma GCC unroll 8
+  for (int64_t i = b; i < e; ++i) y[i] = table[Flip ? x[i] ^ 0x80 : x[i]];
 }
 
 void run(StepContext& ctx) {
@@ -45,8 +47,16 @@ void run(StepContext& ctx) {
   void* y = ctx.out(0).raw();
   kernels::parallel_for(st.n, kernels::threads_for_work(static_cast<double>(st.n), ctx.threads),
                         [&](int64_t b, int64_t e) {
-                          if (st.out == DType::f32) look_up(x, st.floats, st.flip, static_cast<float*>(y), b, e);
-                          else look_up(x, st.bytes, st.flip, static_cast<uint8_t*>(y), b, e);
+                          auto* yb = static_cast<uint8_t*>(y);
+                          auto* yf = static_cast<float*>(y);
+                          if (st.out == DType::f32) {
+                            if (st.flip) look_up<true>(x, st.floats, yf, b, e);
+                            else look_up<false>(x, st.floats, yf, b, e);
+                          } else if (st.flip) {
+                            look_up<true>(x, st.bytes, yb, b, e);
+                          } else {
+                            look_up<false>(x, st.bytes, yb, b, e);
+                          }
                         });
 }
 
