@@ -3,6 +3,7 @@
 #include <set>
 
 #include "kiln/kernels/gemm_packed.h"
+#include "kiln/kernels/int8.h"
 #include "kiln/ops/kiln_ops.h"
 #include "lower_internal.h"
 
@@ -27,6 +28,25 @@ KernelChoice choice_for_other(const Node& n) {
   if (n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" || n.op == "Identity")
     return {n.name, n.op, "view", "aliases its input (no copy)"};
   return {n.name, n.op, "reference", "no fast kernel for " + n.op + ": the op table's reference kernel runs it"};
+}
+
+// The INT8 path a QConv takes on this CPU (kernels/int8.h, qconv_tactic_name) as its `tactic`
+// attribute, which profiles show. The path does not depend on the batch: a symbolic one counts
+// as 1. Left unset when the other dims or the weight are not known.
+void name_qconv_tactic(Node& n) {
+  const Value* x = n.input(0);
+  const Value* w = n.input(1);
+  if (!x || !w || !w->is_constant() || !x->shape.rank_known || x->shape.rank() != 4) return;
+  const Tensor& wt = *w->initializer;
+  if (wt.dtype() != DType::i8 || wt.dims().size() != 4) return;
+  std::vector<int64_t> dims = {1};
+  for (size_t i = 1; i < 4; ++i) {
+    if (!x->shape[i].is_static()) return;
+    dims.push_back(x->shape[i].value);
+  }
+  const kernels::Conv2dShape s = ops::fused_conv_shape(n, dims, wt.dims());
+  const auto& k = kernels::int8::qkernels_for_signed(wt.data<int8_t>(), wt.numel());
+  n.attrs["tactic"] = std::string(kernels::int8::qconv_tactic_name(k, s, x->dtype == DType::i8));
 }
 
 // Initializers no node reads any more (weights replaced by their packed form).
@@ -72,6 +92,7 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
       c = it->second;
     else
       c = choice_for_other(n);
+    if (n.domain == ops::kKilnDomain && n.op == "QConv") name_qconv_tactic(n);
     if (c.tactic == "reference") ++r.reference_nodes;
     r.kernels.push_back(std::move(c));
   }

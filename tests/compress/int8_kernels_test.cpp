@@ -455,6 +455,22 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
   }
 }
 
+// The tactic names profiles show are the paths qconv2d takes.
+TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
+  Conv2dShape pw;
+  pw.N = 1, pw.C = 16, pw.H = pw.W = 8, pw.K = 32;
+  Conv2dShape dw = pw;
+  dw.K = dw.group = 16, dw.R = dw.S = 3, dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+  Conv2dShape full = dw;
+  full.K = 32, full.group = 1;
+  for (const QKernels* k : all_qkernels()) {
+    EXPECT_STREQ(qconv_tactic_name(*k, pw, false), "planes");
+    EXPECT_STREQ(qconv_tactic_name(*k, pw, true), "im2col");  // s8 inputs are flipped into a copy
+    EXPECT_STREQ(qconv_tactic_name(*k, dw, false), k->depthwise_block ? "depthwise" : "im2col");
+    EXPECT_STREQ(qconv_tactic_name(*k, full, false), k->tile_s8u8_gather ? "quads" : "im2col");
+  }
+}
+
 // Depthwise convolutions through the channel-blocked kernel (on every table that has it: the
 // test fails where an AVX2 CPU's tables lack it) give the formula's bytes for every output and
 // residual type, with and without an f32 bias, on ragged channel blocks and row ends, and equal

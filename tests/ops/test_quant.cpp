@@ -543,5 +543,23 @@ TEST(QuantCost, CountsMultiplyAdds) {
   EXPECT_EQ(ops::node_cost(*mm)->flops, 2.0 * 2 * 3 * 5 * 4);
 }
 
+// A symbolic batch (int8 models exported with a dynamic N) keeps the spatial output dims known:
+// they are what batch 1 gives; unknown spatial input dims stay unknown.
+TEST(QuantShapes, SymbolicBatchKeepsTheSpatialDims) {
+  Model m;
+  m.opsets[""] = 13;
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", DType::u8, Shape(std::vector<Dim>{Dim::sym("N"), 4, 9, 10}));
+  Value* w = g.add_input("w", DType::u8, Shape{6, 2, 3, 3});
+  Node* n = g.add_node("ConvInteger", {x, w}, {"y"},
+                       {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"strides", std::vector<int64_t>{2, 2}}});
+  Value* x2 = g.add_input("x2", DType::u8, Shape(std::vector<Dim>{Dim::sym("N"), 4, Dim::sym("H"), 10}));
+  Node* n2 = g.add_node("ConvInteger", {x2, w}, {"y2"}, {{"group", int64_t{2}}});
+  ops::infer_shapes(m);
+  EXPECT_EQ(n->outputs[0]->shape, Shape(std::vector<Dim>{Dim::sym("N"), 6, 5, 5}));
+  EXPECT_EQ(n2->outputs[0]->shape, Shape(std::vector<Dim>{Dim::sym("N"), 6, Dim::unknown(), Dim::unknown()}));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -234,6 +234,11 @@ void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w,
 // qdepthwise_max_taps taps; their packed weight is then the weight as floats, in blocks of 8
 // channels, tap-major.
 bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s);
+// The path qconv2d takes for s on table k (signed_input: s8 activations), for reports and
+// profiles: "depthwise" (channel-blocked), "quads" (channel quads read in place), "planes" (a
+// 1x1 convolution reading its input planes as they are) or "im2col" (phase planes packed into
+// panels).
+const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input);
 // Scratch bytes of one qconv2d call.
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads);
 // y [N, K, out_h, out_w] = epilogue(conv(x ^ flip, w)) with padding taps reading `pad` (the

@@ -138,6 +138,12 @@ GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, in
 
 }  // namespace detail
 
+const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input) {
+  if (qconv_is_depthwise(k, s)) return "depthwise";
+  if (detail::qconv_uses_quads(k, s)) return "quads";
+  return Geometry(s, signed_input ? 0x80 : 0).direct ? "planes" : "im2col";
+}
+
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_packed_weight_bytes(s);
   Geometry g(s, 0);

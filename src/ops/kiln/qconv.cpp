@@ -43,6 +43,7 @@ std::vector<AttrSpec> qconv_attrs() {
   std::vector<AttrSpec> a = {{"auto_pad", AttrKind::String}, {"dilations", AttrKind::Ints}, {"group", AttrKind::Int},
                              {"kernel_shape", AttrKind::Ints}, {"pads", AttrKind::Ints}, {"strides", AttrKind::Ints}};
   for (const AttrSpec& s : quant_attr_specs()) a.push_back(s);
+  a.push_back({"tactic", AttrKind::String});  // set by lowering: the INT8 path it takes (profiles show it)
   return a;
 }
 

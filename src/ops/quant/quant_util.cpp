@@ -114,6 +114,20 @@ Shape conv_output_shape(InferContext& c, size_t xi, size_t wi) {
     d.insert(d.end(), g.out.begin(), g.out.end());
     return Shape::of(d);
   }
+  // A symbolic batch alone (int8 models exported with a dynamic N): the spatial dims are those
+  // of batch 1, the batch dim passes through.
+  bool rest_static = w.is_static();
+  for (size_t i = 1; i < x.rank(); ++i) rest_static = rest_static && x.dims[i].is_static();
+  if (rest_static) {
+    std::vector<int64_t> one = {1};
+    for (size_t i = 1; i < x.rank(); ++i) one.push_back(x.dims[i].value);
+    ConvGeom g = conv_geometry(c.node(), one, w.static_dims());
+    Shape out;
+    out.dims.push_back(x.dims[0]);
+    out.dims.push_back(Dim(g.out_ch));
+    for (int64_t o : g.out) out.dims.push_back(Dim(o));
+    return out;
+  }
   Shape out;
   out.dims.push_back(x.dims[0]);
   out.dims.push_back(w.rank_known && w.rank() > 0 ? w.dims[0] : Dim::unknown());
