@@ -455,6 +455,19 @@ TEST(Int8Kernels, ConvEpilogueMatchesTheFormulaForEveryType) {
   }
 }
 
+// The byte-table lookup (AVX2 shuffles where the CPU has them) equals the plain loop for every
+// byte value, on lengths around the 32-byte vectors, from unaligned starts.
+TEST(Int8Kernels, LookupBytesMatchesThePlainLoop) {
+  const std::vector<uint8_t> table = random_bytes(256, 51);
+  for (int64_t n : {0, 1, 31, 32, 33, 255, 256, 1000}) {
+    std::vector<uint8_t> x(static_cast<size_t>(n + 1)), y(static_cast<size_t>(n + 1), 0xAB);
+    for (int64_t i = 0; i <= n; ++i) x[i] = static_cast<uint8_t>((i * 37 + 11) & 0xFF);  // every byte within 256
+    lookup_bytes(x.data() + 1, table.data(), y.data() + 1, n);
+    EXPECT_EQ(y[0], 0xAB) << "wrote before the start";
+    for (int64_t i = 1; i <= n; ++i) ASSERT_EQ(y[i], table[x[i]]) << "n " << n << " at " << i;
+  }
+}
+
 // The tactic names profiles show are the paths qconv2d takes.
 TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
   Conv2dShape pw;

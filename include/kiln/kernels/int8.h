@@ -247,6 +247,10 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
+// y[i] = table[x[i]] for i < n, a 256-entry byte table (kiln.QLookup's kernel): AVX2 vpshufb
+// lookups where the CPU has them (about 3x the scalar loop's rate), else the scalar loop.
+void lookup_bytes(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n);
+
 // sum_k w[m][k] of an M x K s8 matrix (the zero-point compensation of each output channel).
 void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out);
 

@@ -60,6 +60,8 @@ size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads);
 void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                 const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 #if defined(__x86_64__)
+// lookup_bytes on AVX2 (qlookup_avx2.cpp).
+void lookup_bytes_avx2(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n);
 // QKernels::depthwise_block on AVX2 + FMA (qdepthwise_avx2.cpp), for every table past scalar.
 void qdepthwise_block_avx2(const DepthwisePlane& g, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip,
                            const float* w, float* scratch, const QEpilogue& e, void* out, int64_t out_plane);

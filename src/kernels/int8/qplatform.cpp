@@ -105,6 +105,13 @@ const QKernels& qkernels_for_signed(const int8_t* s8, int64_t n) {
   return *t.narrow_or_null;
 }
 
+void lookup_bytes(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n) {
+#if defined(__x86_64__)
+  if (tables().has[static_cast<int>(QIsa::Avx2)]) return detail::lookup_bytes_avx2(x, table, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+
 const QKernels* qkernels_for(QIsa isa) {
   const Tables& t = tables();
   int i = static_cast<int>(isa);
