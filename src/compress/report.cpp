@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -22,6 +23,7 @@
 #include "kiln/frontend/onnx.h"
 #include "kiln/ir/npy.h"
 #include "kiln/kernels/int8.h"
+#include "kiln/runtime/artifact.h"
 #include "kiln/runtime/executable.h"
 
 extern char** environ;
@@ -121,8 +123,19 @@ std::vector<std::string> suggestions(const Report& r) {
     s.push_back("accuracy drops by more than 0.5 points: exclude the worst layers, or try --activations s8");
   if (!r.float_nodes.empty() && !r.budget)
     s.push_back(std::to_string(r.float_nodes.size()) + " compute node(s) stay in float (see the list): they run the fp32 kernels");
-  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5 && (r.mode == "static" || r.mode == "dynamic"))
-    s.push_back("little speed-up: float ops between quantized ones (pooling, softmax, normalisation) convert back and forth");
+  if (r.ms_int8 > 0 && r.ms_fp32 / r.ms_int8 < 1.5 && (r.mode == "static" || r.mode == "dynamic")) {
+    // Blamed only when they are many: one pooling before the classifier costs little.
+    const int conv = r.islands.conversions;
+    if (conv * 10 > r.quantized_nodes)
+      s.push_back("little speed-up: the int8 model converts to float " + std::to_string(conv) +
+                  " times for ops that stay in f32 (" + r.islands.str() + ")");
+    else
+      s.push_back(std::string("little speed-up, though ") +
+                  (conv == 0 ? "every op runs on int8"
+                             : "only " + std::to_string(conv) + " conversion(s) to float remain (" + r.islands.str() + ")") +
+                  ": " + (r.host_has_vnni ? "" : "without VNNI int8 multiplies at about twice fp32's rate, and ") +
+                  "memory-bound layers (depthwise, 1x1 with few channels) gain less than compute-bound ones");
+  }
   if (r.mode == "static" && !r.reduce_range && !r.host_has_vnni)
     s.push_back("this CPU has no VNNI: with --reduce-range (7-bit weights) kiln's int8 kernels multiply bytes "
                 "directly (resnet50: 1.5x faster on such a CPU), and ONNX Runtime runs the QDQ model without its "
@@ -132,6 +145,33 @@ std::vector<std::string> suggestions(const Report& r) {
 }
 
 }  // namespace
+
+std::string FloatIslands::str() const {
+  std::string out;
+  for (const auto& [op, n] : readers) out += (out.empty() ? "" : ", ") + op + " x" + std::to_string(n);
+  return out;
+}
+
+FloatIslands float_islands(const Model& compiled) {
+  FloatIslands fi;
+  std::map<std::string, int> count;
+  std::map<const Value*, std::vector<const Node*>> readers;
+  for (const auto& n : compiled.graph->nodes())
+    for (const Value* v : n->inputs)
+      if (v) readers[v].push_back(n.get());
+  for (const auto& n : compiled.graph->nodes()) {
+    const bool to_float = (n->domain.empty() && n->op == "DequantizeLinear" && !(n->input(0) && n->input(0)->is_constant())) ||
+                          (n->op == "QLookup" && n->outputs[0] && n->outputs[0]->dtype == DType::f32);
+    if (!to_float || !n->outputs[0]) continue;
+    auto it = readers.find(n->outputs[0]);
+    if (it == readers.end()) continue;  // read only as a graph output
+    ++fi.conversions;
+    for (const Node* r : it->second) ++count[r->op];
+  }
+  for (const auto& [op, c] : count) fi.readers.emplace_back(op, c);
+  std::stable_sort(fi.readers.begin(), fi.readers.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return fi;
+}
 
 void AgreementSum::add(const float* r, const float* q, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
@@ -203,6 +243,7 @@ Report make_report(const ReportJob& rj) {
   }
   std::unique_ptr<Executable> fp32 = Executable::load(fp32_artifact);
   std::unique_ptr<Executable> int8 = Executable::load(int8_artifact);
+  r.islands = float_islands(read_artifact(int8_artifact).model);
 
   // Held-out inputs.
   Model source = import_onnx(job.model_path);
@@ -322,6 +363,9 @@ std::string format_report(const Report& r) {
     << "), " << label << " " << mib(r.bytes_int8);
   std::snprintf(buf, sizeof buf, " (%.3fx of the model)\n", r.bytes_fp32 > 0 ? r.bytes_int8 / r.bytes_fp32 : 0.0);
   s << buf;
+  if (r.islands.conversions > 0)
+    s << "  int8 -> float inside the model: " << r.islands.conversions << " conversion(s), read by " << r.islands.str()
+      << "\n";
   if (r.peak_rss_fp32 > 0 && r.peak_rss_int8 > 0)
     s << "  peak memory (kiln run, resident): fp32 " << mib(r.peak_rss_fp32) << ", " << label << " "
       << mib(r.peak_rss_int8) << "\n";
@@ -383,7 +427,10 @@ std::string report_json(const Report& r) {
     << ", \"runs\": " << r.runs << "},\n  \"bytes\": {\"fp32_model\": " << json_num(r.bytes_fp32)
     << ", \"fp32_artifact\": " << json_num(r.bytes_fp32_artifact) << ", \"int8\": " << json_num(r.bytes_int8)
     << "},\n  \"peak_rss_bytes\": {\"fp32\": " << json_num(r.peak_rss_fp32) << ", \"int8\": " << json_num(r.peak_rss_int8)
-    << "},\n  \"layers\": [";
+    << "},\n  \"float_islands\": {\"conversions\": " << r.islands.conversions << ", \"readers\": {";
+  for (size_t i = 0; i < r.islands.readers.size(); ++i)
+    s << (i ? ", " : "") << json_str(r.islands.readers[i].first) << ": " << r.islands.readers[i].second;
+  s << "}},\n  \"layers\": [";
   for (size_t i = 0; i < r.layers.size(); ++i)
     s << (i ? ",\n    " : "\n    ") << "{\"node\": " << json_str(r.layers[i].node) << ", \"op\": " << json_str(r.layers[i].op)
       << ", \"error\": " << json_agreement(r.layers[i].error) << "}";

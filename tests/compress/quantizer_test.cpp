@@ -194,6 +194,33 @@ TEST(QuantizeDigits, Int8AccuracyWithinHalfAPointAndTheReportSaysSo) {
   std::string text = format_report(rep), json = report_json(rep);
   EXPECT_NE(text.find("accuracy: fp32"), std::string::npos);
   EXPECT_NE(json.find("\"layers\": ["), std::string::npos);
+  // The digits CNN runs int8 from its input's quantization to the logits' dequantization.
+  EXPECT_EQ(rep.islands.conversions, 0) << rep.islands.str();
+  EXPECT_NE(json.find("\"float_islands\": {\"conversions\": 0"), std::string::npos);
+}
+
+// Where a compiled int8 graph leaves int8: conversions to float read inside the graph, counted
+// with their readers; a dequantization read only as a graph output and weights do not count.
+TEST(QuantizeReport, FloatIslandsCountConversionsReadInsideTheModel) {
+  Model m = parse_model(R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: u8[1,2,4,4]) -> (%y, %z) {
+  %s = init f32[] dense<0.1>
+  %zp = init u8[] dense<3>
+  %w = init i8[2] dense<1, -1>
+  %t = init f32[256] dense<0.5>
+  %d = DequantizeLinear(%x, %s, %zp)
+  %p = GlobalAveragePool(%d)
+  %f = kiln::QLookup(%x, %t)
+  %m = Mul(%f, %p)
+  %r = Relu(%d)
+  %dw = DequantizeLinear(%w, %s)
+  %y = Add(%m, %r)
+  %z = DequantizeLinear(%x, %s, %zp)
+})");
+  ops::infer_shapes(m);  // an artifact's graph carries its dtypes
+  FloatIslands fi = float_islands(m);
+  EXPECT_EQ(fi.conversions, 2);
+  EXPECT_EQ(fi.str(), "GlobalAveragePool x1, Mul x1, Relu x1");
 }
 
 // The compiled artifact's fast INT8 kernels give exactly what the reference kernels give on the

@@ -35,6 +35,16 @@ struct OutputReport {
   Agreement error;
 };
 
+// Where a compiled int8 model leaves int8 for float ops and comes back (float_islands): the
+// conversions to float (DequantizeLinear, or a kiln.QLookup with a float table) whose result is
+// read by something other than the graph's outputs, and the ops that read them, counted by type.
+struct FloatIslands {
+  int conversions = 0;
+  std::vector<std::pair<std::string, int>> readers;  // op type, count; most frequent first
+  std::string str() const;                           // "GlobalAveragePool x16, Mul x16"
+};
+FloatIslands float_islands(const Model& compiled);
+
 struct Report {
   std::string model, out, format, mode, calibration, eval_source;
   bool random_calibration = false;
@@ -51,6 +61,7 @@ struct Report {
   double bytes_fp32 = 0, bytes_int8 = 0;             // source model vs what kiln quantize wrote
   double bytes_fp32_artifact = 0;                     // the float model compiled by kiln
   double peak_rss_fp32 = 0, peak_rss_int8 = 0;        // `kiln run` of each artifact (0 = not measured)
+  FloatIslands islands;                               // where the compiled int8 model runs in float
   std::vector<std::string> next;                      // what to try next
   std::optional<BudgetPlan> budget;                   // --accuracy-budget's plan
 };
