@@ -27,6 +27,7 @@ std::string machine_to_json(const MachinePeaks& m) {
   j.set("fp32_gflops_all_cores", m.fp32_gflops_all_cores);
   if (m.int8_gops_per_core) j.set("int8_gops_per_core", *m.int8_gops_per_core);
   if (m.int8_gops_all_cores) j.set("int8_gops_all_cores", *m.int8_gops_all_cores);
+  if (!m.int8_kernel.empty()) j.set("int8_kernel", m.int8_kernel);
   if (m.bf16_gflops_per_core) j.set("bf16_gflops_per_core", *m.bf16_gflops_per_core);
   if (m.bf16_gflops_all_cores) j.set("bf16_gflops_all_cores", *m.bf16_gflops_all_cores);
   j.set("dram_gbs_one_core", m.dram_gbs_one_core);
@@ -101,6 +102,7 @@ MachinePeaks machine_from_json(const std::string& text, const std::string& origi
   m.fp32_gflops_all_cores = number(j, "fp32_gflops_all_cores", origin);
   m.int8_gops_per_core = optional_number(j, "int8_gops_per_core", origin);
   m.int8_gops_all_cores = optional_number(j, "int8_gops_all_cores", origin);
+  if (const json::Value* k = j.find("int8_kernel"); k && k->is_string()) m.int8_kernel = k->as_string(origin);
   m.bf16_gflops_per_core = optional_number(j, "bf16_gflops_per_core", origin);
   m.bf16_gflops_all_cores = optional_number(j, "bf16_gflops_all_cores", origin);
   m.dram_gbs_one_core = number(j, "dram_gbs_one_core", origin);
@@ -149,7 +151,9 @@ std::string machine_to_text(const MachinePeaks& m) {
     o << buf;
   };
   row(("fp32 fma (" + m.fma_kernel + ")").c_str(), m.fp32_gflops_per_core, m.fp32_gflops_all_cores, "GFLOP/s");
-  if (m.int8_gops_per_core) row("int8 vnni", *m.int8_gops_per_core, m.int8_gops_all_cores.value_or(0), "GOP/s");
+  if (m.int8_gops_per_core)
+    row(("int8 (" + (m.int8_kernel.empty() ? std::string("vnni") : m.int8_kernel) + ")").c_str(), *m.int8_gops_per_core,
+        m.int8_gops_all_cores.value_or(0), "GOP/s");
   if (m.bf16_gflops_per_core) row("bf16 dot", *m.bf16_gflops_per_core, m.bf16_gflops_all_cores.value_or(0), "GFLOP/s");
   char label[64];
   std::snprintf(label, sizeof label, "dram triad (%lld MiB x3)", static_cast<long long>(m.triad_array_bytes >> 20));

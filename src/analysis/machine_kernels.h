@@ -16,6 +16,7 @@ double fma_f32_avx2(int64_t iters);
 double fma_f32_scalar(int64_t iters);
 double dot_u8s8_avx512vnni(int64_t iters);  // vpdpbusd zmm: 64 MACs per instruction
 double dot_u8s8_avxvnni(int64_t iters);     // vpdpbusd ymm (AVX-VNNI): 32 MACs
+double dot_u8s8_avx2(int64_t iters);        // vpmaddubsw + vpmaddwd + vpaddd (AVX2): 32 MACs per three
 double dot_bf16_avx512(int64_t iters);      // vdpbf16ps zmm: 32 MACs per instruction
 
 enum class VectorIsa { avx512, avx2, scalar };

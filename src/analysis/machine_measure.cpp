@@ -225,8 +225,14 @@ MachinePeaks measure_machine(const MeasureOptions& opt) {
   PeakPair fp32 = compute_peak(fma_loop(f), cpus, opt);
   m.fp32_gflops_per_core = fp32.one;
   m.fp32_gflops_all_cores = fp32.all;
-  if (f.avx512_vnni || f.avx_vnni) {
-    PeakPair i8 = compute_peak(f.avx512_vnni ? mk::dot_u8s8_avx512vnni : mk::dot_u8s8_avxvnni, cpus, opt);
+  if (f.avx512_vnni || f.avx_vnni || f.avx2) {
+    // What kiln's int8 kernels multiply with on this CPU: vpdpbusd, or on AVX2 alone the
+    // vpmaddubsw pair of its 7-bit-weight kernels (full-range weights widen and run at half that).
+    m.int8_kernel = f.avx512_vnni ? "avx512-vnni" : f.avx_vnni ? "avx-vnni" : "avx2";
+    PeakPair i8 = compute_peak(f.avx512_vnni ? mk::dot_u8s8_avx512vnni
+                               : f.avx_vnni  ? mk::dot_u8s8_avxvnni
+                                             : mk::dot_u8s8_avx2,
+                               cpus, opt);
     m.int8_gops_per_core = i8.one;
     m.int8_gops_all_cores = i8.all;
   }

@@ -33,6 +33,8 @@ Roof roof_for(const MachinePeaks& m, int threads) {
   r.threads = threads;
   bool all = m.cores > 0 && threads >= m.cores;
   r.peak_gflops = all ? m.fp32_gflops_all_cores : m.fp32_gflops_per_core * threads;
+  if (m.int8_gops_per_core)
+    r.int8_peak_gops = all && m.int8_gops_all_cores ? *m.int8_gops_all_cores : *m.int8_gops_per_core * threads;
   r.bandwidth_gbs = all || threads > 1 ? std::max(m.dram_gbs_all_cores, m.dram_gbs_one_core) : m.dram_gbs_one_core;
   return r;
 }
@@ -49,10 +51,13 @@ double measure_dispatch_us(int threads) {
   return median(us);
 }
 
-KernelJudgement judge_kernel(double flops, double bytes, double ms, const Roof& roof) {
+bool int8_op(const std::string& op) { return op == "kiln.QConv" || op == "kiln.QMatMul"; }
+
+KernelJudgement judge_kernel(double flops, double bytes, double ms, const Roof& roof, bool int8) {
   KILN_CHECK(roof.peak_gflops > 0 && roof.bandwidth_gbs > 0, "profile: roof peak and bandwidth must be positive");
   KernelJudgement j;
-  double compute_ms = flops / (roof.peak_gflops * 1e9) * 1e3;
+  const double peak = int8 && roof.int8_peak_gops > 0 ? roof.int8_peak_gops : roof.peak_gflops;
+  double compute_ms = flops / (peak * 1e9) * 1e3;
   double memory_ms = bytes / (roof.bandwidth_gbs * 1e9) * 1e3;
   j.intensity = bytes > 0 ? flops / bytes : 0;
   j.gflops = ms > 0 ? flops / (ms * 1e-3) / 1e9 : 0;
@@ -71,7 +76,7 @@ void summarize(Profile& p, const SourceMap& sources) {
   std::unordered_map<std::string, size_t> source_index;
   for (auto& k : p.kernels) {
     k.share = p.kernel_ms > 0 ? k.ms / p.kernel_ms : 0;
-    k.j = judge_kernel(k.flops, k.bytes, k.ms, p.roof);
+    k.j = judge_kernel(k.flops, k.bytes, k.ms, p.roof, int8_op(k.op));
     auto it = sources.find(k.name);
     if (it == sources.end()) continue;
     // The kernel's time split over the nodes it covers by their roof times in the source graph.

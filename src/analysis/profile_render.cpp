@@ -35,6 +35,11 @@ std::string profile_to_text(const Profile& p, size_t top) {
   std::snprintf(buf, sizeof buf, "  roof: %.1f GFLOP/s FP32, %.1f GB/s (kiln machine: %s); dispatch %.1f us per kernel\n",
                 p.roof.peak_gflops, p.roof.bandwidth_gbs, p.machine.c_str(), p.roof.dispatch_us);
   o << buf;
+  if (p.roof.int8_peak_gops > 0) {
+    std::snprintf(buf, sizeof buf, "  int8 kernels (kiln.QConv, kiln.QMatMul) against %.1f GOP/s INT8\n",
+                  p.roof.int8_peak_gops);
+    o << buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "  %zu kernels, %.3f ms summed; a plain run takes %.3f ms, a profiled one %.3f ms "
                 "(profiler overhead %+.1f%%)\n\n",
@@ -95,6 +100,7 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain) {
   j.set("machine", p.machine);
   json::Value& roof = j.set("roof", json::Object{});
   roof.set("peak_gflops", p.roof.peak_gflops);
+  if (p.roof.int8_peak_gops > 0) roof.set("int8_peak_gops", p.roof.int8_peak_gops);
   roof.set("bandwidth_gbs", p.roof.bandwidth_gbs);
   roof.set("dispatch_us", p.roof.dispatch_us);
   j.set("total_ms", p.kernel_ms);

@@ -72,6 +72,22 @@ TEST(ProfileVerdict, RoofForThreadsUsesPerCoreOrAllCoreFigures) {
   EXPECT_DOUBLE_EQ(roof_for(m, 4).peak_gflops, 380);
   EXPECT_DOUBLE_EQ(roof_for(m, 8).peak_gflops, 380);
   EXPECT_THROW(roof_for(m, 0), Error);
+  EXPECT_EQ(roof_for(m, 1).int8_peak_gops, 0);  // not measured: int8 kernels judged against FP32
+  m.int8_gops_per_core = 400;
+  m.int8_gops_all_cores = 1500;
+  EXPECT_DOUBLE_EQ(roof_for(m, 2).int8_peak_gops, 800);
+  EXPECT_DOUBLE_EQ(roof_for(m, 4).int8_peak_gops, 1500);
+}
+
+// INT8 kernels are judged against the INT8 peak: 1.5 GOP in 10 ms is 150 GOP/s, 75% of a
+// 200 GOP/s INT8 roof, where the 100 GFLOP/s FP32 roof would call it 150%.
+TEST(ProfileVerdict, Int8KernelsUseTheInt8Peak) {
+  Roof r;
+  r.peak_gflops = 100, r.int8_peak_gops = 200, r.bandwidth_gbs = 50;
+  EXPECT_NEAR(judge_kernel(1.5e9, 1e6, 10, r, /*int8=*/true).roof_fraction, 0.75, 1e-9);
+  EXPECT_NEAR(judge_kernel(1.5e9, 1e6, 10, r).roof_fraction, 1.5, 1e-9);
+  EXPECT_TRUE(int8_op("kiln.QConv"));
+  EXPECT_FALSE(int8_op("kiln.FusedConv"));
 }
 
 KernelProfile kernel(const std::string& name, const std::string& op, double ms, double flops, double bytes,

@@ -46,8 +46,9 @@ struct MachinePeaks {
   std::string fma_kernel;          // which loop measured the FP32 peak: "avx512", "avx2", "scalar"
   double fp32_gflops_per_core = 0;
   double fp32_gflops_all_cores = 0;
-  std::optional<double> int8_gops_per_core;    // vpdpbusd (u8 x s8 -> s32); 1 MAC = 2 ops
+  std::optional<double> int8_gops_per_core;    // u8 x s8 -> s32 (int8_kernel); 1 MAC = 2 ops
   std::optional<double> int8_gops_all_cores;
+  std::string int8_kernel;                     // "avx512-vnni", "avx-vnni" (vpdpbusd) or "avx2" (vpmaddubsw)
   std::optional<double> bf16_gflops_per_core;  // vdpbf16ps; 1 MAC = 2 flops
   std::optional<double> bf16_gflops_all_cores;
   double dram_gbs_one_core = 0;    // triad a = b + s*c, 24 bytes per element (STREAM's count)

@@ -32,6 +32,9 @@ namespace kiln::analysis {
 // The ceilings kernels are judged against.
 struct Roof {
   double peak_gflops = 0;
+  // INT8 multiply-accumulate peak in GOP/s (kiln machine's int8_gops; 0 = not measured): the
+  // compute roof of the quantized kernels (kiln.QConv, kiln.QMatMul), whose ops are u8 x s8.
+  double int8_peak_gops = 0;
   double bandwidth_gbs = 0;
   double dispatch_us = 0;  // fixed cost of one kernel: an empty thread-pool region, measured
   int threads = 1;
@@ -48,7 +51,10 @@ struct KernelJudgement {
   double roof_fraction = 0;   // roof_ms / ms
   Bound verdict = Bound::overhead;
 };
-KernelJudgement judge_kernel(double flops, double bytes, double ms, const Roof& roof);
+// int8: the kernel's ops are INT8 multiply-adds, judged against roof.int8_peak_gops when known.
+KernelJudgement judge_kernel(double flops, double bytes, double ms, const Roof& roof, bool int8 = false);
+// Whether a kernel's op (as profiles name it, "kiln.QConv") computes with INT8 multiply-adds.
+bool int8_op(const std::string& op);
 
 struct KernelProfile {
   std::string name, op, tactic;
