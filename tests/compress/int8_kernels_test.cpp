@@ -524,7 +524,9 @@ TEST(Int8Kernels, DepthwiseEpilogueMatchesTheFormulaForEveryType) {
               store_output(e, epilogue_real(e, a, m, rp), want.data() + i * osize);
             }
             for (const QKernels* k : tables_for(narrow)) {
-              if (k->isa != QIsa::Scalar && __builtin_cpu_supports("avx2")) ASSERT_TRUE(qconv_is_depthwise(*k, s));
+              if (k->isa != QIsa::Scalar && __builtin_cpu_supports("avx2")) {
+                ASSERT_TRUE(qconv_is_depthwise(*k, s));
+              }
               QKernels gemm_only = *k;
               gemm_only.depthwise_block = nullptr;
               for (const QKernels* run : {k, static_cast<const QKernels*>(&gemm_only)}) {

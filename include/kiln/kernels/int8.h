@@ -251,6 +251,11 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
 // lookups where the CPU has them (about 3x the scalar loop's rate), else the scalar loop.
 void lookup_bytes(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n);
 
+// Per-tensor QuantizeLinear of x[0:n) into y (u8, or s8 bytes when is_signed): saturate(round
+// half to even(x / scale) + zp), NaN -> zp, exactly the reference's; AVX2 where the CPU has it
+// (8 floats per division), else 4 at a time with SSE2, and a scalar tail.
+void quantize_floats(const float* x, int64_t n, float scale, int32_t zp, bool is_signed, uint8_t* y);
+
 // sum_k w[m][k] of an M x K s8 matrix (the zero-point compensation of each output channel).
 void row_sums_s8(const int8_t* w, int64_t M, int64_t K, int32_t* out);
 

@@ -60,6 +60,10 @@ size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads);
 void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                 const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 #if defined(__x86_64__)
+// quantize_floats on AVX2 (qquantize_avx2.cpp): the values [0, returned count) in steps of 32;
+// the caller finishes the rest.
+int64_t quantize_floats_avx2(const float* x, int64_t n, float scale, float zp, float lo, float hi, bool is_signed,
+                             uint8_t* y);
 // lookup_bytes on AVX2 (qlookup_avx2.cpp).
 void lookup_bytes_avx2(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n);
 // QKernels::depthwise_block on AVX2 + FMA (qdepthwise_avx2.cpp), for every table past scalar.
