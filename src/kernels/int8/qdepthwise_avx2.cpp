@@ -10,9 +10,10 @@
 // sums of u8 x s8 products are exact integers for windows of up to qdepthwise_max_taps taps, so
 // converting them to int32 gives the GEMM's accumulators. The per-channel part of the epilogue
 // (int32 bias, scale, f32 bias) runs on those vectors (a lane is a channel); the values are then
-// transposed back to channel-major into a row buffer, and the rest (residual, clamp, quantize)
-// runs along each channel's output row (qepilogue_ymm.h): the scalar formula's operations, bit
-// for bit.
+// transposed back to channel-major into a buffer of whole output rows, and the rest (residual,
+// clamp, quantize) runs along each channel's buffered values (qepilogue_ymm.h): the scalar
+// formula's operations, bit for bit. The block's weights arrive packed as tap-major floats
+// (qdepthwise_pack_weight).
 #if defined(__x86_64__)
 #include <immintrin.h>
 
