@@ -3,8 +3,6 @@
 // as the f32 kernels), each part with its own padded plane whose padding holds the zero point.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "depthwise_parts.h"
 #include "kiln/kernels/int8.h"
@@ -29,10 +27,10 @@ size_t qdepthwise_packed_weight_bytes(const Conv2dShape& s) {
 
 void qdepthwise_pack_weight(const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
   const int64_t RS = s.R * s.S;
-  std::vector<float> out(static_cast<size_t>(ceil_div(s.K, kLanes) * kLanes * RS), 0.f);
+  float* out = reinterpret_cast<float*>(packed);
+  std::fill(out, out + ceil_div(s.K, kLanes) * kLanes * RS, 0.f);  // lanes past K stay zero
   for (int64_t c = 0; c < s.K; ++c)
-    for (int64_t t = 0; t < RS; ++t) out[static_cast<size_t>(((c / kLanes) * RS + t) * kLanes + c % kLanes)] = w[c * RS + t];
-  std::memcpy(packed, out.data(), out.size() * sizeof(float));
+    for (int64_t t = 0; t < RS; ++t) out[((c / kLanes) * RS + t) * kLanes + c % kLanes] = w[c * RS + t];
 }
 
 size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads) {

@@ -64,15 +64,14 @@ struct Tables {
         table[i] = make[i]();
         best = &table[i];
       }
-    if (best->isa == QIsa::Avx2) {
-      narrow = make_avx2_narrow_qkernels();
-      narrow_or_null = &narrow;
-    }
     // Every table past scalar runs depthwise convolutions on the AVX2 channel-blocked kernel.
-    if (cpu_has(QIsa::Avx2)) {
+    if (cpu_has(QIsa::Avx2))
       for (int i = 1; i < 4; ++i)
         if (has[i]) table[i].depthwise_block = detail::qdepthwise_block_avx2;
+    if (best->isa == QIsa::Avx2) {
+      narrow = make_avx2_narrow_qkernels();
       narrow.depthwise_block = detail::qdepthwise_block_avx2;
+      narrow_or_null = &narrow;
     }
 #endif
   }
