@@ -283,6 +283,10 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 16, 9, 9, 40, 3, 3, 1, 0, 1, 2),   // channel quads, two groups, unpadded
       shape(1, 8, 7, 11, 6, 3, 3, 1, 0, 1, 1),    // channel quads, only right padding (below)
       shape(1, 8, 7, 11, 6, 3, 5, 1, 0, 1, 1),    // channel quads, more padding left than right
+      // Output pixels as rows (tables with tile_u8s8_pixels; the 3x3 shapes above take it there
+      // too): 80 row tiles (two work items of 64), a ragged last tile, 16-channel blocks plus 4
+      // more, a partial channel panel; a 1x1 on 7x7 maps, two images.
+      shape(1, 20, 21, 19, 20, 3, 3, 1, 1, 1, 1), shape(2, 36, 7, 7, 33, 1, 1, 1, 0, 1, 1),
       // Depthwise (QKernels::depthwise_block where the table has it): partial channel blocks,
       // rows of 8-pixel groups plus a remainder, 7-pixel groups, strides 1-3, dilation, 5x5,
       // one input channel into 16, and bands of rows at two threads (40 output rows, enough work
@@ -294,7 +298,8 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 3, 5, 4, 3, 1, 1, 1, 0, 1, 3),      shape(1, 64, 40, 12, 64, 3, 3, 1, 1, 1, 64),
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
-  shapes[20].pad_left = 0, shapes[20].pad_bottom = 2;  // depthwise 5x5, asymmetric padding
+  shapes[18].pad_left = 2, shapes[18].pad_bottom = 0;
+  shapes[22].pad_left = 0, shapes[22].pad_bottom = 2;  // depthwise 5x5, asymmetric padding
   // Quad rows share padding with the next row: reads past a row's end must land on padding.
   shapes[16].pad_right = 2, shapes[16].pad_bottom = 1;
   shapes[17].pad_left = 3, shapes[17].pad_right = 1, shapes[17].pad_top = 1;
@@ -476,12 +481,21 @@ TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
   dw.K = dw.group = 16, dw.R = dw.S = 3, dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
   Conv2dShape full = dw;
   full.K = 32, full.group = 1;
-  for (const QKernels* k : all_qkernels()) {
+  // A 1x1 convolution on a 7x7 map: 49 outputs in 56 columns, or 50 pixel rows (mr = 5 or 6).
+  Conv2dShape small = pw;
+  small.H = small.W = 7;
+  std::vector<const QKernels*> tables = all_qkernels();
+  for (const QKernels* k : tables_for(true)) tables.push_back(k);
+  for (const QKernels* k : tables) {
+    const bool pixels = k->tile_u8s8_pixels != nullptr;
     EXPECT_STREQ(qconv_tactic_name(*k, pw, false), "planes");
     EXPECT_STREQ(qconv_tactic_name(*k, pw, true), "im2col");  // s8 inputs are flipped into a copy
     EXPECT_STREQ(qconv_tactic_name(*k, dw, false), k->depthwise_block ? "depthwise" : "im2col");
-    EXPECT_STREQ(qconv_tactic_name(*k, full, false), k->tile_s8u8_gather ? "quads" : "im2col");
+    EXPECT_STREQ(qconv_tactic_name(*k, full, false), pixels ? "pixels" : k->tile_s8u8_gather ? "quads" : "im2col");
+    EXPECT_STREQ(qconv_tactic_name(*k, small, false), pixels ? "pixels" : "planes");
   }
+  // The 256-bit VNNI-style tables have the pixels tile (AVX2's 7-bit one on every AVX2 CPU).
+  for (const QKernels* k : tables_for(true)) EXPECT_NE(k->tile_u8s8_pixels, nullptr);
 }
 
 // Depthwise convolutions through the channel-blocked kernel (on every table that has it: the

@@ -168,6 +168,14 @@ struct QKernels {
                              int rows_valid, int cols_valid, const QEpilogue& e, int64_t row0, int64_t col0, void* out,
                              int64_t ldo) = nullptr;
   bool tile_epilogue_grid = false;
+  // Optional (nullptr: no "pixels" convolution path, qconv_pixels.cpp): tile (r, j) = sum over
+  // runs u < runs and 4-k groups q < run_groups of the 4 u8 bytes at rows[r] + run_offsets[u] +
+  // 4 q times group u * run_groups + q of the packed s8 cols panel `cols` — the rows operand
+  // read in place, each row (an output pixel) from its own position of an image whose pixels
+  // hold their channels together — stored transposed: acc[j * ldb + r] for j < nr, r < mr. It
+  // may also write acc[j * ldb + r] for r in [mr, 8) (the ymm tables transpose 8 x 8 blocks).
+  void (*tile_u8s8_pixels)(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
+                           const uint8_t* cols, int32_t* acc, int64_t ldb) = nullptr;
   // Optional (nullptr: tile_s8u8_epilogue per panel): tile_s8u8_epilogue over `count` consecutive
   // packed panels (panel_bytes apart, GEMM columns col0 + p * nr; ncols columns valid from col0),
   // the epilogue's set-up paid once. Bit-identical to the tiles one by one.
@@ -209,10 +217,11 @@ void pack_rows(const QKernels& k, const uint8_t* a, int64_t lda, int64_t M, int6
 // Cols operand from a K x N byte matrix: element (k, n) at b[k * ldb + n], or at b[n * ldb + k]
 // when `trans` (weights stored [N, K], e.g. Gemm with transB).
 void pack_cols(const QKernels& k, const uint8_t* b, int64_t ldb, bool trans, int64_t K, int64_t N, uint8_t* out);
-// One 4-k group of the cols operand from four rows of n bytes each (r[t] = row k0 + t; nullptr =
-// a zero row): writes group `kg` of every panel of `out` (panels kgroups * nr * 4 bytes apart).
-void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, int64_t kg, int64_t kgroups,
-                     uint8_t* out);
+// Columns [j0, j0 + n) of the cols operand whose row k is the bytes at base + offsets[k]
+// (offsets[k] < 0: a zero row; 4 * kgroups entries), e.g. a convolution's im2col rows: writes
+// ceil(n / nr) panels of kgroups * nr * 4 bytes from `out`, zero past n.
+void pack_cols_rows(const QKernels& k, const uint8_t* base, const int64_t* offsets, int64_t kgroups, int64_t j0,
+                    int64_t n, uint8_t* out);
 
 // ---- GEMM ----------------------------------------------------------------------------------
 // The epilogue of one finished tile (acc: rows x cols at GEMM position (row0, col0), row stride
@@ -235,7 +244,8 @@ void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w,
 // channels, tap-major.
 bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s);
 // The path qconv2d takes for s on table k (signed_input: s8 activations), for reports and
-// profiles: "depthwise" (channel-blocked), "quads" (channel quads read in place), "planes" (a
+// profiles: "depthwise" (channel-blocked), "pixels" (output pixels as the GEMM's rows, windows
+// read in place), "quads" (channel quads read in place), "planes" (a
 // 1x1 convolution reading its input planes as they are) or "im2col" (phase planes packed into
 // panels).
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input);

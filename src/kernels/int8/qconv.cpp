@@ -140,18 +140,21 @@ GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, in
 
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input) {
   if (qconv_is_depthwise(k, s)) return "depthwise";
+  if (detail::qconv_uses_pixels(k, s)) return "pixels";
   if (detail::qconv_uses_quads(k, s)) return "quads";
   return Geometry(s, signed_input ? 0x80 : 0).direct ? "planes" : "im2col";
 }
 
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_packed_weight_bytes(s);
+  if (detail::qconv_uses_pixels(k, s)) return detail::qconv_packed_weight_bytes_pixels(k, s);
   Geometry g(s, 0);
   return static_cast<size_t>(s.group) * packed_rows_bytes(k, g.Mg, g.Kc);
 }
 
 void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_pack_weight(s, w, packed);
+  if (detail::qconv_uses_pixels(k, s)) return detail::qconv_pack_weight_pixels(k, s, w, packed);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_pack_weight_quads(k, s, w, packed);
   Geometry g(s, 0);
   const size_t per_group = packed_rows_bytes(k, g.Mg, g.Kc);
@@ -179,6 +182,7 @@ struct Layout {
 
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_workspace_bytes(s, threads);
+  if (detail::qconv_uses_pixels(k, s)) return detail::qconv_workspace_bytes_pixels(k, s, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_workspace_bytes_quads(k, s);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
@@ -197,6 +201,8 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   if (qconv_is_depthwise(k, s))
     return detail::qdepthwise(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
+  if (detail::qconv_uses_pixels(k, s))
+    return detail::qconv2d_pixels(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv2d_quads(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   Geometry g(s, flip);
   const Layout l(k, s, g);
@@ -234,11 +240,7 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
           const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
           for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
             const int64_t c1 = std::min(p_end, c0 + chunk), j0 = c0 * k.nr, ncols = std::min(g.N, c1 * k.nr) - j0;
-            for (int64_t kg = 0; kg < g.kgroups; ++kg) {
-              const uint8_t* r[4];
-              for (int q = 0; q < 4; ++q) r[q] = offsets[kg * 4 + q] < 0 ? nullptr : base + offsets[kg * 4 + q] + j0;
-              pack_cols_group(k, r, ncols, kg, g.kgroups, panels);
-            }
+            pack_cols_rows(k, base, offsets, g.kgroups, j0, ncols, panels);
             for (int64_t t = t_begin; t < t_end; ++t) {
               const int rows_here = static_cast<int>(std::min<int64_t>(k.mr, g.Mg - t * k.mr));
               if (fused && k.tile_s8u8_epilogue_strip) {

@@ -34,6 +34,23 @@ struct PhaseColumns {
 void fill_phase_row(const uint8_t* row, const PhaseColumns& pc, int64_t stride_w, uint8_t flip, uint8_t pad,
                     int64_t Wq, uint8_t* dst);
 
+// Each group's weights [Mg][Cg][taps] with k reordered for a path that reads its input in
+// place: element (m, c, t) goes to column new_k(c, t) of an Mg x (Cg * taps) byte matrix,
+// which pack(matrix, group index) then packs.
+template <class NewK, class Pack>
+void pack_reordered_weight(const Conv2dShape& s, const int8_t* w, NewK new_k, Pack pack) {
+  const int64_t Cg = s.C / s.group, Mg = s.K / s.group, taps = s.R * s.S, Kc = Cg * taps;
+  std::vector<uint8_t> ordered(static_cast<size_t>(Mg * Kc));
+  for (int64_t gi = 0; gi < s.group; ++gi) {
+    const int8_t* wg = w + gi * Mg * Kc;
+    for (int64_t m = 0; m < Mg; ++m)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          ordered[static_cast<size_t>(m * Kc + new_k(c, t))] = static_cast<uint8_t>(wg[(m * Cg + c) * taps + t]);
+    pack(ordered.data(), gi);
+  }
+}
+
 // The epilogue of image n, group gi, and where its output starts: e's per-channel arrays and
 // residual moved to the group's first channel; the phase grid's width when it is wider than the
 // output (grid_w != out_w; 0: columns are output positions).
@@ -50,6 +67,16 @@ void qconv_pack_weight_quads(const QKernels& k, const Conv2dShape& s, const int8
 size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s);
 void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
+
+// The output-pixels-as-rows path (qconv_pixels.cpp): taken when the table has
+// tile_u8s8_pixels and each group's channel count is a multiple of 4 (qconv_uses_pixels says
+// for which shapes). Its packed weight is each group's cols operand, k ordered (tap, channel).
+bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s);
+size_t qconv_packed_weight_bytes_pixels(const QKernels& k, const Conv2dShape& s);
+void qconv_pack_weight_pixels(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed);
+size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int threads);
+void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
 // The depthwise path (qdepthwise.cpp; qconv_is_depthwise says when): channel blocks of 8 through
 // QKernels::depthwise_block, shared out as the f32 depthwise kernels are (depthwise_parts.h).

@@ -142,17 +142,10 @@ void qconv_pack_weight_quads(const QKernels& k, const Conv2dShape& s, const int8
   const QuadGeometry g(s);
   const int64_t Kc = g.Cg * g.taps;
   const size_t per_group = packed_rows_bytes(k, g.Mg, Kc);
-  std::vector<uint8_t> ordered(static_cast<size_t>(g.Mg * Kc));
-  for (int64_t gi = 0; gi < s.group; ++gi) {
-    const int8_t* wg = w + gi * g.Mg * Kc;
-    // k order (c4, tap, q): the quad planes' order.
-    for (int64_t m = 0; m < g.Mg; ++m)
-      for (int64_t c4 = 0; c4 < g.C4; ++c4)
-        for (int64_t t = 0; t < g.taps; ++t)
-          for (int64_t q = 0; q < 4; ++q)
-            ordered[m * Kc + (c4 * g.taps + t) * 4 + q] = static_cast<uint8_t>(wg[m * Kc + (c4 * 4 + q) * g.taps + t]);
-    pack_rows(k, ordered.data(), Kc, g.Mg, Kc, 0, packed + gi * per_group);
-  }
+  // k order (c4, tap, q): the quad planes' order.
+  pack_reordered_weight(
+      s, w, [&](int64_t c, int64_t t) { return (c / 4 * g.taps + t) * 4 + c % 4; },
+      [&](const uint8_t* ordered, int64_t gi) { pack_rows(k, ordered, Kc, g.Mg, Kc, 0, packed + gi * per_group); });
 }
 
 size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s) {

@@ -63,80 +63,91 @@ void pack_cols(const QKernels& k, const uint8_t* b, int64_t ldb, bool trans, int
         }
 }
 
-#if defined(__x86_64__)
 namespace {
-// 32 columns at a time with AVX2 (panels of 32 columns, the AVX-512 VNNI tile): the SSE2
-// interleave below on both 128-bit lanes, then the lanes' halves put back in column order.
-// Returns the first column it did not pack.
-__attribute__((target("avx2"))) int64_t pack_cols_group_avx2(const uint8_t* const r[4], const uint8_t* zeros,
-                                                             int64_t n, uint8_t* out, int64_t panel_stride,
-                                                             int64_t kg_offset) {
-  int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    uint8_t* dst = out + (j / 32) * panel_stride + kg_offset;
-    __m256i v[4];
-    for (int t = 0; t < 4; ++t) v[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[t] ? r[t] + j : zeros));
-    const __m256i ab_lo = _mm256_unpacklo_epi8(v[0], v[1]), ab_hi = _mm256_unpackhi_epi8(v[0], v[1]);
-    const __m256i cd_lo = _mm256_unpacklo_epi8(v[2], v[3]), cd_hi = _mm256_unpackhi_epi8(v[2], v[3]);
-    const __m256i x0 = _mm256_unpacklo_epi16(ab_lo, cd_lo);  // columns 0-3 | 16-19
-    const __m256i x1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);  // 4-7 | 20-23
-    const __m256i x2 = _mm256_unpacklo_epi16(ab_hi, cd_hi);  // 8-11 | 24-27
-    const __m256i x3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);  // 12-15 | 28-31
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permute2x128_si256(x0, x1, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), _mm256_permute2x128_si256(x2, x3, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64), _mm256_permute2x128_si256(x0, x1, 0x31));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 96), _mm256_permute2x128_si256(x2, x3, 0x31));
-  }
-  return j;
+// dst[j * 4 + t] = r[t][j] for the nr columns of one panel's 4-k group (nr = 8, 16 or 32):
+// byte-interleave rows 0/1 and 2/3, then 16-bit-interleave the pairs, which leaves each column's
+// 4 bytes together.
+#if defined(__x86_64__)
+// 32 columns with AVX2 (the AVX-512 VNNI tile's panels): the SSE2 interleave on both 128-bit
+// lanes, then the lanes' halves put back in column order.
+__attribute__((target("avx2"))) void interleave32_avx2(const uint8_t* const r[4], uint8_t* dst) {
+  __m256i v[4];
+  for (int t = 0; t < 4; ++t) v[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[t]));
+  const __m256i ab_lo = _mm256_unpacklo_epi8(v[0], v[1]), ab_hi = _mm256_unpackhi_epi8(v[0], v[1]);
+  const __m256i cd_lo = _mm256_unpacklo_epi8(v[2], v[3]), cd_hi = _mm256_unpackhi_epi8(v[2], v[3]);
+  const __m256i x0 = _mm256_unpacklo_epi16(ab_lo, cd_lo);  // columns 0-3 | 16-19
+  const __m256i x1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);  // 4-7 | 20-23
+  const __m256i x2 = _mm256_unpacklo_epi16(ab_hi, cd_hi);  // 8-11 | 24-27
+  const __m256i x3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);  // 12-15 | 28-31
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permute2x128_si256(x0, x1, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), _mm256_permute2x128_si256(x2, x3, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64), _mm256_permute2x128_si256(x0, x1, 0x31));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 96), _mm256_permute2x128_si256(x2, x3, 0x31));
 }
 const bool kHasAvx2 = kSimdKernelsAllowed && __builtin_cpu_supports("avx2");
-}  // namespace
 #endif
 
-void pack_cols_group(const QKernels& k, const uint8_t* const r[4], int64_t n, int64_t kg, int64_t kgroups,
-                     uint8_t* out) {
-  static const uint8_t kZeros[64] = {};
-  const int nr = k.nr;
-  const int64_t panel_stride = kgroups * nr * 4;
-  const int64_t nt = ceil_div(n, nr);
-  int64_t j = 0;
+#if defined(__SSE2__)
+void interleave16_sse2(const uint8_t* const r[4], int64_t at, uint8_t* dst) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + at));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + at));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + at));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + at));
+  const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+  const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab_lo, cd_lo));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+}
+
+void interleave8_sse2(const uint8_t* const r[4], uint8_t* dst) {
+  const __m128i ab = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[0])),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[1])));
+  const __m128i cd = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[2])),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[3])));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab, cd));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab, cd));
+}
+#endif
+
+// One whole panel's group; false when this build or CPU has no vector loop for nr.
+bool interleave_panel_group(int nr, const uint8_t* const r[4], uint8_t* dst) {
 #if defined(__x86_64__)
-  if (nr == 32 && kHasAvx2) j = pack_cols_group_avx2(r, kZeros, n, out, panel_stride, kg * nr * 4);
+  if (nr == 32 && kHasAvx2) return interleave32_avx2(r, dst), true;
 #endif
 #if defined(__SSE2__)
-  // 16 (or 8) columns at a time: byte-interleave rows 0/1 and 2/3, then 16-bit-interleave the
-  // pairs, which leaves each column's 4 bytes together.
-  const int step = nr >= 16 ? 16 : 8;
-  if (nr % step == 0) {
-    for (; j + step <= n; j += step) {
-      uint8_t* dst = out + (j / nr) * panel_stride + kg * nr * 4 + (j % nr) * 4;
-      const uint8_t* p[4];
-      for (int t = 0; t < 4; ++t) p[t] = r[t] ? r[t] + j : kZeros;
-      if (step == 16) {
-        __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[0]));
-        __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[1]));
-        __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[2]));
-        __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[3]));
-        __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-        __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab_lo, cd_lo));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
-      } else {
-        __m128i ab = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[0])),
-                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[1])));
-        __m128i cd = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[2])),
-                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[3])));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(ab, cd));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(ab, cd));
-      }
-    }
-  }
+  if (nr == 32) return interleave16_sse2(r, 0, dst), interleave16_sse2(r, 16, dst + 64), true;
+  if (nr == 16) return interleave16_sse2(r, 0, dst), true;
+  if (nr == 8) return interleave8_sse2(r, dst), true;
 #endif
-  for (; j < nt * nr; ++j) {
-    uint8_t* dst = out + (j / nr) * panel_stride + kg * nr * 4 + (j % nr) * 4;
-    for (int t = 0; t < 4; ++t) dst[t] = j < n && r[t] ? r[t][j] : 0;
+  (void)nr, (void)r, (void)dst;
+  return false;
+}
+}  // namespace
+
+// Panel by panel, each written front to back: group by group across all panels instead (one
+// 64-byte store per panel per group, the panels a power of two apart) kept the stores in a few
+// L1 sets, and packing took 8 % of a 1x1 convolution's time on resnet50's layer3.
+void pack_cols_rows(const QKernels& k, const uint8_t* base, const int64_t* offsets, int64_t kgroups, int64_t j0,
+                    int64_t n, uint8_t* out) {
+  static const uint8_t kZeros[64] = {};
+  const int nr = k.nr;
+  const int64_t nt = ceil_div(n, nr);
+  for (int64_t p = 0; p < nt; ++p) {
+    uint8_t* panel = out + p * kgroups * nr * 4;
+    const int64_t col = j0 + p * nr, m = std::min<int64_t>(nr, n - p * nr);
+    for (int64_t kg = 0; kg < kgroups; ++kg) {
+      const uint8_t* r[4];
+      for (int t = 0; t < 4; ++t) {
+        const int64_t off = offsets[kg * 4 + t];
+        r[t] = off < 0 ? kZeros : base + off + col;
+      }
+      uint8_t* dst = panel + kg * nr * 4;
+      if (m == nr && interleave_panel_group(nr, r, dst)) continue;
+      for (int64_t j = 0; j < nr; ++j)
+        for (int t = 0; t < 4; ++t) dst[j * 4 + t] = j < m && offsets[kg * 4 + t] >= 0 ? r[t][j] : 0;
+    }
   }
 }
 

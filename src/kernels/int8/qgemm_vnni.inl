@@ -37,6 +37,37 @@ inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t*
   }
 }
 
+// The "pixels" orientation (qconv_pixels.cpp): row r's bytes are read in place, from an image
+// whose positions hold all channels together, as `runs` runs of `run_groups` consecutive 4-byte
+// groups: group q of run u of row r is the 4 bytes at rows[r] + run_offsets[u] + 4 q (u8), and
+// the cols panel (s8 weights) follows (u, q) in order.
+inline void vnni_accumulate_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs,
+                                   int64_t run_groups, const uint8_t* cols, QV (&c)[QV_MR][QV_NV]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < QV_MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_zero();
+  for (int64_t u = 0; u < runs; ++u) {
+    const uint8_t* rp[QV_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < QV_MR; ++r) rp[r] = rows[r] + run_offsets[u];
+    for (int64_t q = 0; q < run_groups; ++q) {
+      QV b[QV_NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < QV_NV; ++v) b[v] = qv_load(cols + v * QV_LANES * 4);
+#pragma GCC unroll 16
+      for (int r = 0; r < QV_MR; ++r) {
+        int32_t word;
+        std::memcpy(&word, rp[r] + q * 4, 4);
+        const QV a = qv_set1(word);
+#pragma GCC unroll 4
+        for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_dpbusd(c[r][v], a, b[v]);
+      }
+      cols += QV_NV * QV_LANES * 4;
+    }
+  }
+}
+
 inline void vnni_store(QV (&c)[QV_MR][QV_NV], int32_t* acc) {
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)

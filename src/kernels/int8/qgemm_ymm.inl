@@ -7,3 +7,4 @@ inline QV qv_zero() { return _mm256_setzero_si256(); }
 inline QV qv_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void qv_store(int32_t* p, QV v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 inline QV qv_set1(int32_t w) { return _mm256_set1_epi32(w); }
+

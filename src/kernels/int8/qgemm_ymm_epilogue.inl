@@ -8,7 +8,8 @@
 // phase-grid row's end, where the grid's extra columns are dropped) are computed the same way
 // into a buffer (their residual lanes gathered into one first) and their valid lanes copied
 // out. The lanes are qepilogue_ymm.h's. The including file has included qgemm_vnni.inl and
-// qepilogue_ymm.h; its translation unit builds with -ffp-contract=off.
+// qepilogue_ymm.h; its translation unit builds with -ffp-contract=off. The table's
+// output-pixels-as-rows tile (tile_u8s8_pixels, qconv_pixels.cpp) is here too.
 
 namespace {
 
@@ -135,6 +136,41 @@ void tile_s8u8_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t*
                                             static_cast<int64_t>(cols_valid), &e, row0, col0, out, ldo);
 }
 
+// The tile transposed, 8 x 8 int32 blocks through registers: acc[j * ldb + r] = c[r][j] for
+// j < 16 and r < 8, the rows past QV_MR written as zeros.
+inline void store_transposed_ymm(const QV (&c)[QV_MR][QV_NV], int32_t* acc, int64_t ldb) {
+  static_assert(QV_MR <= 8);
+  for (int v = 0; v < QV_NV; ++v) {
+    QV r[8];
+    for (int i = 0; i < 8; ++i) r[i] = i < QV_MR ? c[i][v] : qv_zero();
+    QV t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);      // rows 2i, 2i+1 of columns 0 1 | 4 5
+      t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 2; ++i) {
+        u[h * 4 + 2 * i] = _mm256_unpacklo_epi64(t[h * 4 + i], t[h * 4 + i + 2]);      // rows 4h..4h+3 of column 2i | 2i+4
+        u[h * 4 + 2 * i + 1] = _mm256_unpackhi_epi64(t[h * 4 + i], t[h * 4 + i + 2]);  // column 2i+1 | 2i+5
+      }
+    int32_t* out = acc + v * QV_LANES * ldb;
+    for (int j = 0; j < 4; ++j) {
+      qv_store(out + j * ldb, _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
+      qv_store(out + (j + 4) * ldb, _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
+    }
+  }
+}
+
+// QKernels::tile_u8s8_pixels. Only the 256-bit tables have it: there the 8 x 8 transpose is
+// cheap, and it was measured (resnet50's layers, AVX2's 7-bit kernels); the AVX-512 tile (8 x
+// 32) keeps the column-major paths.
+void ymm_tile_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
+                     const uint8_t* cols, int32_t* acc, int64_t ldb) {
+  QV c[QV_MR][QV_NV];
+  vnni_accumulate_pixels(rows, run_offsets, runs, run_groups, cols, c);
+  store_transposed_ymm(c, acc, ldb);
+}
+
 // The 256-bit VNNI-style table with the fused epilogue; the separate one is AVX2's (qgemm_avx2.cpp).
 QKernels ymm_qkernels(QIsa isa) {
   QKernels k = vnni_qkernels(isa);
@@ -142,6 +178,7 @@ QKernels ymm_qkernels(QIsa isa) {
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_ymm;
   k.tile_s8u8_epilogue_strip = tile_s8u8_epilogue_strip_ymm;
   k.tile_epilogue_grid = true;
+  k.tile_u8s8_pixels = ymm_tile_pixels;
   return k;
 }
 

@@ -1,0 +1,239 @@
+// INT8 convolution with the output pixels as the GEMM's rows ("pixels"): the input is copied
+// once into a padded image whose positions hold all the group's channels together,
+//   image[(i * Wp + j) * Cg + c] = the padded input of channel c at row i, column j,
+// and the micro-kernel (QKernels::tile_u8s8_pixels) reads each output pixel's window in place:
+// with the GEMM's k ordered (kh, kw, c), tap (kh, kw)'s channels are Cg contiguous bytes at the
+// pixel's position plus the tap's offset, for any stride or dilation. The weights are the cols
+// operand, packed once into panels of nr output channels.
+//
+// Why: the other paths put the pixels along the register tile's 16 (or 32) columns, and a small
+// map wastes columns: a 7x7 image's 49 outputs fill 56 or 64, a 14x14 one's phase grid (209
+// columns for 196 outputs) 216-224; the stride-2 grids waste more. Here the pixels fill rows of
+// mr (5 or 6: 49 in 50, 196 in 200) and the channels, multiples of 16 in the models we run, fill
+// the columns. The accumulators come out pixel-major; each tile is transposed into a
+// channel-major buffer whose epilogue then runs over whole rows of pixels, the same
+// k.epilogue as every path, so the bytes are the same.
+#include <algorithm>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kiln/kernels/parallel.h"
+#include "qconv_internal.h"
+
+namespace kiln::kernels::int8::detail {
+namespace {
+
+struct PixelGeometry {
+  int64_t P, OW, Cg, Mg, taps, quads, Hp, Wp;
+  explicit PixelGeometry(const Conv2dShape& s)
+      : P(s.out_h() * s.out_w()), OW(s.out_w()), Cg(s.C / s.group), Mg(s.K / s.group), taps(s.R * s.S),
+        quads(Cg / 4), Hp(s.H + s.pad_top + s.pad_bottom), Wp(s.W + s.pad_left + s.pad_right) {}
+  int64_t image_bytes() const { return Hp * Wp * Cg; }
+  int64_t kc() const { return taps * Cg; }
+  // Where output pixel p's window starts in the image.
+  int64_t pixel_offset(const Conv2dShape& s, int64_t p) const {
+    return ((p / OW) * s.stride_h * Wp + (p % OW) * s.stride_w) * Cg;
+  }
+  int64_t tap_offset(const Conv2dShape& s, int64_t kh, int64_t kw) const {
+    return (kh * s.dil_h * Wp + kw * s.dil_w) * Cg;
+  }
+};
+
+// Row tiles per work item: the item's accumulators wait in a channel-major buffer of
+// nr x (kTilesPerItem * mr) int32 (20 KB for 16 x 5) for one epilogue call per channel.
+constexpr int64_t kTilesPerItem = 64;
+
+// A row of the channel-major accumulator buffer: a work item's pixels, and the 8 - mr lanes
+// the last tile may write past them.
+int64_t buffer_row(const QKernels& k) { return kTilesPerItem * k.mr + 8; }
+
+// Workspace: [image][run offsets][pixel offsets][per work slot: the item's channel-major
+// accumulators]
+struct PixelLayout {
+  int64_t image, offsets, pixels, per_slot;
+  PixelLayout(const QKernels& k, const PixelGeometry& g)
+      : image(round_up(g.image_bytes(), 64)), offsets(round_up(g.taps * 8, 64)), pixels(round_up(g.P * 8, 64)),
+        per_slot(round_up(k.nr * buffer_row(k) * 4, 64)) {}
+  int64_t total(int slots) const { return image + offsets + pixels + slots * per_slot; }
+};
+
+#if defined(__SSE2__)
+// out[j] (16 bytes) = byte j of in[0..15]: a 16 x 16 byte transpose, interleaving bytes, then
+// 16-, 32- and 64-bit units.
+void transpose16(__m128i (&v)[16]) {
+  __m128i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm_unpacklo_epi8(v[2 * i], v[2 * i + 1]);      // rows 2i, 2i+1 of columns 0-7
+    t[i + 8] = _mm_unpackhi_epi8(v[2 * i], v[2 * i + 1]);  // columns 8-15
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i) {
+      v[h * 8 + i] = _mm_unpacklo_epi16(t[h * 8 + 2 * i], t[h * 8 + 2 * i + 1]);      // rows 4i..4i+3, columns 8h + 0-3
+      v[h * 8 + i + 4] = _mm_unpackhi_epi16(t[h * 8 + 2 * i], t[h * 8 + 2 * i + 1]);  // columns 8h + 4-7
+    }
+  // v[h * 8 + b * 4 + i]: rows 4i..4i+3 of the 4 columns starting at 8h + 4b.
+  for (int hb = 0; hb < 4; ++hb)
+    for (int i = 0; i < 2; ++i) {
+      t[hb * 4 + i] = _mm_unpacklo_epi32(v[hb * 4 + 2 * i], v[hb * 4 + 2 * i + 1]);      // rows 8i..8i+7, 2 columns
+      t[hb * 4 + i + 2] = _mm_unpackhi_epi32(v[hb * 4 + 2 * i], v[hb * 4 + 2 * i + 1]);  // the next 2 columns
+    }
+  // t[hb * 4 + c * 2 + i]: rows 8i..8i+7 of columns 4 hb + 2c, 4 hb + 2c + 1.
+  for (int hb = 0; hb < 4; ++hb)
+    for (int c = 0; c < 2; ++c) {
+      v[hb * 4 + c * 2] = _mm_unpacklo_epi64(t[hb * 4 + c * 2], t[hb * 4 + c * 2 + 1]);
+      v[hb * 4 + c * 2 + 1] = _mm_unpackhi_epi64(t[hb * 4 + c * 2], t[hb * 4 + c * 2 + 1]);
+    }
+}
+#endif
+
+// The group's image: `pad` on the border, x ^ flip inside. The input pixels are taken 16 at a
+// time in their flat order (q = ih * W + iw, across row ends, so 7-wide maps are not scalar),
+// 16 channels at a time, each transposed block stored pixel by pixel.
+void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, uint8_t flip, uint8_t pad, uint8_t* img,
+                int threads) {
+  const int64_t HW = s.H * s.W, row = g.Wp * g.Cg;
+  for (int64_t i = 0; i < g.Hp; ++i) {
+    const bool inside = i >= s.pad_top && i < s.pad_top + s.H;
+    if (!inside) {
+      std::memset(img + i * row, pad, static_cast<size_t>(row));
+      continue;
+    }
+    std::memset(img + i * row, pad, static_cast<size_t>(s.pad_left * g.Cg));
+    std::memset(img + i * row + (s.pad_left + s.W) * g.Cg, pad, static_cast<size_t>(s.pad_right * g.Cg));
+  }
+  const int64_t blocks = g.Cg / 16;
+  parallel_for(blocks + 1, threads_for_work(static_cast<double>(g.Cg) * HW, threads), [&](int64_t b, int64_t e) {
+    for (int64_t cb = b; cb < e; ++cb) {
+      // The last item: the channels past the 16-channel blocks, one byte at a time.
+      const int64_t c0 = cb * 16, c1 = cb == blocks ? g.Cg : c0 + 16;
+      if (c0 == c1) continue;
+      // Where input pixel q's channels go, stepped along with q (locals: the byte stores would
+      // otherwise make the compiler reload every shape field after each one).
+      const int64_t W = s.W, Cg = g.Cg, row_jump = (g.Wp - s.W) * g.Cg;
+      uint8_t* d = img + (s.pad_top * g.Wp + s.pad_left) * Cg + c0;
+      int64_t iw = 0, q = 0;
+      auto next = [&] {
+        d += Cg;
+        if (++iw == W) iw = 0, d += row_jump;
+      };
+#if defined(__SSE2__)
+      if (cb < blocks) {
+        const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+        for (; q + 16 <= HW; q += 16) {
+          __m128i v[16];
+          for (int c = 0; c < 16; ++c)
+            v[c] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + c) * HW + q)), f);
+          transpose16(v);
+          for (int j = 0; j < 16; ++j, next()) _mm_storeu_si128(reinterpret_cast<__m128i*>(d), v[j]);
+        }
+      }
+#endif
+      for (; q < HW; ++q, next())
+        for (int64_t c = 0; c < c1 - c0; ++c) d[c] = static_cast<uint8_t>(x[(c0 + c) * HW + q] ^ flip);
+    }
+  });
+}
+
+}  // namespace
+
+// Windows wider than one tap always: resnet50's 3x3 convolutions took 0.75-0.89x the time of
+// the other paths at stride 2, 0.86-0.87x on 7x7 and 14x14 maps, 0.94-0.99x on 28x28 and 56x56
+// (qconv_bench, AVX2's 7-bit kernels, one thread). A 1x1 convolution reads its planes in place
+// on the other path (no image to fill), with the epilogue fused into the tile; it comes here
+// only when the map wastes much of the columns there — a 7x7 map's 49 outputs in 56 columns,
+// against 50 rows here (0.88-0.95x) — and not at 14x14 (196 in 200 columns; 1.04-1.21x here).
+bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
+  if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
+  if (s.R * s.S > 1) return true;
+  const int64_t P = s.out_h() * s.out_w(), half = k.nr / 2;
+  // The columns the other path computes (1x1, unpadded: its grid's columns are the outputs),
+  // its last panel only half when at most half of it is valid.
+  const int64_t rem = P % k.nr, cols_done = P - rem + (rem == 0 ? 0 : rem <= half ? half : k.nr);
+  return static_cast<double>(cols_done) > 1.08 * static_cast<double>(round_up(P, k.mr));
+}
+
+size_t qconv_packed_weight_bytes_pixels(const QKernels& k, const Conv2dShape& s) {
+  const PixelGeometry g(s);
+  return static_cast<size_t>(s.group) * packed_cols_bytes(k, g.kc(), g.Mg);
+}
+
+void qconv_pack_weight_pixels(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
+  const PixelGeometry g(s);
+  const int64_t Kc = g.kc();
+  const size_t per_group = packed_cols_bytes(k, Kc, g.Mg);
+  // k order (tap, c): the image's order.
+  pack_reordered_weight(
+      s, w, [&](int64_t c, int64_t t) { return t * g.Cg + c; },
+      [&](const uint8_t* ordered, int64_t gi) { pack_cols(k, ordered, Kc, true, Kc, g.Mg, packed + gi * per_group); });
+}
+
+namespace {
+// Work items are (channel panel, run of row tiles) pairs, channel-panel-major: a thread's items
+// share each weight panel while it is in cache.
+struct PixelWork {
+  int64_t panels, tiles, runs, items;
+  PixelWork(const QKernels& k, const PixelGeometry& g)
+      : panels(ceil_div(g.Mg, k.nr)), tiles(ceil_div(g.P, k.mr)), runs(ceil_div(tiles, kTilesPerItem)),
+        items(panels * runs) {}
+  int slots(const PixelGeometry& g, int threads) const {
+    const int t = threads_for_work(static_cast<double>(g.Mg) * g.P * g.kc(), threads);
+    return static_cast<int>(std::min<int64_t>(t, items));
+  }
+};
+}  // namespace
+
+size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int threads) {
+  const PixelGeometry g(s);
+  threads = std::max(1, threads <= 0 ? default_threads() : threads);
+  return static_cast<size_t>(PixelLayout(k, g).total(PixelWork(k, g).slots(g, threads)));
+}
+
+void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  const PixelGeometry g(s);
+  const PixelLayout l(k, g);
+  const PixelWork work(k, g);
+  threads = std::max(1, threads <= 0 ? default_threads() : threads);
+  const int slots = work.slots(g, threads);
+  uint8_t* img = workspace;
+  // The window as runs of contiguous bytes: with no horizontal dilation a kernel row's taps
+  // are adjacent pixels, so a row of S taps is one run of S * Cg bytes (a 3x3 convolution: 3
+  // runs, not 9 — each run's end is a branch the predictor misses when runs are short).
+  const bool rows_contiguous = s.dil_w == 1;
+  const int64_t runs = rows_contiguous ? s.R : g.taps, run_groups = g.kc() / 4 / runs;
+  int64_t* run_offsets = reinterpret_cast<int64_t*>(workspace + l.image);
+  for (int64_t u = 0; u < runs; ++u)
+    run_offsets[u] = rows_contiguous ? g.tap_offset(s, u, 0) : g.tap_offset(s, u / s.S, u % s.S);
+  int64_t* pixel_offsets = reinterpret_cast<int64_t*>(workspace + l.image + l.offsets);
+  for (int64_t p = 0; p < g.P; ++p) pixel_offsets[p] = g.pixel_offset(s, p);
+  const size_t w_per_group = packed_cols_bytes(k, g.kc(), g.Mg);
+  const int64_t panel_bytes = (g.kc() / 4) * k.nr * 4, ldb = buffer_row(k);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t gi = 0; gi < s.group; ++gi) {
+      fill_image(s, g, x + (n * s.C + gi * g.Cg) * s.H * s.W, flip, pad, img, threads);
+      const GroupOutput go = group_output(e, s, n, gi, 0, y);
+      const uint8_t* wg = packed_w + gi * w_per_group;
+      parallel_for(slots, slots, [&](int64_t sb, int64_t se) {
+        for (int64_t slot = sb; slot < se; ++slot) {
+          int32_t* buf = reinterpret_cast<int32_t*>(workspace + l.image + l.offsets + l.pixels + slot * l.per_slot);
+          for (int64_t item = work.items * slot / slots; item < work.items * (slot + 1) / slots; ++item) {
+            const int64_t panel = item / work.runs, t0 = item % work.runs * kTilesPerItem;
+            const int64_t t1 = std::min(work.tiles, t0 + kTilesPerItem), p0 = t0 * k.mr;
+            const int channels = static_cast<int>(std::min<int64_t>(k.nr, g.Mg - panel * k.nr));
+            const uint8_t* cols = wg + panel * panel_bytes;
+            for (int64_t t = t0; t < t1; ++t) {
+              const uint8_t* rows[16];  // mr <= 16; rows past the last pixel repeat it
+              for (int r = 0; r < k.mr; ++r) rows[r] = img + pixel_offsets[std::min(t * k.mr + r, g.P - 1)];
+              k.tile_u8s8_pixels(rows, run_offsets, runs, run_groups, cols, buf + (t * k.mr - p0), ldb);
+            }
+            const int pixels = static_cast<int>(std::min(g.P, t1 * k.mr) - p0);
+            k.epilogue(buf, static_cast<int>(ldb), channels, pixels, go.e, panel * k.nr, p0, go.y, g.P);
+          }
+        }
+      });
+    }
+}
+
+}  // namespace kiln::kernels::int8::detail
