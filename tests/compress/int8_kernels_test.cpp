@@ -571,7 +571,10 @@ TEST(Int8Kernels, MaxPoolMatchesNaiveWindowsWithPaddingIgnored) {
   // Rows of 16-32 starts take the overlapping last vector; stride 2 picks 16 outputs at a time.
   for (Case c : {Case{112, 112, 3, 3, 2, 1}, Case{7, 9, 2, 2, 2, 0}, Case{10, 11, 3, 2, 1, 1}, Case{5, 5, 5, 5, 1, 2},
                  Case{40, 37, 3, 3, 2, 1}, Case{9, 20, 3, 3, 1, 1}, Case{6, 70, 2, 2, 2, 0},
-                 Case{21, 40, 18, 17, 1, 2}})  // windows over 16 taps: more than one pass per direction
+                 Case{21, 40, 18, 17, 1, 2},  // windows over 16 taps: more than one pass per direction
+                 // 3x3 stride 2 pad 1 (the even/odd split): a 16-wide row (one vector), odd heights
+                 // and widths (the last window past the edge), 15 wide (the generic passes)
+                 Case{17, 16, 3, 3, 2, 1}, Case{9, 33, 3, 3, 2, 1}, Case{8, 15, 3, 3, 2, 1}})
     for (bool is_signed : {false, true}) {
       Pool2d p;
       p.planes = 3, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.stride_h = p.stride_w = c.s;

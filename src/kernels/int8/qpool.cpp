@@ -122,10 +122,63 @@ void pool_plane(const Pool2d& p, const T* x, T* y, T* rows) {
   }
 }
 
+// The pooling of resnets (3x3, stride 2, padding 1), on bytes already flipped to unsigned order:
+// per output row the (up to) 3 input rows' maximum first, then the horizontal window
+// max(v[2j - 1], v[2j], v[2j + 1]) from v's even and odd bytes split apart (odd ones shifted by
+// one for v[2j - 1]), 16 outputs per 32 input bytes. The generic passes above compute the
+// window at every column and every input row, then pick; this does a quarter of their work
+// (resnet50's pool: 0.21 -> 0.08 ms, one thread). `row` holds round_up(W, 32) bytes.
+#if defined(__SSE2__)
+bool pool_3x3s2_applies(const Pool2d& p) {
+  return p.kh == 3 && p.kw == 3 && p.stride_h == 2 && p.stride_w == 2 && p.pad_top == 1 && p.pad_left == 1 &&
+         p.W >= 16 && p.OH == (p.H - 1) / 2 + 1 && p.OW == (p.W - 1) / 2 + 1;
+}
+
+void pool_plane_3x3s2(const Pool2d& p, uint8_t flip_byte, const uint8_t* x, uint8_t* y, uint8_t* row) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_byte)), low_bytes = _mm_set1_epi16(0x00ff);
+  const int64_t W = p.W, chunks = (W + 31) / 32;
+  // Past W the row stays 0, the lowest unsigned byte: the right padding.
+  std::fill(row + W, row + chunks * 32, uint8_t{0});
+  alignas(16) uint8_t out[16];
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    const int64_t a = std::max<int64_t>(2 * oh - 1, 0), b = std::min<int64_t>(2 * oh + 2, p.H);
+    // Vertical maximum over rows [a, b); the last vector overlaps the one before it (W >= 16).
+    for (int64_t i = 0;; i = std::min(i + 16, W - 16)) {
+      __m128i m = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + a * W + i)), flip);
+      for (int64_t r = a + 1; r < b; ++r)
+        m = _mm_max_epu8(m, _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + r * W + i)), flip));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(row + i), m);
+      if (i == W - 16) break;
+    }
+    __m128i odd_before = _mm_setzero_si128();  // byte 15: v[-1], the left padding
+    uint8_t* yr = y + oh * p.OW;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 32 * c));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 32 * c + 16));
+      const __m128i even = _mm_packus_epi16(_mm_and_si128(lo, low_bytes), _mm_and_si128(hi, low_bytes));
+      const __m128i odd = _mm_packus_epi16(_mm_srli_epi16(lo, 8), _mm_srli_epi16(hi, 8));
+      const __m128i prev = _mm_or_si128(_mm_slli_si128(odd, 1), _mm_srli_si128(odd_before, 15));
+      odd_before = odd;
+      const __m128i m = _mm_xor_si128(_mm_max_epu8(_mm_max_epu8(even, odd), prev), flip);
+      const int64_t j0 = 16 * c, n = std::min<int64_t>(16, p.OW - j0);
+      if (n == 16) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + j0), m);
+      } else {
+        _mm_store_si128(reinterpret_cast<__m128i*>(out), m);
+        std::copy(out, out + n, yr + j0);
+      }
+    }
+  }
+}
+#endif
+
+// Per thread: the generic passes' rows, or pool_plane_3x3s2's one row.
+int64_t thread_bytes(const Pool2d& p) { return std::max((p.H + 1) * pitch(p), (p.W + 31) / 32 * 32); }
+
 }  // namespace
 
 size_t max_pool_workspace_bytes(const Pool2d& p, int threads) {
-  return static_cast<size_t>(std::max(1, threads <= 0 ? default_threads() : threads) * (p.H + 1) * pitch(p));
+  return static_cast<size_t>(std::max(1, threads <= 0 ? default_threads() : threads) * thread_bytes(p));
 }
 
 void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, uint8_t* workspace, int threads) {
@@ -133,10 +186,16 @@ void max_pool_2d(const Pool2d& p, bool is_signed, const uint8_t* x, uint8_t* y, 
   const int t = threads_for_work(static_cast<double>(p.planes) * p.H * p.W * 2, threads);
   parallel_for(t, t, [&](int64_t tb, int64_t te) {
     for (int64_t w = tb; w < te; ++w) {
-      uint8_t* rows = workspace + w * (p.H + 1) * pitch(p);
+      uint8_t* rows = workspace + w * thread_bytes(p);
       for (int64_t q = p.planes * w / t; q < p.planes * (w + 1) / t; ++q) {
         const uint8_t* xp = x + q * p.H * p.W;
         uint8_t* yp = y + q * p.OH * p.OW;
+#if defined(__SSE2__)
+        if (pool_3x3s2_applies(p)) {
+          pool_plane_3x3s2(p, is_signed ? 0x80 : 0, xp, yp, rows);
+          continue;
+        }
+#endif
         if (is_signed)
           pool_plane(p, reinterpret_cast<const int8_t*>(xp), reinterpret_cast<int8_t*>(yp), reinterpret_cast<int8_t*>(rows));
         else
