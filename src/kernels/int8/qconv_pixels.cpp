@@ -143,7 +143,7 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 // (qconv_bench, AVX2's 7-bit kernels, one thread). A 1x1 convolution reads its planes in place
 // on the other path (no image to fill), with the epilogue fused into the tile; it comes here
 // only when the map wastes much of the columns there — a 7x7 map's 49 outputs in 56 columns,
-// against 50 rows here (0.88-0.95x) — and not at 14x14 (196 in 200 columns; 1.04-1.21x here).
+// against 50 rows here (0.87-0.94x) — and not at 14x14 (196 in 200 columns; 1.04-1.21x here).
 bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
   if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
   if (s.R * s.S > 1) return true;
@@ -200,7 +200,7 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
   uint8_t* img = workspace;
   // The window as runs of contiguous bytes: with no horizontal dilation a kernel row's taps
   // are adjacent pixels, so a row of S taps is one run of S * Cg bytes (a 3x3 convolution: 3
-  // runs, not 9 — each run's end is a branch the predictor misses when runs are short).
+  // runs, not 9; fewer loop ends, though no faster on resnet50's 64-channel layers).
   const bool rows_contiguous = s.dil_w == 1;
   const int64_t runs = rows_contiguous ? s.R : g.taps, run_groups = g.kc() / 4 / runs;
   int64_t* run_offsets = reinterpret_cast<int64_t*>(workspace + l.image);

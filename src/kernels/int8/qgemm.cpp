@@ -126,9 +126,9 @@ bool interleave_panel_group(int nr, const uint8_t* const r[4], uint8_t* dst) {
 }
 }  // namespace
 
-// Panel by panel, each written front to back: group by group across all panels instead (one
-// 64-byte store per panel per group, the panels a power of two apart) kept the stores in a few
-// L1 sets, and packing took 8 % of a 1x1 convolution's time on resnet50's layer3.
+// Panel by panel, each written front to back. Group by group across all panels instead (one
+// 64-byte store per panel per group, the panels 16 KiB apart) packing took 7.9 % of resnet50's
+// layer3 1x1 convolution (1024 -> 256, 14x14; perf), this way 5.6 %.
 void pack_cols_rows(const QKernels& k, const uint8_t* base, const int64_t* offsets, int64_t kgroups, int64_t j0,
                     int64_t n, uint8_t* out) {
   static const uint8_t kZeros[64] = {};

@@ -12,13 +12,15 @@ namespace {
 // Gather: cols group g is at cols + offsets[g] (bytes) instead of following the previous one.
 // Only the first NV vectors of each cols group are read (a panel's last columns past the data:
 // the others stay 0).
+// row_init (optional): each row's accumulators start at row_init[r] instead of 0 (a fused
+// epilogue's int32 bias, added exactly either way).
 template <bool RowsSigned, bool Gather = false, int NV = QV_NV>
 inline void vnni_accumulate(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets,
-                            QV (&c)[QV_MR][QV_NV]) {
+                            QV (&c)[QV_MR][QV_NV], const int32_t* row_init = nullptr) {
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < QV_NV; ++v) c[r][v] = qv_zero();
+    for (int v = 0; v < QV_NV; ++v) c[r][v] = row_init ? qv_set1(row_init[r]) : qv_zero();
   for (int64_t g = 0; g < kgroups; ++g) {
     const uint8_t* cg = Gather ? cols + offsets[g] : cols;
     QV b[NV];

@@ -22,15 +22,20 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
                                                              int rows_valid, int cols_valid, const QEpilogue& e,
                                                              int64_t row0, int64_t col0, void* out, int64_t ldo) {
   QV c[QV_MR][QV_NV];
+  // The accumulators start at the int32 bias (one add fewer per 8 outputs: with 16-64 input
+  // channels the epilogue is as long as the products).
+  alignas(32) int32_t bias[QV_MR] = {};
+  if (e.bias)
+    for (int r = 0; r < QV_MR && r < rows_valid; ++r) bias[r] = e.bias[row0 + r];
   // A panel with at most 8 valid columns (e.g. the last of a 7x7 image's 49) reads and multiplies
   // only its first vector: half the work of the full tile.
   const bool half = cols_valid <= QV_LANES;
   if (offsets) {
-    if (half) vnni_accumulate<true, true, 1>(kgroups, rows, cols, offsets, c);
-    else vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c);
+    if (half) vnni_accumulate<true, true, 1>(kgroups, rows, cols, offsets, c, bias);
+    else vnni_accumulate<true, true>(kgroups, rows, cols, offsets, c, bias);
   } else {
-    if (half) vnni_accumulate<true, false, 1>(kgroups, rows, cols, nullptr, c);
-    else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
+    if (half) vnni_accumulate<true, false, 1>(kgroups, rows, cols, nullptr, c, bias);
+    else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c, bias);
   }
   // Output column of each vector's first lane when its lanes are 8 consecutive output columns;
   // else -1, and lane_col holds each lane's output column (-1: no output, past cols_valid or a
@@ -50,7 +55,6 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
   for (int r = 0; r < QV_MR; ++r) {
     if (r >= rows_valid) break;
     const int64_t row = row0 + r;
-    const __m256i bias = _mm256_set1_epi32(e.bias ? e.bias[row] : 0);
     const __m256 scale = _mm256_set1_ps(e.scale[row]);
     const __m256 bf = _mm256_set1_ps(BiasF ? e.bias_f[row] : 0.f);
     char* out_row = static_cast<char*>(out) + row * ldo * osize;
@@ -58,8 +62,8 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
     if constexpr (Out != QType::F32 && QV_NV == 2) {
       if (pair) {  // the row's 16 outputs are consecutive: packed and stored together
         const char* rp = R == Res::None ? nullptr : res_row + dst[0] * rsize;
-        const __m256 v0 = scaled_lanes8<BiasF>(_mm256_add_epi32(c[r][0], bias), scale, bf);
-        const __m256 v1 = scaled_lanes8<BiasF>(_mm256_add_epi32(c[r][1], bias), scale, bf);
+        const __m256 v0 = scaled_lanes8<BiasF>(c[r][0], scale, bf);
+        const __m256 v1 = scaled_lanes8<BiasF>(c[r][1], scale, bf);
         const __m256i q0 = quantized8(k, with_residual8<R>(k, v0, rp));
         const __m256i q1 = quantized8(k, with_residual8<R>(k, v1, R == Res::None ? nullptr : rp + QV_LANES * rsize));
         store_pair16<Out>(q0, q1, out_row + dst[0]);
@@ -68,7 +72,7 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
     }
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) {
-      const __m256i a = _mm256_add_epi32(c[r][v], bias);
+      const __m256i a = c[r][v];
       if (dst[v] >= 0) {
         const char* rp = R == Res::None ? nullptr : res_row + dst[v] * rsize;
         epilogue_lanes8<Out, R, BiasF>(k, a, scale, bf, rp, out_row + dst[v] * osize);
