@@ -18,11 +18,12 @@ namespace {
 
 struct EpiConstsY {
   __m256 lo, hi, inv, qmin, qmax, rscale, res_lo, res_hi;
-  __m256i zp, rzp;
+  __m256i zp, zp16, rzp;
   explicit EpiConstsY(const QEpilogue& e)
       : lo(_mm256_set1_ps(e.lo)), hi(_mm256_set1_ps(e.hi)), inv(_mm256_set1_ps(e.out_inv_scale)),
         rscale(_mm256_set1_ps(e.residual_scale)), res_lo(_mm256_set1_ps(e.res_lo)), res_hi(_mm256_set1_ps(e.res_hi)),
-        zp(_mm256_set1_epi32(e.out_zp)), rzp(_mm256_set1_epi32(e.residual_zp)) {
+        zp(_mm256_set1_epi32(e.out_zp)), zp16(_mm256_set1_epi16(static_cast<int16_t>(e.out_zp))),
+        rzp(_mm256_set1_epi32(e.residual_zp)) {
     // The activation clamp and the saturation as one clamp of v * inv: bit-identical, for the
     // reasons given in qgemm_avx512vnni.cpp's EpiConsts (multiplying by inv > 0 is monotonic, the
     // saturation bounds minus the zero point are integers). The +-2^30 bound of quantize_value
@@ -61,12 +62,15 @@ inline __m256 with_residual8(const EpiConstsY& k, __m256 v, const void* rp) {
   return v;
 }
 
-// 8 values (residual added) quantized: the clamp, round half to even (MXCSR default), the zero
-// point; in the output type's range.
-inline __m256i quantized8(const EpiConstsY& k, __m256 v) {
-  const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax);
-  return _mm256_add_epi32(_mm256_cvtps_epi32(x), k.zp);
+// 8 values (residual added) scaled to output steps: the clamp, round half to even (MXCSR
+// default); the zero point not yet added. In [qmin, qmax], so adding it lands in the output
+// type's range, and the values fit int16 (|q| <= 255).
+inline __m256i rounded8(const EpiConstsY& k, __m256 v) {
+  return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, k.inv), k.qmin), k.qmax));
 }
+
+// rounded8 with the zero point: the output value.
+inline __m256i quantized8(const EpiConstsY& k, __m256 v) { return _mm256_add_epi32(rounded8(k, v), k.zp); }
 
 // The rest of the epilogue on 8 scaled values v: the residual at rp, the clamp, stored as Out
 // at op.
@@ -84,15 +88,17 @@ inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* o
   }
 }
 
-// 16 consecutive u8/s8 outputs from two vectors of quantized values (q0 the first 8): one pack
-// of the pair, one dword permutation and one store, where two finish_lanes8 calls take two of
-// each (the epilogue of convolutions with few input channels is most of their time).
+// 16 consecutive u8/s8 outputs from two vectors of rounded8 values (q0 the first 8): one pack
+// of the pair, the zero point added to its 16 int16 lanes at once, one dword permutation and
+// one store, where two finish_lanes8 calls take two of each (the epilogue of convolutions with
+// few input channels is most of their time).
 template <QType Out>
-inline void store_pair16(__m256i q0, __m256i q1, void* op) {
+inline void store_pair16(const EpiConstsY& k, __m256i q0, __m256i q1, void* op) {
   static_assert(Out != QType::F32);
-  // packs: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7] as int16; the byte pack repeats each 128-bit lane's
-  // 8 bytes, whose dwords 0 (q0 0-3), 1 (q1 0-3), 4 (q0 4-7), 5 (q1 4-7) go in order 0, 4, 1, 5.
-  const __m256i w = _mm256_packs_epi32(q0, q1);
+  // packs: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7] as int16 (exact: |q| <= 255); the byte pack repeats
+  // each 128-bit lane's 8 bytes, whose dwords 0 (q0 0-3), 1 (q1 0-3), 4 (q0 4-7), 5 (q1 4-7) go
+  // in order 0, 4, 1, 5.
+  const __m256i w = _mm256_add_epi16(_mm256_packs_epi32(q0, q1), k.zp16);
   const __m256i b = Out == QType::U8 ? _mm256_packus_epi16(w, w) : _mm256_packs_epi16(w, w);
   const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
   _mm_storeu_si128(static_cast<__m128i*>(op), _mm256_castsi256_si128(ordered));

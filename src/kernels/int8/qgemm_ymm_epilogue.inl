@@ -64,9 +64,9 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
         const char* rp = R == Res::None ? nullptr : res_row + dst[0] * rsize;
         const __m256 v0 = scaled_lanes8<BiasF>(c[r][0], scale, bf);
         const __m256 v1 = scaled_lanes8<BiasF>(c[r][1], scale, bf);
-        const __m256i q0 = quantized8(k, with_residual8<R>(k, v0, rp));
-        const __m256i q1 = quantized8(k, with_residual8<R>(k, v1, R == Res::None ? nullptr : rp + QV_LANES * rsize));
-        store_pair16<Out>(q0, q1, out_row + dst[0]);
+        const __m256i q0 = rounded8(k, with_residual8<R>(k, v0, rp));
+        const __m256i q1 = rounded8(k, with_residual8<R>(k, v1, R == Res::None ? nullptr : rp + QV_LANES * rsize));
+        store_pair16<Out>(k, q0, q1, out_row + dst[0]);
         continue;
       }
     }
