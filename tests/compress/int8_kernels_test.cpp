@@ -180,7 +180,10 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
   auto bias_f = random_floats(std::max(M, N), 4, -2.f, 2.f);
   auto res_b = random_bytes(M * N, 9);
   auto res_f = random_floats(M * N, 10, -3.f, 3.f);
-  for (const QKernels* k : all_qkernels())
+  // Every ISA's epilogue, and the 7-bit AVX2 table's own (16 outputs at a time, per row).
+  std::vector<const QKernels*> tables = all_qkernels();
+  for (const QKernels* k : tables_for(true)) tables.push_back(k);
+  for (const QKernels* k : tables)
     for (const EpilogueCase& c : cases) {
       QEpilogue e;
       e.per_row = c.per_row;

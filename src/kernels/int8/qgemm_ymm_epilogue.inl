@@ -140,6 +140,62 @@ void tile_s8u8_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t*
                                             static_cast<int64_t>(cols_valid), &e, row0, col0, out, ldo);
 }
 
+// QKernels::epilogue for per-row epilogues (the pixels path's channel-major buffers, tiles
+// whose epilogue is not fused): a row's outputs 16 at a time through the same lane functions as
+// the fused tiles, one instance per output and residual type. Per-column epilogues (QMatMul)
+// take AVX2's general one.
+template <QType Out, Res R, bool BiasF>
+void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
+                       void* out, int64_t ldo) {
+  const EpiConstsY k(e);
+  const size_t osize = detail::out_size(Out), rsize = detail::res_size(R);
+  for (int r = 0; r < rows; ++r) {
+    const int64_t row = row0 + r;
+    const __m256i bias = _mm256_set1_epi32(e.bias ? e.bias[row] : 0);
+    const __m256 scale = _mm256_set1_ps(e.scale[row]);
+    const __m256 bf = _mm256_set1_ps(BiasF ? e.bias_f[row] : 0.f);
+    const int32_t* a = acc + static_cast<int64_t>(r) * nr;
+    char* out_row = static_cast<char*>(out) + (row * ldo + col0) * osize;
+    const char* res_row =
+        R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (row * e.ldr + col0) * rsize;
+    auto lanes = [&](int j) {
+      return _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + j)), bias);
+    };
+    int j = 0;
+    if constexpr (Out != QType::F32) {
+      for (; j + 16 <= cols; j += 16) {
+        const char* rp = R == Res::None ? nullptr : res_row + j * rsize;
+        const __m256i q0 = rounded8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(lanes(j), scale, bf), rp));
+        const __m256i q1 = rounded8(
+            k, with_residual8<R>(k, scaled_lanes8<BiasF>(lanes(j + 8), scale, bf),
+                                 R == Res::None ? nullptr : rp + QV_LANES * rsize));
+        store_pair16<Out>(k, q0, q1, out_row + j);
+      }
+    }
+    for (; j + 8 <= cols; j += 8)
+      epilogue_lanes8<Out, R, BiasF>(k, lanes(j), scale, bf, R == Res::None ? nullptr : res_row + j * rsize,
+                                     out_row + j * osize);
+    for (; j < cols; ++j) epilogue_element(e, a[j], row, col0 + j, out, ldo);
+  }
+}
+
+template <QType Out, Res R>
+struct RowsEpilogueY {
+  static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
+                   void* out, int64_t ldo) {
+    if (e->bias_f) rows_epilogue_ymm<Out, R, true>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
+    else rows_epilogue_ymm<Out, R, false>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
+  }
+};
+
+void epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e_in, int64_t row0, int64_t col0,
+                  void* out, int64_t ldo) {
+  if (!e_in.per_row) return epilogue_avx2(acc, nr, rows, cols, e_in, row0, col0, out, ldo);
+  // A local copy, as in tile_s8u8_epilogue_strip_ymm: the byte stores could alias the caller's.
+  const QEpilogue e = e_in;
+  detail::dispatch_epilogue<RowsEpilogueY>(e, acc, nr, rows, cols, &e, row0, col0, out, ldo);
+}
+
 // The tile transposed, 8 x 8 int32 blocks through registers: acc[j * ldb + r] = c[r][j] for
 // j < 16 and r < 8, the rows past QV_MR written as zeros.
 inline void store_transposed_ymm(const QV (&c)[QV_MR][QV_NV], int32_t* acc, int64_t ldb) {
@@ -175,10 +231,11 @@ void ymm_tile_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int
   store_transposed_ymm(c, acc, ldb);
 }
 
-// The 256-bit VNNI-style table with the fused epilogue; the separate one is AVX2's (qgemm_avx2.cpp).
+// The 256-bit VNNI-style table with the fused epilogue and epilogue_ymm (per-column epilogues
+// through AVX2's, qgemm_avx2.cpp).
 QKernels ymm_qkernels(QIsa isa) {
   QKernels k = vnni_qkernels(isa);
-  k.epilogue = epilogue_avx2;
+  k.epilogue = epilogue_ymm;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_ymm;
   k.tile_s8u8_epilogue_strip = tile_s8u8_epilogue_strip_ymm;
   k.tile_epilogue_grid = true;
