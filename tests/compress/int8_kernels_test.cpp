@@ -487,6 +487,9 @@ TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
   // A 1x1 convolution on a 7x7 map: 49 outputs in 56 columns, or 50 pixel rows (mr = 5 or 6).
   Conv2dShape small = pw;
   small.H = small.W = 7;
+  // 4 output channels per group: 16 columns of them in the pixels path's panels.
+  Conv2dShape grouped = full;
+  grouped.K = 16, grouped.group = 4;
   std::vector<const QKernels*> tables = all_qkernels();
   for (const QKernels* k : tables_for(true)) tables.push_back(k);
   for (const QKernels* k : tables) {
@@ -496,6 +499,7 @@ TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
     EXPECT_STREQ(qconv_tactic_name(*k, dw, false), k->depthwise_block ? "depthwise" : "im2col");
     EXPECT_STREQ(qconv_tactic_name(*k, full, false), pixels ? "pixels" : k->tile_s8u8_gather ? "quads" : "im2col");
     EXPECT_STREQ(qconv_tactic_name(*k, small, false), pixels ? "pixels" : "planes");
+    EXPECT_STREQ(qconv_tactic_name(*k, grouped, false), k->tile_s8u8_gather ? "quads" : "im2col");
   }
   // The 256-bit VNNI-style tables have the pixels tile (AVX2's 7-bit one on every AVX2 CPU).
   for (const QKernels* k : tables_for(true)) EXPECT_NE(k->tile_u8s8_pixels, nullptr);

@@ -138,6 +138,10 @@ GroupOutput group_output(const QEpilogue& e, const Conv2dShape& s, int64_t n, in
 
 }  // namespace detail
 
+namespace detail {
+int64_t qconv_packed_columns(const Conv2dShape& s) { return Geometry(s, 0).N; }
+}  // namespace detail
+
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input) {
   if (qconv_is_depthwise(k, s)) return "depthwise";
   if (detail::qconv_uses_pixels(k, s)) return "pixels";

@@ -68,6 +68,11 @@ size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s);
 void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
+// The GEMM columns the column-major paths compute over (quads' grid, or the phase grid / the
+// output pixels of qconv.cpp's packed panels), for the pixels path's choice.
+int64_t qconv_quads_columns(const Conv2dShape& s);
+int64_t qconv_packed_columns(const Conv2dShape& s);
+
 // The output-pixels-as-rows path (qconv_pixels.cpp): taken when the table has
 // tile_u8s8_pixels and each group's channel count is a multiple of 4 (qconv_uses_pixels says
 // for which shapes). Its packed weight is each group's cols operand, k ordered (tap, channel).

@@ -138,20 +138,27 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 
 }  // namespace
 
-// Windows wider than one tap always: resnet50's 3x3 convolutions took 0.75-0.89x the time of
-// the other paths at stride 2, 0.86-0.87x on 7x7 and 14x14 maps, 0.94-0.99x on 28x28 and 56x56
-// (qconv_bench, AVX2's 7-bit kernels, one thread). A 1x1 convolution reads its planes in place
-// on the other path (no image to fill), with the epilogue fused into the tile; it comes here
-// only when the map wastes much of the columns there — a 7x7 map's 49 outputs in 56 columns,
-// against 50 rows here (0.87-0.94x) — and not at 14x14 (196 in 200 columns; 1.04-1.21x here).
+// The choice compares the share of each path's tiles that is wasted: the column-major paths
+// compute their grid's columns in panels of nr (a panel at most half valid costs half) and round
+// the output channels up to mr rows; this one rounds the pixels up to mr rows and the channels up
+// to nr columns. Windows wider than one tap come here unless that wastes over 5 % more:
+// resnet50's 3x3 convolutions took 0.75-0.88x the time of the other paths at stride 2, 0.85-0.86x
+// on 7x7 and 14x14 maps, 0.94-0.98x on 28x28 and 56x56 (qconv_bench, AVX2's 7-bit kernels, one
+// thread), while a grouped convolution with 4 output channels per group would compute 16 here.
+// A 1x1 convolution reads its planes in place on the other path (no image to fill), with the
+// epilogue fused into the tile; it comes here only when the other path's columns waste over 8 %
+// more than the pixel rows do — a 7x7 map's 49 outputs in 56 columns, against 50 rows here
+// (0.87-0.94x) — not at 14x14 (196 in 200 columns; 1.04-1.21x here), and never for its channels:
+// mobilenet_v2's 16- and 32-channel outputs (20 and 35 rows there) took 1.3-1.9x here.
 bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
   if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
-  if (s.R * s.S > 1) return true;
-  const int64_t P = s.out_h() * s.out_w(), half = k.nr / 2;
-  // The columns the other path computes (1x1, unpadded: its grid's columns are the outputs),
-  // its last panel only half when at most half of it is valid.
-  const int64_t rem = P % k.nr, cols_done = P - rem + (rem == 0 ? 0 : rem <= half ? half : k.nr);
-  return static_cast<double>(cols_done) > 1.08 * static_cast<double>(round_up(P, k.mr));
+  const int64_t P = s.out_h() * s.out_w(), Mg = s.K / s.group, half = k.nr / 2;
+  const int64_t N = qconv_uses_quads(k, s) ? qconv_quads_columns(s) : qconv_packed_columns(s);
+  const int64_t rem = N % k.nr, cols_done = N - rem + (rem == 0 ? 0 : rem <= half ? half : k.nr);
+  auto ratio = [](int64_t done, int64_t useful) { return static_cast<double>(done) / static_cast<double>(useful); };
+  const double other_cols = ratio(cols_done, P), pixel_rows = ratio(round_up(P, k.mr), P);
+  if (s.R * s.S == 1) return other_cols > 1.08 * pixel_rows;
+  return ratio(round_up(Mg, k.nr), Mg) * pixel_rows <= 1.05 * ratio(round_up(Mg, k.mr), Mg) * other_cols;
 }
 
 size_t qconv_packed_weight_bytes_pixels(const QKernels& k, const Conv2dShape& s) {

@@ -148,6 +148,8 @@ void qconv_pack_weight_quads(const QKernels& k, const Conv2dShape& s, const int8
       [&](const uint8_t* ordered, int64_t gi) { pack_rows(k, ordered, Kc, g.Mg, Kc, 0, packed + gi * per_group); });
 }
 
+int64_t qconv_quads_columns(const Conv2dShape& s) { return QuadGeometry(s).N; }
+
 size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s) {
   return static_cast<size_t>(QuadLayout(k, QuadGeometry(s)).total());
 }
