@@ -26,10 +26,10 @@ namespace kiln::kernels::int8::detail {
 namespace {
 
 struct PixelGeometry {
-  int64_t P, OW, Cg, Mg, taps, quads, Hp, Wp;
+  int64_t P, OW, Cg, Mg, taps, Hp, Wp;
   explicit PixelGeometry(const Conv2dShape& s)
       : P(s.out_h() * s.out_w()), OW(s.out_w()), Cg(s.C / s.group), Mg(s.K / s.group), taps(s.R * s.S),
-        quads(Cg / 4), Hp(s.H + s.pad_top + s.pad_bottom), Wp(s.W + s.pad_left + s.pad_right) {}
+        Hp(s.H + s.pad_top + s.pad_bottom), Wp(s.W + s.pad_left + s.pad_right) {}
   int64_t image_bytes() const { return Hp * Wp * Cg; }
   int64_t kc() const { return taps * Cg; }
   // Where output pixel p's window starts in the image.
