@@ -197,17 +197,18 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
   return most;
 }
 
-namespace {
-// Whether threads split the cols panels (each packs only its own) or the row tiles (each packs
-// every panel): the one whose largest share of tile x panel products is smaller, by more than
-// 2 % (the packing a row split repeats). A panel with at most half its columns valid counts
-// half (the fused tiles multiply only its first vector). On 14x14 maps (13 panels) two threads
-// got 6 and 6.5 panels; 256 -> 1024 channels there took 0.92x the time split by rows.
+namespace detail {
+// The one whose largest share of tile x panel products is smaller, by more than 2 % (the packing
+// a row split repeats on this path). A panel with at most half its columns valid counts half on
+// the tables whose fused tiles multiply only its first vector (the 256-bit ones). On 14x14 maps
+// (13 panels) two threads got 6 and 6.5 panels; 256 -> 1024 channels there took 0.92x the time
+// split by rows.
 bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads) {
   const int64_t nt = ceil_div(N, k.nr);
   if (threads <= 1) return true;
-  const double last = N - (nt - 1) * k.nr <= k.nr / 2 ? 0.5 : 1.0;
-  double panels = 0;  // the largest share of panels, as qconv2d cuts them
+  const bool half = k.tile_s8u8_epilogue_strip != nullptr && N - (nt - 1) * k.nr <= k.nr / 2;
+  const double last = half ? 0.5 : 1.0;
+  double panels = 0;  // the largest share of panels, as the drivers cut them
   for (int t = 0; t < threads; ++t) {
     const int64_t b = nt * t / threads, e = nt * (t + 1) / threads;
     panels = std::max(panels, static_cast<double>(e - b) - (e == nt && e > b ? 1.0 - last : 0.0));
@@ -216,12 +217,12 @@ bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads) {
   const double by_rows = static_cast<double>(ceil_div(mt, threads)) * (static_cast<double>(nt) - 1.0 + last);
   return by_rows >= 0.98 * by_panels;
 }
-}  // namespace
+}  // namespace detail
 
 // One pass per image and group: each thread packs a chunk of cols panels into its own buffer
 // (it stays in that core's L2) and runs the weights' row tiles over it, the requantizing
-// epilogue on each finished tile. Split over threads by panels when there are plenty, else by
-// row tiles (each thread packs every panel — cheap next to streaming its share of the weights).
+// epilogue on each finished tile. Split over threads by panels or by row tiles (each thread
+// then packs every panel), whichever balances better (split_by_panels).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   if (qconv_is_depthwise(k, s))
@@ -245,7 +246,7 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
   const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(g.Mg, k.mr), chunk = chunk_panels(k, g);
   const int64_t pbytes = panel_bytes(k, g);
   const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.Kc / 4, threads);
-  const bool by_panels = split_by_panels(k, g.N, mt, work_threads);
+  const bool by_panels = detail::split_by_panels(k, g.N, mt, work_threads);
   const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {

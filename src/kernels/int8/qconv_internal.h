@@ -68,6 +68,10 @@ size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s);
 void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
+// Whether the threads of a column-major path split its nr-column panels (or column windows)
+// rather than its mr-row tiles: N GEMM columns, mt row tiles (qconv.cpp).
+bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads);
+
 // The GEMM columns the column-major paths compute over (quads' grid, or the phase grid / the
 // output pixels of qconv.cpp's packed panels), for the pixels path's choice.
 int64_t qconv_quads_columns(const Conv2dShape& s);

@@ -155,8 +155,8 @@ size_t qconv_workspace_bytes_quads(const QKernels& k, const Conv2dShape& s) {
 }
 
 // Per image and group: fill the quad planes (one parallel pass), then the tiles. Split over
-// threads by column windows when there are plenty, else by row tiles; the weights stream once per
-// chunk of windows (row tiles outer, the chunk's windows inner).
+// threads by column windows or by row tiles, whichever balances better (split_by_panels); the
+// weights stream once per chunk of windows (row tiles outer, the chunk's windows inner).
 void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   const QuadGeometry g(s);
@@ -172,7 +172,7 @@ void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, ui
   constexpr int64_t kChunkBytes = 256 << 10;  // the packed path's chunk (qconv.cpp), in cols bytes
   const int64_t chunk = std::clamp<int64_t>(kChunkBytes / (g.kgroups * k.nr * 4), 1, nt);
   const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.kgroups, threads);
-  const bool by_windows = nt >= 2 * work_threads;
+  const bool by_windows = split_by_panels(k, g.N, mt, work_threads);
   const int64_t slots = std::min<int64_t>(work_threads, by_windows ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
