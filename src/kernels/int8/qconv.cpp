@@ -198,12 +198,11 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
 }
 
 namespace detail {
-// The one whose largest share of tile x panel products is smaller, by more than 2 % (the packing
-// a row split repeats on this path). A panel with at most half its columns valid counts half on
-// the tables whose fused tiles multiply only its first vector (the 256-bit ones). On 14x14 maps
-// (13 panels) two threads got 6 and 6.5 panels; 256 -> 1024 channels there took 0.92x the time
-// split by rows.
-bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads) {
+// The one whose largest share of tile x panel products is over 2 % smaller; within 2 %,
+// `panels_on_tie`. A panel with at most half its columns valid counts half on the tables whose
+// fused tiles multiply only its first vector (the 256-bit ones). On 14x14 maps (13 panels) two
+// threads got 6 and 6.5 panels; 256 -> 1024 channels there took 0.92x the time split by rows.
+bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads, bool panels_on_tie) {
   const int64_t nt = ceil_div(N, k.nr);
   if (threads <= 1) return true;
   const bool half = k.tile_s8u8_epilogue_strip != nullptr && N - (nt - 1) * k.nr <= k.nr / 2;
@@ -215,7 +214,9 @@ bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads) {
   }
   const double by_panels = panels * static_cast<double>(mt);
   const double by_rows = static_cast<double>(ceil_div(mt, threads)) * (static_cast<double>(nt) - 1.0 + last);
-  return by_rows >= 0.98 * by_panels;
+  if (by_rows < 0.98 * by_panels) return false;
+  if (by_panels < 0.98 * by_rows) return true;
+  return panels_on_tie;
 }
 }  // namespace detail
 
@@ -246,7 +247,8 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
   const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(g.Mg, k.mr), chunk = chunk_panels(k, g);
   const int64_t pbytes = panel_bytes(k, g);
   const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.Kc / 4, threads);
-  const bool by_panels = detail::split_by_panels(k, g.N, mt, work_threads);
+  // On a tie, panels: a row split would pack every panel on every thread.
+  const bool by_panels = detail::split_by_panels(k, g.N, mt, work_threads, true);
   const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {

@@ -69,8 +69,9 @@ void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, ui
                    const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 
 // Whether the threads of a column-major path split its nr-column panels (or column windows)
-// rather than its mr-row tiles: N GEMM columns, mt row tiles (qconv.cpp).
-bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads);
+// rather than its mr-row tiles (N GEMM columns, mt row tiles): the better balanced split, or
+// `panels_on_tie` when they are within 2 % (qconv.cpp).
+bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads, bool panels_on_tie);
 
 // The GEMM columns the column-major paths compute over (quads' grid, or the phase grid / the
 // output pixels of qconv.cpp's packed panels), for the pixels path's choice.

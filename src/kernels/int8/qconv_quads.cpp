@@ -172,7 +172,9 @@ void qconv2d_quads(const QKernels& k, const Conv2dShape& s, const uint8_t* x, ui
   constexpr int64_t kChunkBytes = 256 << 10;  // the packed path's chunk (qconv.cpp), in cols bytes
   const int64_t chunk = std::clamp<int64_t>(kChunkBytes / (g.kgroups * k.nr * 4), 1, nt);
   const int work_threads = threads_for_work(static_cast<double>(g.Mg) * g.N * g.kgroups, threads);
-  const bool by_windows = split_by_panels(k, g.N, mt, work_threads);
+  // On a tie, split the larger operand, so each thread streams only its share of it: the
+  // columns on large maps, the weights on small ones (a 7x7 map's 55 columns, 512 channels).
+  const bool by_windows = split_by_panels(k, g.N, mt, work_threads, g.N >= g.Mg);
   const int64_t slots = std::min<int64_t>(work_threads, by_windows ? nt : mt);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
