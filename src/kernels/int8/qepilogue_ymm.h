@@ -104,6 +104,19 @@ inline void store_pair16(const EpiConstsY& k, __m256i q0, __m256i q1, void* op) 
   _mm_storeu_si128(static_cast<__m128i*>(op), _mm256_castsi256_si128(ordered));
 }
 
+// The whole epilogue on a row's 16 consecutive u8/s8 outputs: accumulators a0, a1 (bias added)
+// times scale, plus bf, the residual at rp, the clamp, one pack and store (store_pair16).
+template <QType Out, detail::Res R, bool BiasF>
+__attribute__((always_inline)) inline void epilogue_pair16(const EpiConstsY& k, __m256i a0, __m256i a1,
+                                                           __m256 scale, __m256 bf, const void* rp, void* op) {
+  constexpr size_t rsize = detail::res_size(R);
+  const __m256i q0 = rounded8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a0, scale, bf), rp));
+  const __m256i q1 = rounded8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a1, scale, bf),
+                                                   R == detail::Res::None ? nullptr
+                                                                          : static_cast<const char*>(rp) + 8 * rsize));
+  store_pair16<Out>(k, q0, q1, op);
+}
+
 // The whole epilogue on 8 lanes: accumulators a (bias added) times scale, plus bf, the residual
 // at rp, the clamp, stored as Out at op.
 template <QType Out, detail::Res R, bool BiasF>

@@ -62,11 +62,7 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
     if constexpr (Out != QType::F32 && QV_NV == 2) {
       if (pair) {  // the row's 16 outputs are consecutive: packed and stored together
         const char* rp = R == Res::None ? nullptr : res_row + dst[0] * rsize;
-        const __m256 v0 = scaled_lanes8<BiasF>(c[r][0], scale, bf);
-        const __m256 v1 = scaled_lanes8<BiasF>(c[r][1], scale, bf);
-        const __m256i q0 = rounded8(k, with_residual8<R>(k, v0, rp));
-        const __m256i q1 = rounded8(k, with_residual8<R>(k, v1, R == Res::None ? nullptr : rp + QV_LANES * rsize));
-        store_pair16<Out>(k, q0, q1, out_row + dst[0]);
+        epilogue_pair16<Out, R, BiasF>(k, c[r][0], c[r][1], scale, bf, rp, out_row + dst[0]);
         continue;
       }
     }
@@ -163,14 +159,9 @@ void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEp
     };
     int j = 0;
     if constexpr (Out != QType::F32) {
-      for (; j + 16 <= cols; j += 16) {
-        const char* rp = R == Res::None ? nullptr : res_row + j * rsize;
-        const __m256i q0 = rounded8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(lanes(j), scale, bf), rp));
-        const __m256i q1 = rounded8(
-            k, with_residual8<R>(k, scaled_lanes8<BiasF>(lanes(j + 8), scale, bf),
-                                 R == Res::None ? nullptr : rp + QV_LANES * rsize));
-        store_pair16<Out>(k, q0, q1, out_row + j);
-      }
+      for (; j + 16 <= cols; j += 16)
+        epilogue_pair16<Out, R, BiasF>(k, lanes(j), lanes(j + 8), scale, bf,
+                                       R == Res::None ? nullptr : res_row + j * rsize, out_row + j);
     }
     for (; j + 8 <= cols; j += 8)
       epilogue_lanes8<Out, R, BiasF>(k, lanes(j), scale, bf, R == Res::None ? nullptr : res_row + j * rsize,
