@@ -299,6 +299,9 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       shape(1, 12, 9, 30, 12, 3, 3, 3, 1, 1, 12),  shape(1, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),
       shape(1, 24, 40, 41, 24, 3, 3, 1, 1, 1, 24),    shape(1, 24, 28, 28, 24, 3, 3, 1, 1, 1, 24),
       shape(1, 3, 5, 4, 3, 1, 1, 1, 0, 1, 3),      shape(1, 64, 40, 12, 64, 3, 3, 1, 1, 1, 64),
+      // 1x1 stride 2 through phase planes with rows of 14, 16 and 9 bytes (the 9-16 byte copy).
+      shape(1, 16, 28, 28, 24, 1, 1, 2, 0, 1, 1), shape(1, 8, 6, 31, 8, 1, 1, 2, 0, 1, 1),
+      shape(1, 8, 5, 17, 8, 1, 1, 2, 0, 1, 1),
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   shapes[18].pad_left = 2, shapes[18].pad_bottom = 0;
