@@ -157,6 +157,9 @@ struct EpilogueCase {
   bool has_residual;
   float lo, hi;
   QType out;
+  // 0: small products; 1: past int16 (the 256-bit pair path's saturating packs); 2: past 2^31
+  // (where the conversion overflows and the pair path must keep its upper clamp).
+  int scales = 0;
 };
 
 // The epilogue of each ISA equals the scalar formula bit for bit on every combination.
@@ -169,7 +172,7 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
         for (int clamp = 0; clamp < 3; ++clamp) {
           EpilogueCase c{per_row, res != 1, res >= 2, res == 0 ? QType::F32 : (res == 1 ? QType::U8 : (res == 2 ? QType::S8 : QType::F32)),
                          res != 3 || clamp == 0, clamp == 0 ? -inf : 0.f, clamp == 2 ? 6.f : inf, out};
-          cases.push_back(c);
+          for (c.scales = 0; c.scales < 3; ++c.scales) cases.push_back(c);
         }
   const int64_t M = 13, N = 37;
   std::mt19937 rng(5);
@@ -177,6 +180,10 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
   for (auto& v : accs) v = static_cast<int32_t>(rng() % 200001) - 100000;
   for (auto& v : bias) v = static_cast<int32_t>(rng() % 2001) - 1000;
   auto scale = random_floats(std::max(M, N), 3, 1e-4f, 2e-3f);
+  // Up to |acc| * scale / 0.037 = 40000 steps (an int16 saturates), while int32 * scale / 0.037
+  // stays under 2^30: the pair path may drop its upper clamp (pair_needs_upper_clamp).
+  auto scale_big = random_floats(std::max(M, N), 6, 1e-2f, 1.45e-2f);
+  auto scale_huge = random_floats(std::max(M, N), 7, 500.f, 1000.f);
   auto bias_f = random_floats(std::max(M, N), 4, -2.f, 2.f);
   auto res_b = random_bytes(M * N, 9);
   auto res_f = random_floats(M * N, 10, -3.f, 3.f);
@@ -188,7 +195,7 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
       QEpilogue e;
       e.per_row = c.per_row;
       e.bias = c.bias ? bias.data() : nullptr;
-      e.scale = scale.data();
+      e.scale = (c.scales == 0 ? scale : c.scales == 1 ? scale_big : scale_huge).data();
       e.bias_f = c.bias_f ? bias_f.data() : nullptr;
       if (c.has_residual) {
         e.residual_type = c.residual;
@@ -223,7 +230,7 @@ TEST(Int8Kernels, EpilogueIsBitIdenticalToTheFormula) {
         }
       ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size()))
           << qisa_name(k->isa) << " per_row " << c.per_row << " out " << int(c.out) << " residual " << c.has_residual
-          << "/" << int(c.residual) << " clamp " << c.lo << ".." << c.hi;
+          << "/" << int(c.residual) << " clamp " << c.lo << ".." << c.hi << " scales " << c.scales;
     }
 }
 

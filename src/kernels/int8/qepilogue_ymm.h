@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "kiln/kernels/int8.h"
 #include "qepilogue_dispatch.h"
@@ -104,11 +105,36 @@ inline void finish_lanes8(const EpiConstsY& k, __m256 v, const void* rp, void* o
   }
 }
 
-// rounded8 with only the upper clamp, for store_pair16, which clamps below on the output bytes.
-// qmax first: a NaN v gives NaN, converted to INT_MIN, which the lower clamp takes to its bound
-// as rounded8's max does.
+// rounded8 with only the upper clamp (none without Upper, see pair_needs_upper_clamp), for
+// store_pair16, which clamps below on the output bytes. qmax first: a NaN v gives NaN,
+// converted to INT_MIN, which the lower clamp takes to its bound as rounded8's max does.
+template <bool Upper>
 inline __m256i rounded_upper8(const EpiConstsY& k, __m256 v) {
-  return _mm256_cvtps_epi32(_mm256_min_ps(k.qmax, _mm256_mul_ps(v, k.inv)));
+  const __m256 x = _mm256_mul_ps(v, k.inv);
+  return _mm256_cvtps_epi32(Upper ? _mm256_min_ps(k.qmax, x) : x);
+}
+
+// Whether store_pair16's values need the upper clamp for rows [row0, row0 + rows): a finite
+// activation bound (hi) does, and so does a value v * inv that could reach 2^30 (quantize_value
+// clamps there; the conversion turns values from 2^31 on into INT_MIN). Otherwise the saturating
+// packs do what the clamp does: rounding is monotonic and qh - zp an integer, so
+// round(min(x, qh - zp)) = min(round(x), qh - zp). |v| is bounded by the residual's pre-clamp
+// when it has one, else by |int32| * scale + |bias_f|, plus the u8/s8 residual's |r - zp| <= 383
+// steps; an f32 residual is unbounded. Typical products have scale * inv near 1e-2, far inside.
+inline bool pair_needs_upper_clamp(const QEpilogue& e, int64_t row0, int rows) {
+  if (!(e.hi == std::numeric_limits<float>::infinity())) return true;
+  if (e.residual && e.residual_type == QType::F32) return true;
+  const bool pre = e.residual && std::isfinite(e.res_lo) && std::isfinite(e.res_hi);
+  const double inv = std::fabs(static_cast<double>(e.out_inv_scale));
+  for (int r = 0; r < rows; ++r) {
+    const int64_t row = row0 + r;
+    double v = pre ? std::max(std::fabs(static_cast<double>(e.res_lo)), std::fabs(static_cast<double>(e.res_hi)))
+                   : 2147483648.0 * std::fabs(static_cast<double>(e.scale[row])) +
+                         (e.bias_f ? std::fabs(static_cast<double>(e.bias_f[row])) : 0.0);
+    if (e.residual) v += 384.0 * std::fabs(static_cast<double>(e.residual_scale));
+    if (!(v * inv < 1073741824.0)) return true;  // NaN-safe
+  }
+  return false;
 }
 
 // 16 consecutive u8/s8 outputs from two vectors of rounded_upper8 values (q0 the first 8): one
@@ -135,12 +161,12 @@ inline void store_pair16(const EpiConstsY& k, __m256i q0, __m256i q1, void* op) 
 
 // The whole epilogue on a row's 16 consecutive u8/s8 outputs: accumulators a0, a1 (bias added)
 // times scale, plus bf, the residual at rp, the clamp, one pack and store (store_pair16).
-template <QType Out, detail::Res R, bool BiasF>
+template <QType Out, detail::Res R, bool BiasF, bool Upper>
 __attribute__((always_inline)) inline void epilogue_pair16(const EpiConstsY& k, __m256i a0, __m256i a1,
                                                            __m256 scale, __m256 bf, const void* rp, void* op) {
   constexpr size_t rsize = detail::res_size(R);
-  const __m256i q0 = rounded_upper8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a0, scale, bf), rp));
-  const __m256i q1 = rounded_upper8(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a1, scale, bf),
+  const __m256i q0 = rounded_upper8<Upper>(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a0, scale, bf), rp));
+  const __m256i q1 = rounded_upper8<Upper>(k, with_residual8<R>(k, scaled_lanes8<BiasF>(a1, scale, bf),
                                                          R == detail::Res::None ? nullptr
                                                                                 : static_cast<const char*>(rp) + 8 * rsize));
   store_pair16<Out>(k, q0, q1, op);

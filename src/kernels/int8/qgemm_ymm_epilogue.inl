@@ -15,8 +15,9 @@ namespace {
 
 using detail::Res;
 
-// One tile and its epilogue; k holds e's constants (built once per strip of tiles).
-template <QType Out, Res R, bool BiasF>
+// One tile and its epilogue; k holds e's constants (built once per strip of tiles). Upper:
+// pair_needs_upper_clamp for the tile's rows.
+template <QType Out, Res R, bool BiasF, bool Upper>
 __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k, int64_t kgroups, const uint8_t* rows,
                                                              const uint8_t* cols, const int64_t* offsets,
                                                              int rows_valid, int cols_valid, const QEpilogue& e,
@@ -62,7 +63,7 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
     if constexpr (Out != QType::F32 && QV_NV == 2) {
       if (pair) {  // the row's 16 outputs are consecutive: packed and stored together
         const char* rp = R == Res::None ? nullptr : res_row + dst[0] * rsize;
-        epilogue_pair16<Out, R, BiasF>(k, c[r][0], c[r][1], scale, bf, rp, out_row + dst[0]);
+        epilogue_pair16<Out, R, BiasF, Upper>(k, c[r][0], c[r][1], scale, bf, rp, out_row + dst[0]);
         continue;
       }
     }
@@ -91,15 +92,15 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
 // constants, the dispatch on its types, the struct's copy) paid once per strip. With few input
 // channels (mobilenet_v2's 1x1 layers, 16-32 of them) a tile's products are short and that
 // set-up was a quarter of a layer's time.
-template <QType Out, Res R, bool BiasF>
-void strip_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
+template <QType Out, Res R, bool BiasF, bool Upper>
+__attribute__((noinline)) void strip_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
                         const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue& e, int64_t row0,
                         int64_t col0, void* out, int64_t ldo) {
   const EpiConstsY k(e);
   constexpr int nr = QV_NV * QV_LANES;
   for (int64_t p = 0; p < count; ++p) {
     const int cols_valid = static_cast<int>(std::min<int64_t>(nr, ncols - p * nr));
-    tile_epilogue_ymm<Out, R, BiasF>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, e, row0,
+    tile_epilogue_ymm<Out, R, BiasF, Upper>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, e, row0,
                                      col0 + p * nr, out, ldo);
   }
 }
@@ -109,12 +110,14 @@ struct StripEpilogueY {
   static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
                    const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue* e, int64_t row0,
                    int64_t col0, void* out, int64_t ldo) {
-    if (e->bias_f)
-      strip_epilogue_ymm<Out, R, true>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0, col0,
-                                       out, ldo);
-    else
-      strip_epilogue_ymm<Out, R, false>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0, col0,
-                                        out, ldo);
+    auto run = [&]<bool BiasF, bool Upper>() {
+      strip_epilogue_ymm<Out, R, BiasF, Upper>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0,
+                                               col0, out, ldo);
+    };
+    // f32 outputs take no pair path: one instance.
+    const bool upper = Out == QType::F32 || pair_needs_upper_clamp(*e, row0, rows_valid);
+    if (e->bias_f) upper ? run.template operator()<true, true>() : run.template operator()<true, false>();
+    else upper ? run.template operator()<false, true>() : run.template operator()<false, false>();
   }
 };
 
@@ -140,8 +143,8 @@ void tile_s8u8_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t*
 // whose epilogue is not fused): a row's outputs 16 at a time through the same lane functions as
 // the fused tiles, one instance per output and residual type. Per-column epilogues (QMatMul)
 // take AVX2's general one.
-template <QType Out, Res R, bool BiasF>
-void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
+template <QType Out, Res R, bool BiasF, bool Upper>
+__attribute__((noinline)) void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
                        void* out, int64_t ldo) {
   const EpiConstsY k(e);
   const size_t osize = detail::out_size(Out), rsize = detail::res_size(R);
@@ -160,7 +163,7 @@ void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEp
     int j = 0;
     if constexpr (Out != QType::F32) {
       for (; j + 16 <= cols; j += 16)
-        epilogue_pair16<Out, R, BiasF>(k, lanes(j), lanes(j + 8), scale, bf,
+        epilogue_pair16<Out, R, BiasF, Upper>(k, lanes(j), lanes(j + 8), scale, bf,
                                        R == Res::None ? nullptr : res_row + j * rsize, out_row + j);
     }
     for (; j + 8 <= cols; j += 8)
@@ -174,8 +177,12 @@ template <QType Out, Res R>
 struct RowsEpilogueY {
   static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo) {
-    if (e->bias_f) rows_epilogue_ymm<Out, R, true>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
-    else rows_epilogue_ymm<Out, R, false>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
+    auto run = [&]<bool BiasF, bool Upper>() {
+      rows_epilogue_ymm<Out, R, BiasF, Upper>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
+    };
+    const bool upper = Out == QType::F32 || pair_needs_upper_clamp(*e, row0, rows);
+    if (e->bias_f) upper ? run.template operator()<true, true>() : run.template operator()<true, false>();
+    else upper ? run.template operator()<false, true>() : run.template operator()<false, false>();
   }
 };
 
