@@ -80,12 +80,15 @@ double load_average() {
 
 std::vector<OutputCheck> check_outputs(const std::string& backend, const TensorMap& actual,
                                        const TensorMap& reference, const std::vector<std::string>& output_names,
-                                       double tolerance) {
+                                       double tolerance, double min_cosine) {
   std::vector<OutputCheck> checks;
   for (const auto& name : output_names) {
     OutputCheck c{backend, name, {}};
     auto a = actual.find(name), r = reference.find(name);
-    if (a != actual.end() && r != reference.end()) c.c = compare_tensors(a->second, r->second, tolerance, 0);
+    if (a != actual.end() && r != reference.end()) {
+      c.c = compare_tensors(a->second, r->second, tolerance, 0);
+      if (min_cosine > 0) c.c.ok = c.c.same_shape && c.c.cosine >= min_cosine;
+    }
     checks.push_back(c);
   }
   return checks;

@@ -35,9 +35,10 @@ Measured measure_interleaved(const std::vector<BenchBackend*>& backends, const M
 double load_average();
 
 // Each backend's outputs against the reference's, output by output (graph output order).
-// A missing output or a shape mismatch is reported as a failed check.
+// A missing output or a shape mismatch is reported as a failed check. ok: max|Δ| <= tolerance *
+// max|ref|, or, with min_cosine > 0 (int8 models), cosine >= min_cosine.
 std::vector<OutputCheck> check_outputs(const std::string& backend, const TensorMap& actual,
                                        const TensorMap& reference, const std::vector<std::string>& output_names,
-                                       double tolerance);
+                                       double tolerance, double min_cosine = 0);
 
 }  // namespace kiln::cli

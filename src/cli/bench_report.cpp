@@ -114,7 +114,11 @@ std::string render_text(const BenchResult& r) {
   if (r.random_integers)
     s += "  note: random integer inputs may not be valid ids for this model; give --input NAME=FILE.npy\n";
   if (!r.check_reference.empty()) {
-    s += str_cat("outputs vs ", r.check_reference, " (ok when max|diff| <= ", r.check_tolerance, " * max|ref|):\n");
+    if (r.check_min_cosine > 0)
+      s += str_cat("outputs vs ", r.check_reference, " (int8: the two round differently; ok when cosine >= ",
+                   r.check_min_cosine, "):\n");
+    else
+      s += str_cat("outputs vs ", r.check_reference, " (ok when max|diff| <= ", r.check_tolerance, " * max|ref|):\n");
     for (const auto& c : r.checks) {
       char line[256];
       std::snprintf(line, sizeof line, "  %-9s %-24s max|diff|/max|ref|=%-9.3g cos=%.6f %s\n", c.backend.c_str(),
@@ -194,6 +198,7 @@ std::string render_json(const BenchResult& r) {
     json::Value& check = j.set("check", json::Object{});
     check.set("reference", r.check_reference);
     check.set("tolerance", r.check_tolerance);
+    if (r.check_min_cosine > 0) check.set("min_cosine", r.check_min_cosine);
     check.set("ok", r.checks_ok());
     json::Value& outputs = check.set("outputs", json::Array{});
     for (const auto& c : r.checks) {

@@ -51,6 +51,9 @@ struct BenchResult {
   std::string kiln;                     // the backend reported as "kiln": compiled if measured
   std::string check_reference;          // "ort", "interp" or "" (no check)
   double check_tolerance = 1e-4;        // max|Δ| <= tol * max|ref|
+  // int8 models (check_min_cosine > 0): ok when cosine >= check_min_cosine instead, since two
+  // int8 implementations of one QDQ graph round differently (bench_measure.h's check_outputs).
+  double check_min_cosine = 0;
   std::vector<OutputCheck> checks;
 
   const BackendResult* find(const std::string& name) const;

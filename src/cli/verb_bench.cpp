@@ -16,6 +16,7 @@
 #include "bench_report.h"
 #include "kiln/analysis/machine.h"
 #include "kiln/ir/sha256.h"
+#include "kiln/ops/kiln_ops.h"
 #include "common.h"
 #include "kiln/kernels/parallel.h"
 #include "verbs.h"
@@ -26,6 +27,25 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kCheckTolerance = 1e-4;  // max|Δ| <= 1e-4 * max|ref|, the target
+// int8 models: kiln's kernels and ORT's round differently (kiln folds a residual add into the
+// convolution before one rounding, ORT rounds both; requantization formulas differ), and the
+// differences grow with depth. Measured on the zoo (kiln quantize --calib-random 16
+// --reduce-range, QDQ export to ORT, random inputs): cosine 0.9996 resnet18, 0.989-0.998
+// resnet50, 0.983-0.984 mobilenet_v2, 0.9988 efficientnet_b0, while each was as close to fp32
+// as the other (resnet50 0.936 and 0.936, mobilenet_v2 0.973 and 0.973 on one input).
+constexpr double kInt8MinCosine = 0.98;
+
+// Whether the graph computes in int8: kiln's quantized kernels (an artifact), or ONNX's
+// quantized operators (a QDQ or QOperator model).
+bool computes_in_int8(const Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->domain == ops::kKilnDomain && (n->op == "QConv" || n->op == "QMatMul")) return true;
+    if (n->domain.empty() && (n->op == "QuantizeLinear" || n->op == "QLinearConv" || n->op == "QLinearMatMul" ||
+                              n->op == "DynamicQuantizeLinear"))
+      return true;
+  }
+  return false;
+}
 
 std::vector<std::string> parse_backends(const std::string& list) {
   std::vector<std::string> out;
@@ -135,13 +155,13 @@ std::vector<std::unique_ptr<BenchBackend>> make_backends(const std::vector<std::
 
 // Each backend's first outputs against the reference backend's.
 std::vector<OutputCheck> check_first_outputs(const std::vector<std::unique_ptr<BenchBackend>>& backends,
-                                             const std::string& reference, const Graph& g) {
+                                             const std::string& reference, const Graph& g, double min_cosine) {
   std::map<std::string, TensorMap> first;
   for (const auto& b : backends) first[b->name()] = b->run_once();
   std::vector<OutputCheck> checks;
   for (const auto& b : backends) {
     if (b->name() == reference) continue;
-    auto c = check_outputs(b->name(), first[b->name()], first[reference], output_names(g), kCheckTolerance);
+    auto c = check_outputs(b->name(), first[b->name()], first[reference], output_names(g), kCheckTolerance, min_cosine);
     checks.insert(checks.end(), c.begin(), c.end());
   }
   return checks;
@@ -236,7 +256,10 @@ int verb_bench(int argc, char** argv) {
 
   // Output check before timing: every kiln backend against ORT, else compiled against interp.
   r.check_reference = vs_ort ? "ort" : (wants("interp") && wants("compiled") ? "interp" : "");
-  if (!r.check_reference.empty()) r.checks = check_first_outputs(backends, r.check_reference, *subject.graph);
+  if (!r.check_reference.empty()) {
+    if (computes_in_int8(*subject.graph)) r.check_min_cosine = kInt8MinCosine;
+    r.checks = check_first_outputs(backends, r.check_reference, *subject.graph, r.check_min_cosine);
+  }
 
   plan.progress = progress;
   std::vector<BenchBackend*> raw;
@@ -260,8 +283,12 @@ int verb_bench(int argc, char** argv) {
 
   std::fputs(a.has("--json") ? (render_json(r) + "\n").c_str() : render_text(r).c_str(), stdout);
   if (!r.checks_ok()) {
-    std::fprintf(stderr, "kiln bench: warning: outputs differ from %s by more than %g * max|ref|\n",
-                 r.check_reference.c_str(), kCheckTolerance);
+    if (r.check_min_cosine > 0)
+      std::fprintf(stderr, "kiln bench: warning: int8 outputs differ from %s: cosine below %g\n",
+                   r.check_reference.c_str(), r.check_min_cosine);
+    else
+      std::fprintf(stderr, "kiln bench: warning: outputs differ from %s by more than %g * max|ref|\n",
+                   r.check_reference.c_str(), kCheckTolerance);
     if (a.has("--check")) return 1;
   }
   return 0;

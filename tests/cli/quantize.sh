@@ -43,6 +43,8 @@ check "bench --ort-model" /usr/bin/python3 -c "
 import json, sys
 d = json.load(open('$T/qb.json'))
 assert d['source_model'].endswith('qdq.onnx') and d['ort']['median_ms'] > 0 and d['check']['reference'] == 'ort', d
+# int8 against int8: judged by cosine (the two round differently), and they agree.
+assert d['check']['min_cosine'] == 0.98 and d['check']['ok'], d['check']
 "
 expect_error "bench --ort-model missing" "--ort-model: " "$KILN" bench "$T/qdq.kiln" --ort-model "$T/none.onnx"
 
