@@ -128,12 +128,13 @@ __attribute__((target("avx2"))) void transpose_store32_avx2(const uint8_t* x, in
 }
 #endif
 
-// The group's image: `pad` on the border, x ^ flip inside. The input pixels are taken 16 at a
-// time in their flat order (q = ih * W + iw, across row ends, so 7-wide maps are not scalar),
-// and for each 16 pixels every 16-channel block, transposed and stored pixel by pixel: each
-// pixel's channels are written together while its cache lines are in L1. Channel blocks outer
-// (each pass writing 16 bytes of every pixel's line across the whole image) filled 64 x 56 x 56
-// at 5.4 GB/s, 2.7 % of a 3x3 layer (perf).
+// The group's image: `pad` on the border, x ^ flip inside. The input pixels are taken 32 at a
+// time (then 16, then one) in their flat order (q = ih * W + iw, across row ends, so 7-wide
+// maps are not scalar), 16 channels at a time, each transposed block stored pixel by pixel.
+// The transposes spill (perf: stack stores and loads were the fill's hot spots); with AVX2's 32
+// pixels per transpose the fill took 2.3-2.4 % of a 64-channel 3x3 layer at 56x56, with SSE2's
+// 16 2.7 %. Writing every channel block of a run of pixels before the next run (each pixel's
+// line written at once) measured the same.
 void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, uint8_t flip, uint8_t pad, uint8_t* img,
                 int threads) {
   const int64_t HW = s.H * s.W, row = g.Wp * g.Cg;
@@ -146,51 +147,42 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
     std::memset(img + i * row, pad, static_cast<size_t>(s.pad_left * g.Cg));
     std::memset(img + i * row + (s.pad_left + s.W) * g.Cg, pad, static_cast<size_t>(s.pad_right * g.Cg));
   }
-  // Work items: runs of 16-pixel blocks (the pixels past the last whole block go to the last).
-  constexpr int64_t kBlocksPerItem = 8;
-  const int64_t pixel_blocks = HW / 16, items = std::max<int64_t>(1, ceil_div(pixel_blocks, kBlocksPerItem));
-  const int64_t channel_blocks = g.Cg / 16;
-  parallel_for(items, threads_for_work(static_cast<double>(g.Cg) * HW, threads), [&](int64_t b, int64_t e) {
-    // Locals: the byte stores would otherwise make the compiler reload every shape field.
-    const int64_t W = s.W, Cg = g.Cg, Wp = g.Wp;
-    const int64_t row_jump = (Wp - W) * Cg;
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t q_begin = item * kBlocksPerItem * 16;
-      const int64_t q_end = item == items - 1 ? HW : std::min(HW, (item + 1) * kBlocksPerItem * 16);
-      // Where pixel q's channels go, stepped along with q (one division per item).
-      int64_t q = q_begin, iw = q % W;
-      uint8_t* d = img + ((s.pad_top + q / W) * Wp + s.pad_left + iw) * Cg;
+  const int64_t blocks = g.Cg / 16;
+  parallel_for(blocks + 1, threads_for_work(static_cast<double>(g.Cg) * HW, threads), [&](int64_t b, int64_t e) {
+    for (int64_t cb = b; cb < e; ++cb) {
+      // The last item: the channels past the 16-channel blocks, one byte at a time.
+      const int64_t c0 = cb * 16, c1 = cb == blocks ? g.Cg : c0 + 16;
+      if (c0 == c1) continue;
+      // Where input pixel q's channels go, stepped along with q (locals: the byte stores would
+      // otherwise make the compiler reload every shape field after each one).
+      const int64_t W = s.W, Cg = g.Cg, row_jump = (g.Wp - s.W) * g.Cg;
+      uint8_t* d = img + (s.pad_top * g.Wp + s.pad_left) * Cg;
+      int64_t iw = 0, q = 0;
       auto next = [&] {
         d += Cg;
         if (++iw == W) iw = 0, d += row_jump;
       };
+      if (cb < blocks) {
 #if defined(__x86_64__)
-      for (; q + 32 <= q_end; q += 32) {
-        uint8_t* dst[32];
-        for (int j = 0; j < 32; ++j, next()) dst[j] = d;
-        for (int64_t cb = 0; cb < channel_blocks; ++cb) transpose_store32_avx2(x, HW, q, cb * 16, flip, dst);
-        for (int j = 0; j < 32; ++j)  // the channels past the 16-channel blocks
-          for (int64_t c = channel_blocks * 16; c < Cg; ++c) dst[j][c] = static_cast<uint8_t>(x[c * HW + q + j] ^ flip);
-      }
+        for (; q + 32 <= HW; q += 32) {
+          uint8_t* dst[32];
+          for (int j = 0; j < 32; ++j, next()) dst[j] = d;
+          transpose_store32_avx2(x, HW, q, c0, flip, dst);
+        }
 #endif
 #if defined(__SSE2__)
-      const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-      for (; q + 16 <= q_end; q += 16) {
-        uint8_t* dst[16];
-        for (int j = 0; j < 16; ++j, next()) dst[j] = d;
-        for (int64_t cb = 0; cb < channel_blocks; ++cb) {
+        const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+        for (; q + 16 <= HW; q += 16) {
           __m128i v[16];
           for (int c = 0; c < 16; ++c)
-            v[c] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (cb * 16 + c) * HW + q)), f);
+            v[c] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + c) * HW + q)), f);
           transpose16(v);
-          for (int j = 0; j < 16; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst[j] + cb * 16), v[j]);
+          for (int j = 0; j < 16; ++j, next()) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c0), v[j]);
         }
-        for (int j = 0; j < 16; ++j)  // the channels past the 16-channel blocks
-          for (int64_t c = channel_blocks * 16; c < Cg; ++c) dst[j][c] = static_cast<uint8_t>(x[c * HW + q + j] ^ flip);
-      }
 #endif
-      for (; q < q_end; ++q, next())
-        for (int64_t c = 0; c < Cg; ++c) d[c] = static_cast<uint8_t>(x[c * HW + q] ^ flip);
+      }
+      for (; q < HW; ++q, next())
+        for (int64_t c = c0; c < c1; ++c) d[c] = static_cast<uint8_t>(x[c * HW + q] ^ flip);
     }
   });
 }

@@ -92,16 +92,31 @@ __attribute__((always_inline)) inline void tile_epilogue_ymm(const EpiConstsY& k
 // constants, the dispatch on its types, the struct's copy) paid once per strip. With few input
 // channels (mobilenet_v2's 1x1 layers, 16-32 of them) a tile's products are short and that
 // set-up was a quarter of a layer's time.
+// Out of line: inlined into their dispatcher, the four instances per type ran 4-8 % slower.
 template <QType Out, Res R, bool BiasF, bool Upper>
-__attribute__((noinline)) void strip_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
-                        const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue& e, int64_t row0,
-                        int64_t col0, void* out, int64_t ldo) {
+__attribute__((noinline)) void strip_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t* cols,
+                                                  int64_t pbytes, int64_t count, const int64_t* offsets,
+                                                  int rows_valid, int64_t ncols, const QEpilogue& e, int64_t row0,
+                                                  int64_t col0, void* out, int64_t ldo) {
   const EpiConstsY k(e);
   constexpr int nr = QV_NV * QV_LANES;
   for (int64_t p = 0; p < count; ++p) {
     const int cols_valid = static_cast<int>(std::min<int64_t>(nr, ncols - p * nr));
-    tile_epilogue_ymm<Out, R, BiasF, Upper>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, e, row0,
-                                     col0 + p * nr, out, ldo);
+    tile_epilogue_ymm<Out, R, BiasF, Upper>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, e,
+                                            row0, col0 + p * nr, out, ldo);
+  }
+}
+
+// run.template operator()<BiasF, Upper>() for e's f32 bias and pair_needs_upper_clamp on rows
+// [row0, row0 + rows); f32 outputs take no pair path and always keep the clamp (one instance).
+template <QType Out, class Run>
+void with_bias_and_upper(const QEpilogue& e, int64_t row0, int rows, const Run& run) {
+  if constexpr (Out == QType::F32) {
+    e.bias_f ? run.template operator()<true, true>() : run.template operator()<false, true>();
+  } else {
+    const bool upper = pair_needs_upper_clamp(e, row0, rows);
+    if (e.bias_f) upper ? run.template operator()<true, true>() : run.template operator()<true, false>();
+    else upper ? run.template operator()<false, true>() : run.template operator()<false, false>();
   }
 }
 
@@ -110,14 +125,10 @@ struct StripEpilogueY {
   static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
                    const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue* e, int64_t row0,
                    int64_t col0, void* out, int64_t ldo) {
-    auto run = [&]<bool BiasF, bool Upper>() {
+    with_bias_and_upper<Out>(*e, row0, rows_valid, [&]<bool BiasF, bool Upper>() {
       strip_epilogue_ymm<Out, R, BiasF, Upper>(kgroups, rows, cols, pbytes, count, offsets, rows_valid, ncols, *e, row0,
                                                col0, out, ldo);
-    };
-    // f32 outputs take no pair path: one instance.
-    const bool upper = Out == QType::F32 || pair_needs_upper_clamp(*e, row0, rows_valid);
-    if (e->bias_f) upper ? run.template operator()<true, true>() : run.template operator()<true, false>();
-    else upper ? run.template operator()<false, true>() : run.template operator()<false, false>();
+    });
   }
 };
 
@@ -144,8 +155,8 @@ void tile_s8u8_epilogue_ymm(int64_t kgroups, const uint8_t* rows, const uint8_t*
 // the fused tiles, one instance per output and residual type. Per-column epilogues (QMatMul)
 // take AVX2's general one.
 template <QType Out, Res R, bool BiasF, bool Upper>
-__attribute__((noinline)) void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e, int64_t row0, int64_t col0,
-                       void* out, int64_t ldo) {
+__attribute__((noinline)) void rows_epilogue_ymm(const int32_t* acc, int nr, int rows, int cols, const QEpilogue& e,
+                                                 int64_t row0, int64_t col0, void* out, int64_t ldo) {
   const EpiConstsY k(e);
   const size_t osize = detail::out_size(Out), rsize = detail::res_size(R);
   for (int r = 0; r < rows; ++r) {
@@ -164,7 +175,7 @@ __attribute__((noinline)) void rows_epilogue_ymm(const int32_t* acc, int nr, int
     if constexpr (Out != QType::F32) {
       for (; j + 16 <= cols; j += 16)
         epilogue_pair16<Out, R, BiasF, Upper>(k, lanes(j), lanes(j + 8), scale, bf,
-                                       R == Res::None ? nullptr : res_row + j * rsize, out_row + j);
+                                              R == Res::None ? nullptr : res_row + j * rsize, out_row + j);
     }
     for (; j + 8 <= cols; j += 8)
       epilogue_lanes8<Out, R, BiasF>(k, lanes(j), scale, bf, R == Res::None ? nullptr : res_row + j * rsize,
@@ -177,12 +188,9 @@ template <QType Out, Res R>
 struct RowsEpilogueY {
   static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo) {
-    auto run = [&]<bool BiasF, bool Upper>() {
+    with_bias_and_upper<Out>(*e, row0, rows, [&]<bool BiasF, bool Upper>() {
       rows_epilogue_ymm<Out, R, BiasF, Upper>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
-    };
-    const bool upper = Out == QType::F32 || pair_needs_upper_clamp(*e, row0, rows);
-    if (e->bias_f) upper ? run.template operator()<true, true>() : run.template operator()<true, false>();
-    else upper ? run.template operator()<false, true>() : run.template operator()<false, false>();
+    });
   }
 };
 
