@@ -15,8 +15,8 @@
 #include "bench_measure.h"
 #include "bench_report.h"
 #include "kiln/analysis/machine.h"
+#include "kiln/analysis/profile.h"
 #include "kiln/ir/sha256.h"
-#include "kiln/ops/kiln_ops.h"
 #include "common.h"
 #include "kiln/kernels/parallel.h"
 #include "verbs.h"
@@ -39,7 +39,7 @@ constexpr double kInt8MinCosine = 0.98;
 // quantized operators (a QDQ or QOperator model).
 bool computes_in_int8(const Graph& g) {
   for (const auto& n : g.nodes()) {
-    if (n->domain == ops::kKilnDomain && (n->op == "QConv" || n->op == "QMatMul")) return true;
+    if (analysis::int8_op(n->domain + "." + n->op)) return true;
     if (n->domain.empty() && (n->op == "QuantizeLinear" || n->op == "QLinearConv" || n->op == "QLinearMatMul" ||
                               n->op == "DynamicQuantizeLinear"))
       return true;
