@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <random>
 #include <vector>
@@ -21,6 +22,22 @@ namespace {
 using namespace kiln::kernels;
 
 constexpr double kPeakPerCore = 225e9;
+
+// A zeroed float buffer on a 64-byte boundary.
+struct AlignedFloats {
+  explicit AlignedFloats(size_t n)
+      : n_(n), p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)), &std::free) {
+    std::fill(p_.get(), p_.get() + n, 0.f);
+  }
+  float* data() { return p_.get(); }
+  size_t size() const { return n_; }
+  float* begin() { return p_.get(); }
+  float* end() { return p_.get() + n_; }
+
+ private:
+  size_t n_;
+  std::unique_ptr<float[], void (*)(void*)> p_;
+};
 
 // args: C, H, K, R, stride, group, threads, N (square input and kernel, pad R/2; N images)
 void BM_Conv(benchmark::State& st) {
@@ -37,13 +54,16 @@ void BM_Conv(benchmark::State& st) {
       if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> x(s.N * s.C * s.H * s.W), w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
+  // x and y on 64-byte boundaries, as in the runtime's arena (plan/): the pointwise tactic reads
+  // rows in place only when they are line-aligned (gemm_driver.cpp).
+  AlignedFloats x(s.N * s.C * s.H * s.W);
+  std::vector<float> w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
   for (auto& v : x) v = u(rng);
   for (auto& v : w) v = u(rng);
   std::vector<float> packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
   conv_pack_weight(tactic, s, w.data(), packed.data());
   const int64_t OH = s.out_h(), OW = s.out_w();
-  std::vector<float> y(s.N * s.K * OH * OW);
+  AlignedFloats y(s.N * s.K * OH * OW);
   Epilogue e;
   e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Relu;
   double best = 1e30;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kiln/kernels/parallel.h"
@@ -86,18 +85,6 @@ Panels prepacked(const float* packed, int64_t panel, int width, int64_t K, int64
   return {packed + panel * K * width + pc * width, K * width};
 }
 
-// Panels of nr columns from kc rows given by pointer (row q's columns [j0, j0 + nc)), zero past nc.
-void pack_row_panels(const float* const* rows, int64_t kc, int64_t j0, int64_t nc, int nr, float* out) {
-  for (int64_t jp = 0; jp < nc; jp += nr, out += kc * nr) {
-    const int64_t cols = std::min<int64_t>(nr, nc - jp);
-    for (int64_t q = 0; q < kc; ++q) {
-      float* dst = out + q * nr;
-      std::memcpy(dst, rows[q] + j0 + jp, sizeof(float) * cols);
-      if (cols < nr) std::fill(dst + cols, dst + nr, 0.f);
-    }
-  }
-}
-
 void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, float* bbuf) {
   const GemmBlocking& g = t.gemm;
   const int MR = g.mr, NR = g.nr;
@@ -144,7 +131,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
                     !(aligned(brows[0]) && (kc == 1 || aligned(brows[1])));
         if (pack_rows) {
           if (static_cast<int64_t>(rows_tl.size()) < round_up(nc, NR) * kc) rows_tl.resize(round_up(nc, NR) * kc);
-          pack_row_panels(brows.data(), kc, jc, nc, NR, rows_tl.data());
+          t.pack_row_panels(brows.data(), kc, jc, nc, rows_tl.data());
           b = Panels{rows_tl.data(), kc * NR};
         }
       } else {
@@ -190,8 +177,23 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
             if (whole * NR < nc) tile(ir, whole * NR);
           }
         } else {
-          for (int64_t jr = 0; jr < nc; jr += NR)
-            for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+          // Each whole panel's whole row tiles in one call, the rest one by one.
+          const int64_t whole_rows = mc / MR * MR;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            if (nc - jr >= NR && whole_rows > 0) {
+              const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic, jc + jr) : TileEpilogue{};
+              const TileEpilogue* in_regs = last && epi && regs_epi ? &te : nullptr;
+              float* c = p.C + ic * p.ldc + jc + jr;
+              if (p.b_rows && !pack_rows)
+                t.tile_rows_col_strip(kc, a.first, a.stride, brows.data(), jc + jr, c, p.ldc, whole_rows / MR, load_c,
+                                      in_regs);
+              else
+                t.tile_col_strip(kc, a.first, a.stride, b.first + (jr / NR) * b.stride, c, p.ldc, whole_rows / MR,
+                                 load_c, in_regs);
+              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, whole_rows, NR, te);
+            }
+            for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < mc; ir += MR) tile(ir, jr);
+          }
         }
       }
     }

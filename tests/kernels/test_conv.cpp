@@ -34,11 +34,18 @@ Conv2dShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t
   return s;
 }
 
-void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int threads, bool own_workspace) {
+// x_lines: the input starts on a 64-byte line (as in the runtime's arena), else one float past
+// one, so the pointwise tactic's two ways of reading B (in place on line-aligned rows, packed
+// otherwise: gemm_driver.cpp) are each chosen on purpose.
+void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int threads, bool own_workspace,
+           bool x_lines = false) {
   const Conv2dShape& s = cc.s;
   ASSERT_EQ(conv_tactic_unsupported(tactic, s), "");
   const int64_t OH = s.out_h(), OW = s.out_w(), Cg = s.C / s.group, Kg = s.K / s.group;
-  auto x = random_vec(s.N * s.C * s.H * s.W, 11 + s.C);
+  const auto xv = random_vec(s.N * s.C * s.H * s.W, 11 + s.C);
+  std::vector<float> x_store(xv.size() + 32);
+  float* const x = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(x_store.data()) + 63) / 64 * 64) + (x_lines ? 0 : 1);
+  std::copy(xv.begin(), xv.end(), x);
   auto w = random_vec(s.K * Cg * s.R * s.S, 12 + s.K);
   auto bias = random_vec(s.K, 13);
   auto res = random_vec(s.N * s.K * OH * OW, 14);
@@ -54,7 +61,7 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   std::vector<float> ws(own_workspace ? conv_workspace_floats_on(t, tactic, s, threads) : 0,
                         tactic == ConvTactic::Direct ? NAN : 0.f);
   std::vector<float> y(s.N * s.K * OH * OW, 777.f);
-  conv2d_on(t, tactic, s, x.data(), packed.data(), y.data(), e, own_workspace ? ws.data() : nullptr, threads);
+  conv2d_on(t, tactic, s, x, packed.data(), y.data(), e, own_workspace ? ws.data() : nullptr, threads);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t k = 0; k < s.K; ++k) {
       const int64_t g = k / Kg;
@@ -117,10 +124,16 @@ TEST(Conv, PointwiseTactic) {
       // 378 on).
       {shape(1, 96, 14, 14, 64, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 96, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
+      // Line-aligned rows (64 and 576 floats) read in place over K = 96 and K = 64 (576 pixels:
+      // more than one column block, so not strips): whole row tiles down
+      // each panel in one call (tile_rows_col_strip), then the 3 rows past them.
+      {shape(1, 96, 8, 8, 33, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 64, 8, 72, 45, 1, 1, 1, 0), Act::Clip, true, true},
   };
   for (const KernelTable* t : test::all_tables())
     for (const ConvCase& c : cases)
-      for (int threads : {1, 2}) check(*t, ConvTactic::Pointwise, c, threads, threads == 1);
+      for (int threads : {1, 2})
+        for (bool lines : {false, true}) check(*t, ConvTactic::Pointwise, c, threads, threads == 1, lines);
 }
 
 TEST(Conv, DepthwiseTactic) {

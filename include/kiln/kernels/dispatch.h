@@ -155,6 +155,18 @@ struct KernelTable {
   // for products with a short K loop where a call per tile costs as much as its FMAs.
   void (*tile_rows_strip)(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c, int64_t ldc,
                           int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
+  // tile[mr - 1][1] for `count` whole mr-row tiles down one packed NR-column panel b (the A
+  // panels a_stride floats apart, C's rows advancing mr per tile), epi's row bias and residual
+  // advancing with them: the row tiles that reuse one B panel in one call (resnet50's 1x1
+  // layers with K = 64 spent ~7% of their time in the driver's call per tile).
+  void (*tile_col_strip)(int64_t kc, const float* a, int64_t a_stride, const float* b, float* c, int64_t ldc,
+                         int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
+  // The same down whole panels of B read in place (tile_rows' rows, columns col .. col + NR).
+  void (*tile_rows_col_strip)(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
+                              float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
+  // out = NR-column panels (kc rows of NR floats each, zero past nc) of rows[q][col, col + nc)
+  // for q < kc: B rows read in place, packed once per block for the tiles that reuse them.
+  void (*pack_row_panels)(const float* const* rows, int64_t kc, int64_t col, int64_t nc, float* out) = nullptr;
   // conv_tile[SW - 1][wide][rows - 1]: pixel stride SW (1 or 2); wide 0: rows <= mr, NR
   // columns; wide 1: rows <= mr / 2, 2 * NR columns (two packed panels, b_next apart).
   ConvTileKernel conv_tile[2][2][16] = {};

@@ -177,6 +177,54 @@ void gemm_tile_rows_strip(int64_t kc, const float* a, const float* const* brows,
   }
 }
 
+// `count` whole MR-row tiles down one NR-column panel of B (BSource), the A panels a_stride apart.
+template <class BSource>
+inline void col_strip(int64_t kc, const float* a, int64_t a_stride, const BSource& b, float* c, int64_t ldc,
+                      int64_t count, bool load_c, const TileEpilogue* epi) {
+  TileEpilogue e = epi ? *epi : TileEpilogue{};
+  for (int64_t q = 0; q < count; ++q, a += a_stride, c += MR * ldc) {
+    tile_core<MR, NR / V::W>(kc, a, b, c, ldc, NR, load_c, epi ? &e : nullptr);
+    if (e.bias_mode == TileEpilogue::Bias::PerRow) e.bias += MR;
+    if (e.residual) e.residual += MR * e.ldr;
+  }
+}
+// KernelTable::tile_col_strip: over one packed panel.
+void gemm_tile_col_strip(int64_t kc, const float* a, int64_t a_stride, const float* b, float* c, int64_t ldc,
+                         int64_t count, bool load_c, const TileEpilogue* epi) {
+  col_strip(kc, a, a_stride, PackedPanel{b}, c, ldc, count, load_c, epi);
+}
+// KernelTable::tile_rows_col_strip: over B's rows in place, columns col .. col + NR.
+void gemm_tile_rows_col_strip(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
+                              float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) {
+  col_strip(kc, a, a_stride, RowPointers<false>{brows, col, V::W}, c, ldc, count, load_c, epi);
+}
+
+// KernelTable::pack_row_panels: NR-column panels of kc rows given by pointer. Row by row, so
+// each row's nc floats are read front to back (the hardware prefetcher follows one stream; panel
+// by panel, a 56x56 image's 64 rows 12.5 KB apart were 64 streams and packing ran at L3 latency).
+void pack_row_panels(const float* const* rows, int64_t kc, int64_t col, int64_t nc, float* out) {
+  constexpr int kVecs = NR / V::W;
+  const int64_t whole = nc / NR, panel = kc * NR;
+  for (int64_t q = 0; q < kc && q < 4; ++q)
+    for (int64_t j = 0; j < nc; j += 16) prefetch(rows[q] + col + j);
+  constexpr int64_t kAhead = 4;  // rows fetched ahead: their lines are in flight while this one copies
+  for (int64_t q = 0; q < kc; ++q) {
+    if (q + kAhead < kc)
+      for (int64_t j = 0; j < nc; j += 16) prefetch(rows[q + kAhead] + col + j);
+    const float* src = rows[q] + col;
+    float* dst = out + q * NR;
+    for (int64_t jp = 0; jp < whole; ++jp, src += NR, dst += panel)
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) V::load(src + v * V::W).store(dst + v * V::W);
+    if (whole * NR == nc) continue;
+    for (int v = 0; v < kVecs; ++v) {
+      const int64_t n = nc - whole * NR - v * V::W;
+      const V x = n >= V::W ? V::load(src + v * V::W) : n > 0 ? V::load_first(src + v * V::W, static_cast<int>(n)) : V::zero();
+      x.store(dst + v * V::W);
+    }
+  }
+}
+
 // Fills table.tile[rows-1][half] (and tile_rows) for rows 1..MR: [0] covers NR/2 columns, [1] all NR.
 template <int ROWS>
 void fill_tiles(KernelTable& t) {

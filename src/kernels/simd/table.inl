@@ -7,6 +7,9 @@ KernelTable make_table() {
   t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
   fill_tiles<MR>(t);
   t.tile_rows_strip = gemm_tile_rows_strip;
+  t.tile_col_strip = gemm_tile_col_strip;
+  t.tile_rows_col_strip = gemm_tile_rows_col_strip;
+  t.pack_row_panels = pack_row_panels;
   fill_conv_tiles<MR, 1>(t);
   fill_conv_tiles<MR, 2>(t);
   fill_wraps<1>(t);
