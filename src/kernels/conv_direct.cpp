@@ -227,8 +227,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         auto flush = [&] {
           if (pending == 0) return;
           float* yk = yn + k0 * p.OHW + pending_pix;
-          if (apply) t.transpose_epilogue(pending_c, p.unit_cols, pending, ncols, yk, p.OHW, tile_epilogue(e, k0, pending_pix));
-          else t.transpose(pending_c, p.unit_cols, pending, ncols, yk, p.OHW);
+          if (apply)
+            t.transpose_epilogue(pending_c, p.unit_cols, pending, ncols, yk, p.OHW, tile_epilogue(e, k0, pending_pix));
+          else
+            t.transpose(pending_c, p.unit_cols, pending, ncols, yk, p.OHW);
           pending = 0;
         };
         for (int64_t kb = 0; kb < p.kblocks; ++kb) {

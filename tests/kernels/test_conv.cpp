@@ -4,7 +4,9 @@
 // + the activation's 2e-6 relative error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernel_test_util.h"
@@ -44,7 +46,8 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   const int64_t OH = s.out_h(), OW = s.out_w(), Cg = s.C / s.group, Kg = s.K / s.group;
   const auto xv = random_vec(s.N * s.C * s.H * s.W, 11 + s.C);
   std::vector<float> x_store(xv.size() + 32);
-  float* const x = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(x_store.data()) + 63) / 64 * 64) + (x_lines ? 0 : 1);
+  const uintptr_t line = (reinterpret_cast<uintptr_t>(x_store.data()) + 63) / 64 * 64;
+  float* const x = reinterpret_cast<float*>(line) + (x_lines ? 0 : 1);
   std::copy(xv.begin(), xv.end(), x);
   auto w = random_vec(s.K * Cg * s.R * s.S, 12 + s.K);
   auto bias = random_vec(s.K, 13);
@@ -125,8 +128,8 @@ TEST(Conv, PointwiseTactic) {
       {shape(1, 96, 14, 14, 64, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 96, 28, 27, 96, 1, 1, 1, 0), Act::Relu, true, true},
       // Line-aligned rows (64 and 576 floats) read in place over K = 96 and K = 64 (576 pixels:
-      // more than one column block, so not strips): whole row tiles down
-      // each panel in one call (tile_rows_col_strip), then the 3 rows past them.
+      // more than one column block, so not strips): whole row tiles down each panel in one call
+      // (tile_rows_col_strip), then the 3 rows past them.
       {shape(1, 96, 8, 8, 33, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 64, 8, 72, 45, 1, 1, 1, 0), Act::Clip, true, true},
   };
