@@ -134,7 +134,9 @@ inline int32_t quantize_dynamic(float x, const DynamicQParams& p) {
 
 // The epilogue of one element: accumulator acc of output (row, col), written to `out` (row stride
 // ldo, type e.out); the residual is read at (row, col) with stride e.ldr.
-inline void epilogue_element(const QEpilogue& e, int32_t acc, int64_t row, int64_t col, void* out, int64_t ldo) {
+// Always inlined: the ISA translation units (built with -mavx2, -mavxvnni, ...) must not emit an
+// out-of-line copy the linker could hand to the scalar table.
+[[gnu::always_inline]] inline void epilogue_element(const QEpilogue& e, int32_t acc, int64_t row, int64_t col, void* out, int64_t ldo) {
   const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
   const void* rp = e.residual ? static_cast<const char*>(e.residual) + (row * e.ldr + col) * rsize : nullptr;
   store_output(e, epilogue_real(e, acc, e.per_row ? row : col, rp), static_cast<char*>(out) + (row * ldo + col) * osize);

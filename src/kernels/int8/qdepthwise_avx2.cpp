@@ -318,8 +318,8 @@ struct Run {
   int64_t out_plane;
 };
 
-template <QType Out, Res R>
 struct RunBlock {
+  template <QType Out, Res R>
   static void call(const QEpilogue* e, const Run* r) {
     block_convolve(r->g, r->Wp, r->wb, r->plane, r->bc, r->vbuf, FinishRuns<Out, R>(*e, r->nc, r->out, r->out_plane));
   }

@@ -28,21 +28,30 @@ inline int64_t output_column(const QEpilogue& e, int64_t j) {
 constexpr size_t out_size(QType t) { return t == QType::F32 ? 4 : 1; }
 constexpr size_t res_size(Res r) { return r == Res::F32 ? 4 : 1; }
 
-// Calls F<Out, R>::call(args...) for the epilogue's output and residual types.
-template <template <QType, Res> class F, typename... Args>
+// F::call<Out, R>(args...) for the epilogue's output and residual types.
+// F is a class with a member template, not a class template passed as a template template
+// argument: GCC 12 gives a specialisation on a template template argument from an anonymous
+// namespace external (weak) linkage (with or without a lambda in between), so two translation
+// units instantiating it with their own StripEpilogueY (AVX-VNNI's 6-row tile, AVX2's 5-row
+// narrow tile) shared one copy, and the AVX-VNNI table ran the other file's tile on its panels.
+// Type arguments keep internal linkage; the ctest build.isa_objects_share_no_kiln_symbols
+// checks the built objects.
+template <class F, Res R, typename... Args>
+void dispatch_epilogue_out(const QEpilogue& e, Args... args) {
+  switch (e.out) {
+    case QType::U8: F::template call<QType::U8, R>(args...); break;
+    case QType::S8: F::template call<QType::S8, R>(args...); break;
+    case QType::F32: F::template call<QType::F32, R>(args...); break;
+  }
+}
+
+template <class F, typename... Args>
 void dispatch_epilogue(const QEpilogue& e, Args... args) {
-  auto with_out = [&]<Res R>() {
-    switch (e.out) {
-      case QType::U8: F<QType::U8, R>::call(args...); break;
-      case QType::S8: F<QType::S8, R>::call(args...); break;
-      case QType::F32: F<QType::F32, R>::call(args...); break;
-    }
-  };
   switch (res_of(e)) {
-    case Res::None: with_out.template operator()<Res::None>(); break;
-    case Res::U8: with_out.template operator()<Res::U8>(); break;
-    case Res::S8: with_out.template operator()<Res::S8>(); break;
-    case Res::F32: with_out.template operator()<Res::F32>(); break;
+    case Res::None: dispatch_epilogue_out<F, Res::None>(e, args...); break;
+    case Res::U8: dispatch_epilogue_out<F, Res::U8>(e, args...); break;
+    case Res::S8: dispatch_epilogue_out<F, Res::S8>(e, args...); break;
+    case Res::F32: dispatch_epilogue_out<F, Res::F32>(e, args...); break;
   }
 }
 

@@ -138,15 +138,15 @@ void tile_epilogue(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, co
   }
 }
 
-template <QType Out, Res R>
 struct EpilogueRows {
+  template <QType Out, Res R>
   static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo) {
     epilogue_rows<Out, R>(acc, nr, rows, cols, *e, row0, col0, out, ldo);
   }
 };
-template <QType Out, Res R>
 struct TileEpilogue {
+  template <QType Out, Res R>
   static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, const int64_t* offsets, int rows_valid,
                    int cols_valid, const QEpilogue* e, int64_t row0, int64_t col0, void* out, int64_t ldo) {
     tile_epilogue<Out, R>(kgroups, rows, cols, offsets, rows_valid, cols_valid, *e, row0, col0, out, ldo);

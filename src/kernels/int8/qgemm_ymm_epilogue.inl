@@ -120,8 +120,8 @@ void with_bias_and_upper(const QEpilogue& e, int64_t row0, int rows, const Run& 
   }
 }
 
-template <QType Out, Res R>
 struct StripEpilogueY {
+  template <QType Out, Res R>
   static void call(int64_t kgroups, const uint8_t* rows, const uint8_t* cols, int64_t pbytes, int64_t count,
                    const int64_t* offsets, int rows_valid, int64_t ncols, const QEpilogue* e, int64_t row0,
                    int64_t col0, void* out, int64_t ldo) {
@@ -184,8 +184,8 @@ __attribute__((noinline)) void rows_epilogue_ymm(const int32_t* acc, int nr, int
   }
 }
 
-template <QType Out, Res R>
 struct RowsEpilogueY {
+  template <QType Out, Res R>
   static void call(const int32_t* acc, int nr, int rows, int cols, const QEpilogue* e, int64_t row0, int64_t col0,
                    void* out, int64_t ldo) {
     with_bias_and_upper<Out>(*e, row0, rows, [&]<bool BiasF, bool Upper>() {
