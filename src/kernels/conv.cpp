@@ -338,8 +338,10 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // Over pointwise (1x1 planes read in place, the epilogue on the accumulators) pixel-gemm needs
   // a wider margin: at 14x14 (lanes 1.07-1.10x pixel-gemm's) pointwise ran 10-20% faster on Zen
   // 3 (480->80 80 vs 70 GFLOP/s, 384->64 79 vs 65), at 7x7 (1.18-1.2x) pixel-gemm still wins
-  // (960->160 203 vs 250 us).
-  const double margin = base == ConvTactic::Pointwise ? 1.15 : 1.08;
+  // (960->160 203 vs 250 us). AVX-512's 14 x 32 tile puts 7x7 at 1.148x (64 columns, 56 rows):
+  // pixel-gemm ran resnet50's 512->2048 at 190-194 GFLOP/s against pointwise's 158 (conv_bench
+  // best, Zen 5), mobilenet_v2's 160->960 at 165 against 152-153, so the margin sits below that.
+  const double margin = base == ConvTactic::Pointwise ? 1.12 : 1.08;
   return gemm_lanes > margin * pixel_lanes ? ConvTactic::PixelGemm : base;
 }
 
