@@ -497,7 +497,13 @@ TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
   // A 1x1 convolution on a 7x7 map: 49 outputs in 56 columns, or 50 pixel rows with mr = 5 or 8
   // (pixels), 54 with mr = 6 (AVX-VNNI: not 8 % fewer than 56, so planes).
   Conv2dShape small = pw;
-  small.H = small.W = 7;
+  small.H = small.W = 7, small.C = 32;
+  // The same with fewer input than output channels, and a 3x3 on a 56x56 map: the 32-column
+  // tile (AVX-512) keeps both on the column-major paths.
+  Conv2dShape widening = small;
+  widening.C = 16;
+  Conv2dShape large = full;
+  large.H = large.W = 56;
   // 4 output channels per group: 16 columns of them in the pixels path's panels.
   Conv2dShape grouped = full;
   grouped.K = 16, grouped.group = 4;
@@ -511,6 +517,10 @@ TEST(Int8Kernels, TacticNamesAreThePathsTaken) {
     EXPECT_STREQ(qconv_tactic_name(*k, full, false), pixels ? "pixels" : k->tile_s8u8_gather ? "quads" : "im2col");
     EXPECT_STREQ(qconv_tactic_name(*k, small, false), pixels && k->mr != 6 ? "pixels" : "planes") << qisa_name(k->isa);
     EXPECT_STREQ(qconv_tactic_name(*k, grouped, false), k->tile_s8u8_gather ? "quads" : "im2col");
+    if (k->nr > 16) {
+      EXPECT_STREQ(qconv_tactic_name(*k, widening, false), "planes");
+      EXPECT_STREQ(qconv_tactic_name(*k, large, false), "quads");
+    }
   }
   // The 256-bit VNNI-style tables have the pixels tile (AVX2's 7-bit one on every AVX2 CPU).
   for (const QKernels* k : tables_for(true)) EXPECT_NE(k->tile_u8s8_pixels, nullptr);

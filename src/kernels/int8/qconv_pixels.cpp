@@ -201,9 +201,17 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 // more than the pixel rows do — a 7x7 map's 49 outputs in 56 columns, against 50 rows here
 // (0.87-0.94x) — not at 14x14 (196 in 200 columns; 1.04-1.21x here), and never for its channels:
 // mobilenet_v2's 16- and 32-channel outputs (20 and 35 rows there) took 1.3-1.9x here.
+//
+// AVX-512's 8 x 32 tile (kiln profile of resnet50, Zen 5, one thread, against the session's
+// binary without it): the stride-2 3x3 layers 0.52 -> 0.36, 0.54 -> 0.33, 0.80 -> 0.45 ms, the
+// 3x3s on 28x28 to 7x7 maps 3-12% faster, but the 56x56 ones 0.336 -> 0.39 ms (the channel quads
+// read in place win on large maps) and 7x7 1x1s with more output than input channels (512 ->
+// 2048: 0.23 -> 0.26 ms; 2048 -> 512 went 0.257 -> 0.215): there the buffered epilogue, over
+// four times as many outputs, outweighs the wasted columns. Those two stay on the other paths.
 bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
   if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
   const int64_t P = s.out_h() * s.out_w(), Mg = s.K / s.group, half = k.nr / 2;
+  if (k.nr > 16 && (P > 1024 || (s.R * s.S == 1 && s.C / s.group < Mg))) return false;
   const int64_t N = qconv_uses_quads(k, s) ? qconv_quads_columns(s) : qconv_packed_columns(s);
   const int64_t rem = N % k.nr, cols_done = N - rem + (rem == 0 ? 0 : rem <= half ? half : k.nr);
   auto ratio = [](int64_t done, int64_t useful) { return static_cast<double>(done) / static_cast<double>(useful); };

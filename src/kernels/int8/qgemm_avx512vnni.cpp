@@ -168,12 +168,46 @@ void tile_s8u8_epilogue_avx512(int64_t kgroups, const uint8_t* rows, const uint8
   detail::dispatch_epilogue<TileEpilogue>(e, kgroups, rows, cols, offsets, rows_valid, cols_valid, &e, row0, col0, out, ldo);
 }
 
+// Eight rows of 8 int32 transposed: out[j * ldb + i] = r[i][j].
+inline void store_transposed_8x8(const __m256i (&r)[8], int32_t* out, int64_t ldb) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);      // rows 2i, 2i+1 of columns 0 1 | 4 5
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 2; ++i) {
+      u[h * 4 + 2 * i] = _mm256_unpacklo_epi64(t[h * 4 + i], t[h * 4 + i + 2]);      // rows 4h..4h+3 of column 2i | 2i+4
+      u[h * 4 + 2 * i + 1] = _mm256_unpackhi_epi64(t[h * 4 + i], t[h * 4 + i + 2]);  // column 2i+1 | 2i+5
+    }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j * ldb), _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (j + 4) * ldb), _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
+  }
+}
+
+// QKernels::tile_u8s8_pixels on the 8 x 32 tile: 8 output pixels by 32 output channels, stored
+// transposed (acc[j * ldb + r] = c[r][j]) as four 8 x 8 blocks per pair of zmm columns.
+void zmm_tile_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
+                     const uint8_t* cols, int32_t* acc, int64_t ldb) {
+  static_assert(QV_MR == 8);
+  QV c[QV_MR][QV_NV];
+  vnni_accumulate_pixels(rows, run_offsets, runs, run_groups, cols, c);
+  for (int v = 0; v < QV_NV; ++v)
+    for (int h = 0; h < 2; ++h) {
+      __m256i r[8];
+      for (int i = 0; i < 8; ++i) r[i] = h ? _mm512_extracti64x4_epi64(c[i][v], 1) : _mm512_castsi512_si256(c[i][v]);
+      store_transposed_8x8(r, acc + (v * QV_LANES + h * 8) * ldb, ldb);
+    }
+}
+
 }  // namespace
 
 QKernels make_avx512vnni_qkernels() {
   QKernels k = vnni_qkernels(QIsa::Avx512Vnni);
   k.epilogue = epilogue_avx512;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_avx512;
+  k.tile_u8s8_pixels = zmm_tile_pixels;
   return k;
 }
 
