@@ -211,7 +211,7 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
 namespace detail {
 // The one whose largest share of tile x panel products is over 2 % smaller; within 2 %,
 // `panels_on_tie`. A panel with at most half its columns valid counts half on the tables whose
-// fused tiles multiply only its first vector (the 256-bit ones). On 14x14 maps (13 panels) two
+// fused tiles multiply only its first vector (all with the strip). On 14x14 maps (13 panels) two
 // threads got 6 and 6.5 panels; 256 -> 1024 channels there took 0.92x the time split by rows.
 bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads, bool panels_on_tie) {
   const int64_t nt = ceil_div(N, k.nr);
