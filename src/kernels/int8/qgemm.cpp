@@ -93,14 +93,18 @@ __attribute__((target("avx2"))) void interleave32_avx2(const uint8_t* const r[4]
 }
 const bool kHasAvx2 = kSimdKernelsAllowed && __builtin_cpu_supports("avx2");
 
-// Two whole 16-column panels (the 256-bit tables' nr) at once, every 4-k group: 32 bytes per
-// row, interleave32_rows, columns 0-15 to the first panel and 16-31 to the second (pbytes
-// apart). With one function call per group and 16-byte loads, packing ran at 5-11 GB/s from L2
-// (12 % of resnet50's 256 -> 64 1x1 convolution at 56x56, perf); this way at 18-25 GB/s.
-__attribute__((target("avx2"))) void pack_panel_pair16_avx2(const uint8_t* base, const int64_t* offsets,
-                                                            const uint8_t* zeros, int64_t kgroups, int64_t col,
-                                                            int64_t pbytes, uint8_t* dst) {
-  for (int64_t kg = 0; kg < kgroups; ++kg, dst += 64) {
+// 32 columns of every 4-k group in one call: 32 bytes per row, interleave32_rows, then bytes
+// 0-63 (columns 0-15) to dst and 64-127 (columns 16-31) to dst + second, dst advancing `step`
+// per group. Two whole 16-column panels (the 256-bit tables' nr): second = the panel's bytes,
+// step 64. One 32-column panel (AVX-512 VNNI's nr): second 64, step 128. With one function call
+// per group and 16-byte loads, packing ran at 5-11 GB/s from L2 (12 % of resnet50's 256 -> 64
+// 1x1 convolution at 56x56, perf, Zen 3); this way at 18-25 GB/s. The 32-column panels went
+// one interleave32_avx2 call per group until this (11 % of resnet50's 64 -> 256 and 512 -> 128
+// 1x1s on Zen 5).
+__attribute__((target("avx2"))) void pack_groups32_avx2(const uint8_t* base, const int64_t* offsets,
+                                                        const uint8_t* zeros, int64_t kgroups, int64_t col,
+                                                        int64_t second, int64_t step, uint8_t* dst) {
+  for (int64_t kg = 0; kg < kgroups; ++kg, dst += step) {
     __m256i v[4], out[4];
     for (int t = 0; t < 4; ++t) {
       const int64_t off = offsets[kg * 4 + t];
@@ -108,24 +112,7 @@ __attribute__((target("avx2"))) void pack_panel_pair16_avx2(const uint8_t* base,
     }
     interleave32_rows(v, out);
     for (int i = 0; i < 4; ++i)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (i >> 1) * pbytes + 32 * (i & 1)), out[i]);
-  }
-}
-
-// A whole 32-column panel (the AVX-512 VNNI tile's nr), every 4-k group in one call, as
-// pack_panel_pair16_avx2 does for two 16-column panels: one interleave32_avx2 call per group
-// was 11 % of resnet50's 64 -> 256 and 512 -> 128 1x1 convolutions (perf, Zen 5).
-__attribute__((target("avx2"))) void pack_panel32_avx2(const uint8_t* base, const int64_t* offsets,
-                                                       const uint8_t* zeros, int64_t kgroups, int64_t col,
-                                                       uint8_t* dst) {
-  for (int64_t kg = 0; kg < kgroups; ++kg, dst += 128) {
-    __m256i v[4], out[4];
-    for (int t = 0; t < 4; ++t) {
-      const int64_t off = offsets[kg * 4 + t];
-      v[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off < 0 ? zeros : base + off + col));
-    }
-    interleave32_rows(v, out);
-    for (int i = 0; i < 4; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * i), out[i]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (i >> 1) * second + 32 * (i & 1)), out[i]);
   }
 }
 #endif
@@ -181,12 +168,12 @@ void pack_cols_rows(const QKernels& k, const uint8_t* base, const int64_t* offse
     uint8_t* panel = out + p * kgroups * nr * 4;
 #if defined(__x86_64__)
     if (nr == 16 && kHasAvx2 && n - p * nr >= 2 * nr) {
-      pack_panel_pair16_avx2(base, offsets, kZeros, kgroups, j0 + p * nr, kgroups * nr * 4, panel);
+      pack_groups32_avx2(base, offsets, kZeros, kgroups, j0 + p * nr, kgroups * nr * 4, 64, panel);
       ++p;
       continue;
     }
     if (nr == 32 && kHasAvx2 && n - p * nr >= nr) {
-      pack_panel32_avx2(base, offsets, kZeros, kgroups, j0 + p * nr, panel);
+      pack_groups32_avx2(base, offsets, kZeros, kgroups, j0 + p * nr, 64, 128, panel);
       continue;
     }
 #endif
