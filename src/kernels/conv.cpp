@@ -170,7 +170,16 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
 // and dilation; the plane kernel (and the phase planes past stride 2) on narrower ones. On Zen 3
 // (conv_bench) every mobilenet_v2 and efficientnet_b0 depthwise layer ran faster blocked: 0.4-0.9x
 // the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
-bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
+// With 16 lanes (AVX-512, Zen 5) the block's transposes in and out cost more than its taps save
+// on large maps: outputs of 28x28 and up ran 0.53-0.87x the blocked time on the plane kernel
+// (112x112 3x3 333 -> 196 us, 56x56 382 -> 211, 28x28 137 -> 78, 5x5 stride 2 to 28x28 221 ->
+// 175; conv_bench, one thread), 14x14 outputs were even or favoured blocks (5x5: 109 vs 133 us)
+// and 7x7 ones ran 1.4-2x slower on planes, so those stay blocked.
+constexpr int64_t kPlaneDepthwiseMinOutputs = 28 * 28;
+bool depthwise_blocked(const KernelTable& t, const Conv2dShape& s) {
+  if (!t.depthwise_block || t.simd_width < 8) return false;
+  return t.simd_width == 8 || s.out_h() * s.out_w() < kPlaneDepthwiseMinOutputs;
+}
 
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
@@ -203,7 +212,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
-  if (depthwise_blocked(t)) {
+  if (depthwise_blocked(t, s)) {
     depthwise_blocks(t, s, x, w, y, epi, workspace, threads);
     return;
   }
@@ -414,8 +423,8 @@ Conv2dShape batch_share(const Conv2dShape& s, int part, int parts, int64_t& firs
 
 size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (tactic == ConvTactic::Depthwise)
-    return depthwise_blocked(t) || depthwise_by_plane(s)
-               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t))
+    return depthwise_blocked(t, s) || depthwise_by_plane(s)
+               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t, s))
                : static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
