@@ -203,8 +203,8 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 // mobilenet_v2's 16- and 32-channel outputs (20 and 35 rows there) took 1.3-1.9x here.
 //
 // AVX-512's 8 x 32 tile (kiln profile of resnet50, Zen 5, one thread, against the session's
-// binary without it): the stride-2 3x3 layers 0.52 -> 0.36, 0.54 -> 0.33, 0.80 -> 0.45 ms, the
-// 3x3s on 28x28 to 7x7 maps 3-12% faster, but the 56x56 ones 0.336 -> 0.39 ms (the channel quads
+// binary without it): the stride-2 3x3 layers 0.51 -> 0.37, 0.56 -> 0.34, 0.80 -> 0.46 ms, the
+// 3x3s on 28x28 to 7x7 maps 3-22% faster, but the 56x56 ones 0.336 -> 0.39 ms (the channel quads
 // read in place win on large maps) and 7x7 1x1s with more output than input channels (512 ->
 // 2048: 0.23 -> 0.26 ms; 2048 -> 512 went 0.257 -> 0.215): there the buffered epilogue, over
 // four times as many outputs, outweighs the wasted columns. Those two stay on the other paths.

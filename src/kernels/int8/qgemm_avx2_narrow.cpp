@@ -12,6 +12,7 @@
 #include "kiln/kernels/int8.h"
 #include "qepilogue_dispatch.h"
 #include "qepilogue_ymm.h"
+#include "qtranspose_ymm.h"
 
 namespace kiln::kernels::int8 {
 

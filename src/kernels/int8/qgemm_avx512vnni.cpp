@@ -9,6 +9,7 @@
 
 #include "kiln/kernels/int8.h"
 #include "qepilogue_dispatch.h"
+#include "qtranspose_ymm.h"
 
 namespace kiln::kernels::int8 {
 
@@ -195,24 +196,6 @@ void tile_s8u8_epilogue_strip_avx512(int64_t kgroups, const uint8_t* rows, const
   const QEpilogue e = e_in;
   detail::dispatch_epilogue<TileEpilogue>(e, kgroups, rows, cols, pbytes, count, static_cast<const int64_t*>(nullptr),
                                           rows_valid, ncols, &e, row0, col0, out, ldo);
-}
-
-// Eight rows of 8 int32 transposed: out[j * ldb + i] = r[i][j].
-inline void store_transposed_8x8(const __m256i (&r)[8], int32_t* out, int64_t ldb) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);      // rows 2i, 2i+1 of columns 0 1 | 4 5
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
-  }
-  for (int h = 0; h < 2; ++h)
-    for (int i = 0; i < 2; ++i) {
-      u[h * 4 + 2 * i] = _mm256_unpacklo_epi64(t[h * 4 + i], t[h * 4 + i + 2]);      // rows 4h..4h+3 of column 2i | 2i+4
-      u[h * 4 + 2 * i + 1] = _mm256_unpackhi_epi64(t[h * 4 + i], t[h * 4 + i + 2]);  // column 2i+1 | 2i+5
-    }
-  for (int j = 0; j < 4; ++j) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j * ldb), _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (j + 4) * ldb), _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
-  }
 }
 
 // QKernels::tile_u8s8_pixels on the 8 x 32 tile: 8 output pixels by 32 output channels, stored

@@ -7,9 +7,9 @@
 // Vectors whose 8 columns are not 8 consecutive output columns (the ragged right edge, or a
 // phase-grid row's end, where the grid's extra columns are dropped) are computed the same way
 // into a buffer (their residual lanes gathered into one first) and their valid lanes copied
-// out. The lanes are qepilogue_ymm.h's. The including file has included qgemm_vnni.inl and
-// qepilogue_ymm.h; its translation unit builds with -ffp-contract=off. The table's
-// output-pixels-as-rows tile (tile_u8s8_pixels, qconv_pixels.cpp) is here too.
+// out. The lanes are qepilogue_ymm.h's. The including file has included qgemm_vnni.inl,
+// qepilogue_ymm.h and qtranspose_ymm.h; its translation unit builds with -ffp-contract=off. The
+// table's output-pixels-as-rows tile (tile_u8s8_pixels, qconv_pixels.cpp) is here too.
 
 namespace {
 
@@ -209,27 +209,12 @@ inline void store_transposed_ymm(const QV (&c)[QV_MR][QV_NV], int32_t* acc, int6
   for (int v = 0; v < QV_NV; ++v) {
     QV r[8];
     for (int i = 0; i < 8; ++i) r[i] = i < QV_MR ? c[i][v] : qv_zero();
-    QV t[8], u[8];
-    for (int i = 0; i < 4; ++i) {
-      t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);      // rows 2i, 2i+1 of columns 0 1 | 4 5
-      t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
-    }
-    for (int h = 0; h < 2; ++h)
-      for (int i = 0; i < 2; ++i) {
-        u[h * 4 + 2 * i] = _mm256_unpacklo_epi64(t[h * 4 + i], t[h * 4 + i + 2]);      // rows 4h..4h+3 of column 2i | 2i+4
-        u[h * 4 + 2 * i + 1] = _mm256_unpackhi_epi64(t[h * 4 + i], t[h * 4 + i + 2]);  // column 2i+1 | 2i+5
-      }
-    int32_t* out = acc + v * QV_LANES * ldb;
-    for (int j = 0; j < 4; ++j) {
-      qv_store(out + j * ldb, _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
-      qv_store(out + (j + 4) * ldb, _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
-    }
+    store_transposed_8x8(r, acc + v * QV_LANES * ldb, ldb);
   }
 }
 
-// QKernels::tile_u8s8_pixels. Only the 256-bit tables have it: there the 8 x 8 transpose is
-// cheap, and it was measured (resnet50's layers, AVX2's 7-bit kernels); the AVX-512 tile (8 x
-// 32) keeps the column-major paths.
+// QKernels::tile_u8s8_pixels of the 256-bit tables (measured on resnet50's layers, AVX2's 7-bit
+// kernels); AVX-512 VNNI's is in qgemm_avx512vnni.cpp.
 void ymm_tile_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
                      const uint8_t* cols, int32_t* acc, int64_t ldb) {
   QV c[QV_MR][QV_NV];
