@@ -84,13 +84,6 @@ __attribute__((target("avx2"), always_inline)) inline void interleave32_rows(con
   out[3] = _mm256_permute2x128_si256(x2, x3, 0x31);
 }
 
-// One 32-column panel's group (the AVX-512 VNNI tile's panels).
-__attribute__((target("avx2"))) void interleave32_avx2(const uint8_t* const r[4], uint8_t* dst) {
-  __m256i v[4], out[4];
-  for (int t = 0; t < 4; ++t) v[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[t]));
-  interleave32_rows(v, out);
-  for (int i = 0; i < 4; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * i), out[i]);
-}
 const bool kHasAvx2 = kSimdKernelsAllowed && __builtin_cpu_supports("avx2");
 
 // 32 columns of every 4-k group in one call: 32 bytes per row, interleave32_rows, then bytes
@@ -99,8 +92,8 @@ const bool kHasAvx2 = kSimdKernelsAllowed && __builtin_cpu_supports("avx2");
 // step 64. One 32-column panel (AVX-512 VNNI's nr): second 64, step 128. With one function call
 // per group and 16-byte loads, packing ran at 5-11 GB/s from L2 (12 % of resnet50's 256 -> 64
 // 1x1 convolution at 56x56, perf, Zen 3); this way at 18-25 GB/s. The 32-column panels went
-// one interleave32_avx2 call per group until this (11 % of resnet50's 64 -> 256 and 512 -> 128
-// 1x1s on Zen 5).
+// one AVX2 call per group until the thirteenth session (11 % of resnet50's 64 -> 256 and 512 ->
+// 128 1x1s on Zen 5).
 __attribute__((target("avx2"))) void pack_groups32_avx2(const uint8_t* base, const int64_t* offsets,
                                                         const uint8_t* zeros, int64_t kgroups, int64_t col,
                                                         int64_t second, int64_t step, uint8_t* dst) {
@@ -141,11 +134,9 @@ void interleave8_sse2(const uint8_t* const r[4], uint8_t* dst) {
 }
 #endif
 
-// One whole panel's group; false when this build or CPU has no vector loop for nr.
+// One whole panel's group; false when this build or CPU has no vector loop for nr. (With AVX2,
+// whole 16- and 32-column panels never come here: pack_groups32_avx2 packs them.)
 bool interleave_panel_group(int nr, const uint8_t* const r[4], uint8_t* dst) {
-#if defined(__x86_64__)
-  if (nr == 32 && kHasAvx2) return interleave32_avx2(r, dst), true;
-#endif
 #if defined(__SSE2__)
   if (nr == 32) return interleave16_sse2(r, 0, dst), interleave16_sse2(r, 16, dst + 64), true;
   if (nr == 16) return interleave16_sse2(r, 0, dst), true;
