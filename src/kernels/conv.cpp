@@ -170,16 +170,12 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
 // and dilation; the plane kernel (and the phase planes past stride 2) on narrower ones. On Zen 3
 // (conv_bench) every mobilenet_v2 and efficientnet_b0 depthwise layer ran faster blocked: 0.4-0.9x
 // the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
-// With 16 lanes (AVX-512, Zen 5) the block's transposes in and out cost more than its taps save
-// on large maps: outputs of 28x28 and up ran 0.53-0.87x the blocked time on the plane kernel
-// (112x112 3x3 333 -> 196 us, 56x56 382 -> 211, 28x28 137 -> 78, 5x5 stride 2 to 28x28 221 ->
-// 175; conv_bench, one thread), 14x14 outputs were even or favoured blocks (5x5: 109 vs 133 us)
-// and 7x7 ones ran 1.4-2x slower on planes, so those stay blocked.
-constexpr int64_t kPlaneDepthwiseMinOutputs = 28 * 28;
-bool depthwise_blocked(const KernelTable& t, const Conv2dShape& s) {
-  if (!t.depthwise_block || t.simd_width < 8) return false;
-  return t.simd_width == 8 || s.out_h() * s.out_w() < kPlaneDepthwiseMinOutputs;
-}
+// With 16 lanes (AVX-512, Zen 5) the same holds once the 16x16 register transpose is inlined
+// and unrolled (it was an out-of-line call through memory, and outputs of 28x28 and up then ran
+// faster on planes): blocked ran 0.65-1.0x the plane kernel's time on every layer of both nets at
+// one thread (112x112 3x3 166 -> 142 us, 56x56 189 -> 150, 28x28 5x5 147 -> 95; conv_bench), and
+// within the two-thread runs' noise (0.76-1.1x) at two.
+bool depthwise_blocked(const KernelTable& t, const Conv2dShape&) { return t.depthwise_block && t.simd_width >= 8; }
 
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.

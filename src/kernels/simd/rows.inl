@@ -198,7 +198,7 @@ void pack_a_runs(const float* const* rows, int64_t kc, const PixelRun* runs, int
 
 // The W x W block of src at (i0, j0), ni rows by nj columns of it (the rest zero), transposed in
 // registers: r[j] = column j0 + j, rows i0 .. i0 + ni.
-inline void load_block_transposed(const float* src, int64_t lds, int64_t i0, int64_t j0, int ni, int nj, V r[V::W]) {
+[[gnu::always_inline]] inline void load_block_transposed(const float* src, int64_t lds, int64_t i0, int64_t j0, int ni, int nj, V r[V::W]) {
 #pragma GCC unroll 16
   for (int i = 0; i < V::W; ++i) {
     const float* p = src + (i0 + i) * lds + j0;

@@ -68,13 +68,15 @@ inline Vec512 pow2i(Vec512 n) {
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 // In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
-inline void transpose16(__m512 r[16]) {
+[[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16], u[16];
+#pragma GCC unroll 16
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
   // u[4g + j]: rows 4g..4g+3 at columns j + 4L of 128-bit lane L.
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
     __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
@@ -83,6 +85,7 @@ inline void transpose16(__m512 r[16]) {
     u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
     u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
   }
+#pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
     __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
     __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
@@ -93,10 +96,12 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
-inline void transpose_square(Vec512 r[16]) {
+[[gnu::always_inline]] inline void transpose_square(Vec512 r[16]) {
   __m512 x[16];
+#pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) x[i] = r[i].v;
   transpose16(x);
+#pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) r[i].v = x[i];
 }
 
