@@ -160,6 +160,10 @@ TEST(Conv, DepthwiseTactic) {
       // 7-wide output with a residual; 23-wide rows (8 + 8 + a group of 7) under a 5x5 window.
       {shape(1, 20, 14, 14, 20, 3, 3, 2, 1, 1, 20), Act::Clip, true, true},
       {shape(1, 17, 11, 23, 17, 5, 5, 1, 2, 1, 17), Act::Silu, true, true},
+      // The blocked kernel's output stage (kDepthwiseStagePixels): rows wider than the stage (a
+      // chunk of one row, its last tile short) and chunks of 7 rows of 33 (no whole tiles).
+      {shape(1, 18, 6, 300, 18, 3, 3, 1, 1, 1, 18), Act::Relu, true, true},
+      {shape(1, 16, 40, 33, 16, 3, 3, 1, 1, 1, 16), Act::HardSwish, true, true},
       // One input channel into several outputs (digits_cnn's 1 -> 16 on 8x8 images); a stride
       // of 3 takes the phase planes on narrow tables.
       {shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1), Act::Relu, true, true},

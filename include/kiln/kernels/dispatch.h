@@ -118,10 +118,21 @@ inline DepthwisePadded depthwise_padded(const DepthwisePlane& g, int simd_width)
 // The scratch of one channel block of the channel-blocked depthwise kernel
 // (KernelTable::depthwise_block), in floats from a 64-byte-aligned base, each part 64-byte
 // aligned: the block's weights tap-major ([R*S][W], W = the table's simd width), then the
-// zero-padded input ([Hp][Wp][W], a pixel's W channels consecutive).
+// zero-padded input ([Hp][Wp][W], a pixel's W channels consecutive), then the f32 kernel's
+// output stage: a chunk of whole output rows, pixel-major ([pixels][W]), transposed out from
+// there W pixels at a time across row ends.
 struct DepthwiseBlockScratch {
-  int64_t Hp = 0, Wp = 0, plane = 0, floats = 0;
+  int64_t Hp = 0, Wp = 0, plane = 0, stage = 0, floats = 0;
 };
+// Output rows per staged chunk: at most kDepthwiseStagePixels pixels (or one row, when wider),
+// preferring a whole number of W-pixel tiles so that no transpose but the plane's last is short.
+constexpr int64_t kDepthwiseStagePixels = 256;
+inline int64_t depthwise_stage_rows(int64_t OH, int64_t OW, int64_t lanes) {
+  const int64_t most = OW >= kDepthwiseStagePixels ? 1 : kDepthwiseStagePixels / OW;
+  for (int64_t rows = most; rows > 1; --rows)
+    if (rows * OW % lanes == 0) return rows < OH ? rows : OH;
+  return most < OH ? most : OH;
+}
 inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, int simd_width) {
   auto lines = [](int64_t f) { return (f + 15) / 16 * 16; };
   DepthwiseBlockScratch b;
@@ -130,7 +141,8 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
   b.Hp = rows > g.pad_top + g.H ? rows : g.pad_top + g.H;
   b.Wp = cols > g.pad_left + g.W ? cols : g.pad_left + g.W;
   b.plane = lines(g.R * g.S * simd_width);
-  b.floats = b.plane + lines(b.Hp * b.Wp * simd_width);
+  b.stage = b.plane + lines(b.Hp * b.Wp * simd_width);
+  b.floats = b.stage + lines(depthwise_stage_rows(g.OH, g.OW, simd_width) * g.OW * simd_width);
   return b;
 }
 

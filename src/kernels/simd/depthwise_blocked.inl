@@ -23,23 +23,21 @@ struct BlockOut {
   int64_t ldr;
 };
 
-// NP (<= W) consecutive output pixels of one output row, their W channels in NP accumulators,
-// scaled and biased there (lane by lane: the plane kernel's fma(acc, alpha, bias)); then
-// transposed in registers (channel c's NP pixels in r[c]) and stored through the rest of the
-// epilogue: + residual, activation. `row` is the padded input row of the window's top at the
-// first pixel's left edge; `at` the first pixel's index in the output plane; SW the stride
-// along the row (0: the run-time g.stride_w).
-template <int NP, int SW, Act A, int K>
-inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* row, int64_t at,
-                                   const BlockOut& bo) {
+// NP consecutive output pixels of one output row, their W channels in NP accumulators, scaled
+// and biased there (lane by lane: the plane kernel's fma(acc, alpha, bias)) and stored
+// pixel-major to `stage` (pixel p's channels at stage + p * W). `row` is the padded input row
+// of the window's top at the first pixel's left edge; SW the stride along the row (0: the
+// run-time g.stride_w).
+template <int NP, int SW, int K>
+inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* row, V alpha,
+                                   V bias, float* stage) {
   constexpr int64_t kW = V::W;
-  static_assert(NP <= kW);
   const int64_t step = (SW == 0 ? g.stride_w : SW) * kW;
   // K > 0: a K x K window without dilation, its loops unrolled at compile time.
   const int64_t R = K > 0 ? K : g.R, S = K > 0 ? K : g.S, dh = K > 0 ? 1 : g.dil_h, dw = K > 0 ? 1 : g.dil_w;
-  V r[kW];
+  V r[NP];
 #pragma GCC unroll 16
-  for (int p = 0; p < kW; ++p) r[p] = V::zero();
+  for (int p = 0; p < NP; ++p) r[p] = V::zero();
 #pragma GCC unroll 8
   for (int64_t kh = 0; kh < R; ++kh) {
     const float* in = row + kh * dh * Wp * kW;
@@ -52,7 +50,20 @@ inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const fl
     }
   }
 #pragma GCC unroll 16
-  for (int p = 0; p < NP; ++p) r[p] = fma(r[p], bo.alpha, bo.bias);
+  for (int p = 0; p < NP; ++p) fma(r[p], alpha, bias).store(stage + p * kW);
+}
+
+// Up to W staged pixels (n of them, the plane's pixels at..at + n), transposed in registers
+// (channel c's pixels in r[c]) and stored through the rest of the epilogue: + residual,
+// activation. The tiles run along the flattened plane, across row ends, so every transpose but
+// a chunk's last is full: per output row, mobilenet_v2's 7..112-wide rows left 9 of 16 lanes
+// of each AVX-512 transpose empty.
+template <Act A, bool Full>
+inline void depthwise_block_store(const float* stage, int n, int64_t at, const BlockOut& bo) {
+  constexpr int64_t kW = V::W;
+  V r[kW];
+#pragma GCC unroll 16
+  for (int p = 0; p < kW; ++p) r[p] = Full || p < n ? V::load(stage + p * kW) : V::zero();
   transpose_square(r);
 #pragma GCC unroll 16
   for (int c = 0; c < kW; ++c) {
@@ -60,14 +71,14 @@ inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const fl
     V y = r[c];
     if (bo.residual) {
       const float* res = bo.residual + c * bo.ldr + at;
-      y = y + (NP == kW ? V::load(res) : V::load_first(res, NP));
+      y = y + (Full ? V::load(res) : V::load_first(res, n));
     }
     y = activate<A>(y, bo.act_a, bo.act_b);
     float* o = bo.out + c * bo.out_plane + at;
-    if constexpr (NP == kW)
+    if constexpr (Full)
       y.store(o);
     else
-      y.store_first(o, NP);
+      y.store_first(o, n);
   }
 }
 
@@ -91,37 +102,48 @@ inline void depthwise_block_input_row(const DepthwisePlane& g, int64_t Wp, const
   }
 }
 
-// Groups of 8 pixels along each output row (7 when that tiles the row exactly: mobilenet's and
-// efficientnet's 7..112-wide maps), the row's remainder in one shorter group.
-template <int SW, Act A, int K>
-void depthwise_block_rows(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* plane,
-                          const BlockOut& bo) {
+// Output rows [oh0, oh1) staged pixel-major (pixel p of the chunk at stage + p * W): each row
+// in groups of 8 pixels (7 when that tiles the row exactly: mobilenet's and efficientnet's
+// 7..112-wide maps), the row's remainder in one shorter group.
+template <int SW, int K>
+void depthwise_block_stage(const DepthwisePlane& g, int64_t Wp, const float* wb, const float* plane, int64_t oh0,
+                           int64_t oh1, V alpha, V bias, float* stage) {
   constexpr int64_t kW = V::W;
   constexpr int kGroup = kW < 8 ? kW : 8;
   const int64_t np = kGroup == 8 && g.OW % 8 != 0 && g.OW % 7 == 0 ? 7 : kGroup;
   const int64_t step = (SW == 0 ? g.stride_w : SW) * kW;
-  for (int64_t oh = 0; oh < g.OH; ++oh) {
+  float* st = stage;
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
     const float* row = plane + oh * g.stride_h * Wp * kW;
-    const int64_t at = oh * g.OW;
     int64_t ow = 0;
     if (np == 7)
-      for (; ow + 7 <= g.OW; ow += 7)
-        depthwise_block_pixels<kGroup == 8 ? 7 : 1, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
+      for (; ow + 7 <= g.OW; ow += 7, st += 7 * kW)
+        depthwise_block_pixels<kGroup == 8 ? 7 : 1, SW, K>(g, Wp, wb, row + ow * step, alpha, bias, st);
     else
-      for (; ow + kGroup <= g.OW; ow += kGroup)
-        depthwise_block_pixels<kGroup, SW, A, K>(g, Wp, wb, row + ow * step, at + ow, bo);
+      for (; ow + kGroup <= g.OW; ow += kGroup, st += kGroup * kW)
+        depthwise_block_pixels<kGroup, SW, K>(g, Wp, wb, row + ow * step, alpha, bias, st);
     const float* r = row + ow * step;
     switch (g.OW - ow) {
       case 0: break;
-      case 1: depthwise_block_pixels<1, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      case 2: depthwise_block_pixels<2, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      case 3: depthwise_block_pixels<3, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      case 4: depthwise_block_pixels<kGroup < 4 ? 1 : 4, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      case 5: depthwise_block_pixels<kGroup < 5 ? 1 : 5, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      case 6: depthwise_block_pixels<kGroup < 6 ? 1 : 6, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
-      default: depthwise_block_pixels<kGroup < 7 ? 1 : 7, SW, A, K>(g, Wp, wb, r, at + ow, bo); break;
+      case 1: depthwise_block_pixels<1, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      case 2: depthwise_block_pixels<2, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      case 3: depthwise_block_pixels<3, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      case 4: depthwise_block_pixels<kGroup < 4 ? 1 : 4, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      case 5: depthwise_block_pixels<kGroup < 5 ? 1 : 5, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      case 6: depthwise_block_pixels<kGroup < 6 ? 1 : 6, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
+      default: depthwise_block_pixels<kGroup < 7 ? 1 : 7, SW, K>(g, Wp, wb, r, alpha, bias, st); break;
     }
+    st += (g.OW - ow) * kW;
   }
+}
+
+// The px staged pixels of a chunk (the plane's pixels at..at + px) stored W at a time.
+template <Act A>
+void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, const BlockOut& bo) {
+  constexpr int64_t kW = V::W;
+  int64_t q = 0;
+  for (; q + kW <= px; q += kW) depthwise_block_store<A, true>(stage + q * kW, static_cast<int>(kW), at + q, bo);
+  if (q < px) depthwise_block_store<A, false>(stage + q * kW, static_cast<int>(px - q), at + q, bo);
 }
 
 void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
@@ -144,32 +166,24 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   const BlockOut bo{out, out_plane, nc, V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha), V::set1(e.act_beta),
                     e.residual, e.ldr};
   // 3x3 and 5x5 windows (stride 1 or 2, no dilation) with their tap loops unrolled: mobilenet_v2's
-  // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3). Only
-  // for the activations those nets fuse: the instances are large (unrolled for all eleven, the
-  // AVX2 file took 62 s to compile instead of 45).
+  // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3).
+  using Stage = void (*)(const DepthwisePlane&, int64_t, const float*, const float*, int64_t, int64_t, V, V, float*);
   const int k = g.R == g.S && g.dil_h == 1 && g.dil_w == 1 && (g.R == 3 || g.R == 5) ? static_cast<int>(g.R) : 0;
+  Stage stage_rows = g.stride_w == 1 ? depthwise_block_stage<1, 0>
+                     : g.stride_w == 2 ? depthwise_block_stage<2, 0>
+                                       : depthwise_block_stage<0, 0>;
+  if (k == 3 && g.stride_w == 1) stage_rows = depthwise_block_stage<1, 3>;
+  if (k == 3 && g.stride_w == 2) stage_rows = depthwise_block_stage<2, 3>;
+  if (k == 5 && g.stride_w == 1) stage_rows = depthwise_block_stage<1, 5>;
+  if (k == 5 && g.stride_w == 2) stage_rows = depthwise_block_stage<2, 5>;
+  // Chunks of whole output rows, staged and then stored through the epilogue while in L1.
+  float* stage = scratch + sb.stage;
+  const int64_t chunk = depthwise_stage_rows(g.OH, g.OW, kW);  // as the scratch was sized
   with_act(e.act, [&]<Act A>() {
-    constexpr bool unrolled = A == Act::None || A == Act::Relu || A == Act::Clip || A == Act::Silu;
-    if (!unrolled || k == 0) {
-      if (g.stride_w == 1)
-        depthwise_block_rows<1, A, 0>(g, sb.Wp, wb, plane, bo);
-      else if (g.stride_w == 2)
-        depthwise_block_rows<2, A, 0>(g, sb.Wp, wb, plane, bo);
-      else
-        depthwise_block_rows<0, A, 0>(g, sb.Wp, wb, plane, bo);
-      return;
-    }
-    if constexpr (unrolled) {
-      if (g.stride_w == 1 && k == 3)
-        depthwise_block_rows<1, A, 3>(g, sb.Wp, wb, plane, bo);
-      else if (g.stride_w == 2 && k == 3)
-        depthwise_block_rows<2, A, 3>(g, sb.Wp, wb, plane, bo);
-      else if (g.stride_w == 1 && k == 5)
-        depthwise_block_rows<1, A, 5>(g, sb.Wp, wb, plane, bo);
-      else if (g.stride_w == 2 && k == 5)
-        depthwise_block_rows<2, A, 5>(g, sb.Wp, wb, plane, bo);
-      else
-        depthwise_block_rows<0, A, 0>(g, sb.Wp, wb, plane, bo);
+    for (int64_t oh0 = 0; oh0 < g.OH; oh0 += chunk) {
+      const int64_t oh1 = oh0 + chunk < g.OH ? oh0 + chunk : g.OH;
+      stage_rows(g, sb.Wp, wb, plane, oh0, oh1, bo.alpha, bo.bias, stage);
+      depthwise_block_store_chunk<A>(stage, (oh1 - oh0) * g.OW, oh0 * g.OW, bo);
     }
   });
 }
