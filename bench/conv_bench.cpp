@@ -124,6 +124,16 @@ void mobilenet_v2_pointwise(benchmark::internal::Benchmark* b) {
     for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th, 1});
 }
 
+// efficientnet_b0's 1x1 expand/project layers (SiLU or none in the model; Relu here), 112x112..7x7.
+void efficientnet_b0_pointwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][3] = {{32, 112, 16},  {16, 112, 96},  {96, 56, 24},   {24, 56, 144},   {144, 56, 24},
+                               {144, 28, 40},  {40, 28, 240},  {240, 28, 40},  {240, 14, 80},   {80, 14, 480},
+                               {480, 14, 80},  {480, 14, 112}, {112, 14, 672}, {672, 14, 112},  {672, 7, 192},
+                               {192, 7, 1152}, {1152, 7, 192}, {1152, 7, 320}, {320, 7, 1280}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], 1, 1, 1, th, 1});
+}
+
 // digits_cnn's two 3x3 convolutions over its 360 8x8 test images (1 -> 16, 16 -> 32).
 void digits(benchmark::internal::Benchmark* b) {
   for (int64_t th : {1, 2}) {
@@ -144,6 +154,7 @@ BENCHMARK(BM_Conv)->Name("Digits")->Apply(digits)->UseRealTime()->Unit(benchmark
 BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Pw")->Apply(mobilenet_v2_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)->Name("EfficientNetB0Pw")->Apply(efficientnet_b0_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 

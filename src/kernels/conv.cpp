@@ -347,7 +347,19 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // pixel-gemm ran resnet50's 512->2048 at 190-194 GFLOP/s against pointwise's 158 (conv_bench
   // best, Zen 5), mobilenet_v2's 160->960 at 165 against 152-153, so the margin sits below that.
   const double margin = base == ConvTactic::Pointwise ? 1.12 : 1.08;
-  return gemm_lanes > margin * pixel_lanes ? ConvTactic::PixelGemm : base;
+  if (gemm_lanes <= margin * pixel_lanes) return base;
+  // Those 1x1 layers run faster still on the direct tactic with AVX-512's 14-pixel tiles, at
+  // 14x14 and on 7x7 maps that narrow the channels: its micro-kernel reads the pixels straight
+  // from the input planes where pixel-gemm packs them per block (conv_bench, Zen 5, one thread:
+  // resnet50's 1024->256 at 14x14 559 -> 512 us, 256->1024 569 -> 537, 2048->512 at 7x7
+  // 536 -> 518; mobilenet_v2's 384->64 at 14x14 61 -> 47, 576->96 125 -> 108; efficientnet_b0's
+  // 1152->192 at 7x7 125 -> 109; two threads 5-35% faster). 7x7 maps that widen the channels
+  // ran even or slower direct (mobilenet_v2's 160->960 84 -> 85 us; its 320->1280 0.244 ->
+  // 0.282 ms in the model). Not measured on AVX2, which keeps pixel-gemm.
+  if (base == ConvTactic::Pointwise && kernel_table().isa == Isa::Avx512 && (OHW >= 100 || s.C >= s.K) &&
+      conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill && s.C >= kDirectMinChannels)
+    return ConvTactic::Direct;
+  return ConvTactic::PixelGemm;
 }
 
 size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
