@@ -8,7 +8,9 @@
 #include <cstring>
 #include <vector>
 
+#include "../gemm_driver.h"
 #include "kiln/kernels/bf16.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/kernels/rows.h"
 
@@ -157,14 +159,16 @@ void conv_panels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
   const int work_threads = threads_for_work(static_cast<double>(s.K) * g.N * g.Kc / 2, threads);
   const bool by_panels = nt >= 2 * work_threads;
   const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
-  const bool trivial = epi.alpha == 1.f && !epi.bias && !epi.residual && epi.act == Act::None;
+  Epilogue e = epi;
+  e.bias_per_row = true;
+  if (e.residual) e.residual = residual_n, e.ldr = g.P;
+  const KernelTable& table = kernel_table();
   parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
     for (int64_t slot = sb; slot < se; ++slot) {
       uint32_t* panels = reinterpret_cast<uint32_t*>(slots_base + slot * l.per_thread_bytes);
       alignas(64) float acc[16 * 64];  // mr * nr <= 16 * 64 for every table
       const int64_t p_begin = by_panels ? nt * slot / slots : 0, p_end = by_panels ? nt * (slot + 1) / slots : nt;
       const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
-      const int64_t row_begin = t_begin * k.mr, row_end = std::min(s.K, t_end * k.mr);
       for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
         const int64_t c1 = std::min(p_end, c0 + chunk);
         for (int64_t p = c0; p < c1; ++p) {
@@ -175,22 +179,15 @@ void conv_panels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
           const int64_t row0 = t * k.mr, rows_here = std::min<int64_t>(k.mr, s.K - row0);
           for (int64_t p = c0; p < c1; ++p) {
             k.tile(kp, packed_w + t * kp * k.mr, panels + (p - c0) * panel_words, acc);
+            // The tile holds whole sums: its output runs go through the epilogue on the way out
+            // of the (L1) accumulators, not in a later pass over the output.
             const int64_t j0 = p * k.nr;
             for_each_output_run(g, j0, std::min<int64_t>(k.nr, g.N - j0), [&](int64_t col, int64_t pos, int64_t len) {
-              for (int64_t r = 0; r < rows_here; ++r)
-                std::memcpy(yn + (row0 + r) * g.P + pos, acc + r * k.nr + col, static_cast<size_t>(len) * sizeof(float));
+              table.epilogue_copy(acc + col, k.nr, yn + row0 * g.P + pos, g.P, rows_here, len,
+                                  detail::tile_epilogue(e, row0, pos));
             });
           }
         }
-        if (trivial) continue;
-        const int64_t j0 = c0 * k.nr;
-        for_each_output_run(g, j0, std::min(c1 * k.nr, g.N) - j0, [&](int64_t, int64_t pos, int64_t len) {
-          Epilogue e = epi;
-          e.bias_per_row = true;
-          if (e.bias) e.bias += row_begin;
-          if (e.residual) e.residual = residual_n + row_begin * g.P + pos, e.ldr = g.P;
-          apply_epilogue(yn + row_begin * g.P + pos, g.P, row_end - row_begin, len, e, 1);
-        });
       }
     }
   });
@@ -215,7 +212,10 @@ void conv_pixels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
       k.pack_rows_px(base, offsets, kp, cols.data(), static_cast<int>(count), rows + t * tile_words);
     }
   });
-  const bool trivial = epi.alpha == 1.f && !epi.bias && !epi.residual && epi.act == Act::None;
+  Epilogue ep = epi;
+  ep.bias_per_row = true;
+  if (ep.residual) ep.residual = residual_n, ep.ldr = g.P;
+  const KernelTable& table = kernel_table();
   parallel_for(ct, threads_for_work(static_cast<double>(s.K) * g.P * g.Kc / 2, threads), [&](int64_t b, int64_t e) {
     alignas(64) float acc[16 * 64];
     for (int64_t c = b; c < e; ++c) {
@@ -223,16 +223,11 @@ void conv_pixels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
       const uint32_t* wpanel = packed_w + c * kp * k.nr;
       for (int64_t t = 0; t < pt; ++t) {
         k.tile_px(kp, rows + t * tile_words, wpanel, acc);
+        // positions x channels, transposed into the channels' NCHW rows with the epilogue.
         const int64_t pos0 = t * k.mr_px, count = std::min<int64_t>(k.mr_px, g.P - pos0);
-        for (int64_t j = 0; j < chans; ++j)
-          for (int64_t r = 0; r < count; ++r) yn[(ch0 + j) * g.P + pos0 + r] = acc[r * k.nr + j];
+        table.transpose_epilogue(acc, k.nr, count, chans, yn + ch0 * g.P + pos0, g.P,
+                                 detail::tile_epilogue(ep, ch0, pos0));
       }
-      if (trivial) continue;
-      Epilogue ep = epi;
-      ep.bias_per_row = true;
-      if (ep.bias) ep.bias += ch0;
-      if (ep.residual) ep.residual = residual_n + ch0 * g.P, ep.ldr = g.P;
-      apply_epilogue(yn + ch0 * g.P, g.P, chans, g.P, ep, 1);
     }
   });
 }
