@@ -12,7 +12,6 @@
 #include "kiln/kernels/bf16.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
-#include "kiln/kernels/rows.h"
 
 namespace kiln::kernels::bf16 {
 
@@ -147,6 +146,15 @@ struct Layout {
   int64_t total(int threads) const { return planes_bytes + offsets_bytes + rows_bytes + threads * per_thread_bytes; }
 };
 
+// The epilogue of one image's output as a [K, P] matrix: bias per channel (row), the residual
+// in the output's layout; tiles take their part of it with detail::tile_epilogue.
+Epilogue per_channel_epilogue(const Epilogue& epi, const float* residual_n, const Geometry& g) {
+  Epilogue e = epi;
+  e.bias_per_row = true;
+  if (e.residual) e.residual = residual_n, e.ldr = g.P;
+  return e;
+}
+
 // ---- the panels orientation ----
 // Work is split over threads by panels when there are plenty (each thread streams the weights
 // once per chunk of its panels), else by row tiles (each thread packs every panel — cheap next to
@@ -159,9 +167,7 @@ void conv_panels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
   const int work_threads = threads_for_work(static_cast<double>(s.K) * g.N * g.Kc / 2, threads);
   const bool by_panels = nt >= 2 * work_threads;
   const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
-  Epilogue e = epi;
-  e.bias_per_row = true;
-  if (e.residual) e.residual = residual_n, e.ldr = g.P;
+  const Epilogue e = per_channel_epilogue(epi, residual_n, g);
   const KernelTable& table = kernel_table();
   parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
     for (int64_t slot = sb; slot < se; ++slot) {
@@ -212,9 +218,7 @@ void conv_pixels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
       k.pack_rows_px(base, offsets, kp, cols.data(), static_cast<int>(count), rows + t * tile_words);
     }
   });
-  Epilogue ep = epi;
-  ep.bias_per_row = true;
-  if (ep.residual) ep.residual = residual_n, ep.ldr = g.P;
+  const Epilogue ep = per_channel_epilogue(epi, residual_n, g);
   const KernelTable& table = kernel_table();
   parallel_for(ct, threads_for_work(static_cast<double>(s.K) * g.P * g.Kc / 2, threads), [&](int64_t b, int64_t e) {
     alignas(64) float acc[16 * 64];

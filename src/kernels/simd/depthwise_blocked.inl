@@ -167,15 +167,14 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                     e.residual, e.ldr};
   // 3x3 and 5x5 windows (stride 1 or 2, no dilation) with their tap loops unrolled: mobilenet_v2's
   // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3).
-  using Stage = void (*)(const DepthwisePlane&, int64_t, const float*, const float*, int64_t, int64_t, V, V, float*);
   const int k = g.R == g.S && g.dil_h == 1 && g.dil_w == 1 && (g.R == 3 || g.R == 5) ? static_cast<int>(g.R) : 0;
-  Stage stage_rows = g.stride_w == 1 ? depthwise_block_stage<1, 0>
-                     : g.stride_w == 2 ? depthwise_block_stage<2, 0>
-                                       : depthwise_block_stage<0, 0>;
-  if (k == 3 && g.stride_w == 1) stage_rows = depthwise_block_stage<1, 3>;
-  if (k == 3 && g.stride_w == 2) stage_rows = depthwise_block_stage<2, 3>;
-  if (k == 5 && g.stride_w == 1) stage_rows = depthwise_block_stage<1, 5>;
-  if (k == 5 && g.stride_w == 2) stage_rows = depthwise_block_stage<2, 5>;
+  const auto stage_rows = k == 3 && g.stride_w == 1   ? depthwise_block_stage<1, 3>
+                          : k == 3 && g.stride_w == 2 ? depthwise_block_stage<2, 3>
+                          : k == 5 && g.stride_w == 1 ? depthwise_block_stage<1, 5>
+                          : k == 5 && g.stride_w == 2 ? depthwise_block_stage<2, 5>
+                          : g.stride_w == 1           ? depthwise_block_stage<1, 0>
+                          : g.stride_w == 2           ? depthwise_block_stage<2, 0>
+                                                      : depthwise_block_stage<0, 0>;
   // Chunks of whole output rows, staged and then stored through the epilogue while in L1.
   float* stage = scratch + sb.stage;
   const int64_t chunk = depthwise_stage_rows(g.OH, g.OW, kW);  // as the scratch was sized
