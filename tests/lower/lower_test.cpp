@@ -58,10 +58,12 @@ TEST(Lower, ConvsBecomeFusedConvWithTheirTactic) {
   EXPECT_NE(text.find("%y3 = kiln::FusedConv(%x, %w3, %b) {kernel_shape=[3,3], pads=[1,1,1,1], tactic=\"" + t3 + "\"}"),
             std::string::npos)
       << text;
-  for (const char* other : {"direct", "gemm", "pixel-gemm"})
-    if (t3 != other)
+  for (const char* other : {"direct", "gemm", "pixel-gemm"}) {
+    if (t3 != other) {
       EXPECT_NE(choice(r, "c3").why.find(std::string(other) + ": applies, estimated slower"), std::string::npos)
           << choice(r, "c3").why;
+    }
+  }
   EXPECT_EQ(choice(r, "dw").tactic, "depthwise");
   EXPECT_EQ(choice(r, "pw").tactic, "pointwise");
   // The reason names why the earlier tactics did not apply.
