@@ -175,7 +175,7 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
 // faster on planes): blocked ran 0.65-1.0x the plane kernel's time on every layer of both nets at
 // one thread (112x112 3x3 166 -> 142 us, 56x56 189 -> 150, 28x28 5x5 147 -> 95; conv_bench), and
 // within the two-thread runs' noise (0.76-1.1x) at two.
-bool depthwise_blocked(const KernelTable& t, const Conv2dShape&) { return t.depthwise_block && t.simd_width >= 8; }
+bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
 
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
@@ -208,7 +208,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
-  if (depthwise_blocked(t, s)) {
+  if (depthwise_blocked(t)) {
     depthwise_blocks(t, s, x, w, y, epi, workspace, threads);
     return;
   }
@@ -431,8 +431,8 @@ Conv2dShape batch_share(const Conv2dShape& s, int part, int parts, int64_t& firs
 
 size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
   if (tactic == ConvTactic::Depthwise)
-    return depthwise_blocked(t, s) || depthwise_by_plane(s)
-               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t, s))
+    return depthwise_blocked(t) || depthwise_by_plane(s)
+               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t))
                : static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
