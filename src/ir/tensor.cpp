@@ -14,13 +14,21 @@
 namespace kiln {
 namespace {
 
+constexpr size_t kHugePage = size_t{2} << 20;
+
 class OwnedBuffer : public Buffer {
  public:
-  explicit OwnedBuffer(size_t bytes) : size_(bytes) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  // `align` is 64 or kHugePage (then the block is advised for transparent huge pages before its
+  // pages are first touched, which is what makes the kernel back it with 2 MiB pages).
+  explicit OwnedBuffer(size_t bytes, size_t align = 64, bool zeroed = true) : size_(bytes) {
+    size_t rounded = (bytes + align - 1) / align * align;
+    if (rounded == 0) rounded = align;
+    data_ = std::aligned_alloc(align, rounded);
     KILN_CHECK(data_ != nullptr, "out of memory allocating ", bytes, " bytes");
-    std::memset(data_, 0, rounded == 0 ? 64 : rounded);
+#ifdef MADV_HUGEPAGE
+    if (align == kHugePage) madvise(data_, rounded, MADV_HUGEPAGE);  // advice: without it, 4 KiB pages
+#endif
+    if (zeroed) std::memset(data_, 0, rounded);
   }
   ~OwnedBuffer() override { std::free(data_); }
   void* data() override { return data_; }
@@ -40,6 +48,11 @@ class MappedBuffer : public Buffer {
   }
   void* data() override { return static_cast<char*>(base_) + skip_; }
   size_t size() const override { return len_; }
+  void release(size_t offset, size_t length) override {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t begin = (skip_ + offset + page - 1) / page * page, end = (skip_ + offset + length) / page * page;
+    if (end > begin) madvise(static_cast<char*>(base_) + begin, end - begin, MADV_DONTNEED);
+  }
 
  private:
   void* base_;
@@ -49,6 +62,10 @@ class MappedBuffer : public Buffer {
 }  // namespace
 
 std::shared_ptr<Buffer> make_owned_buffer(size_t bytes) { return std::make_shared<OwnedBuffer>(bytes); }
+
+std::shared_ptr<Buffer> make_large_buffer(size_t bytes, bool zeroed) {
+  return std::make_shared<OwnedBuffer>(bytes, bytes >= kHugePage ? kHugePage : 64, zeroed);
+}
 
 std::shared_ptr<Buffer> map_file(const std::string& path, size_t offset, size_t length) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

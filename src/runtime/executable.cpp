@@ -161,7 +161,7 @@ plan::Plan runtime_plan(const Model& m) {
 }
 
 std::unique_ptr<Executable> Executable::load(const std::string& path) {
-  return std::make_unique<CompiledExecutable>(read_artifact(path), path);
+  return std::make_unique<CompiledExecutable>(read_artifact(path, true, weight_memory_to_run()), path);
 }
 
 }  // namespace kiln

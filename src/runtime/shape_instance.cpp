@@ -103,7 +103,7 @@ ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const s
 
 void ShapeInstance::bind_tensors(const std::vector<const Tensor*>& inputs) {
   const Graph& g = *model_.graph;
-  arena_ = make_owned_buffer(static_cast<size_t>(plan_.arena_bytes));
+  arena_ = make_large_buffer(static_cast<size_t>(plan_.arena_bytes));
   slots_.resize(plan_.values.size());
   std::unordered_map<const Value*, size_t> input_pos;
   for (size_t k = 0; k < g.inputs.size(); ++k) input_pos[g.inputs[k]] = k;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -69,6 +70,44 @@ TEST(Artifact, RoundTripKeepsGraphWeightsAndManifest) {
   PrintOptions po;
   EXPECT_EQ(print_model(a.model, po).substr(print_model(a.model, po).find("graph")),
             print_model(m, po).substr(print_model(m, po).find("graph")));
+}
+
+TEST(Artifact, CopiedWeightsLeaveTheFileAndKeepTheirValues) {
+  ScratchDir dir("artifact_copied");
+  Model m = testing::model_from_text(kModel);
+  write_artifact(dir.file("m.kiln"), testing::test_manifest(), m);
+  LoadedArtifact mapped = read_artifact(dir.file("m.kiln"), true, WeightMemory::mapped);
+  LoadedArtifact copied = read_artifact(dir.file("m.kiln"), true, WeightMemory::copied);
+  EXPECT_EQ(mapped.weights, nullptr);
+  ASSERT_NE(copied.weights, nullptr);
+  for (const char* name : {"w", "k"}) {
+    const Tensor& a = *mapped.model.graph->find(name)->initializer;
+    const Tensor& b = *copied.model.graph->find(name)->initializer;
+    EXPECT_EQ(a.storage(), mapped.file) << name;
+    EXPECT_EQ(b.storage(), copied.weights) << name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.raw()) % 64, 0u) << name;
+    ASSERT_EQ(a.nbytes(), b.nbytes()) << name;
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << name;
+  }
+  EXPECT_EQ(copied.model.graph->nodes()[1]->attrs.at("value").t().data<float>()[3], 4.0f);
+  // The loaded executable runs on the copy and answers as the source graph does.
+  ::setenv("KILN_MMAP_WEIGHTS", "1", 1);
+  EXPECT_EQ(weight_memory_to_run(), WeightMemory::mapped);
+  ::unsetenv("KILN_MMAP_WEIGHTS");
+  EXPECT_EQ(weight_memory_to_run(), WeightMemory::copied);
+  const Tensor want = run_model(m, {{"x", test_input()}}).at("y");
+  EXPECT_TRUE(testing::bit_equal(Executable::load(dir.file("m.kiln"))->run({{"x", test_input()}}).at("y"), want));
+}
+
+TEST(Artifact, LargeBuffersAreHugePageAlignedAndZeroed) {
+  auto big = make_large_buffer((size_t{5} << 20) + 3);
+  EXPECT_EQ(big->size(), (size_t{5} << 20) + 3);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big->data()) % (size_t{2} << 20), 0u);
+  const auto* bytes = static_cast<const unsigned char*>(big->data());
+  for (size_t i : {size_t{0}, size_t{1} << 20, (size_t{5} << 20) + 2}) EXPECT_EQ(bytes[i], 0) << i;
+  auto small = make_large_buffer(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small->data()) % 64, 0u);
+  EXPECT_EQ(static_cast<const unsigned char*>(small->data())[999], 0);
 }
 
 TEST(Artifact, RefusesNonArtifactsAndTruncatedFiles) {

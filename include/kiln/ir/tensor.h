@@ -18,10 +18,20 @@ class Buffer {
   virtual ~Buffer() = default;
   virtual void* data() = 0;
   virtual size_t size() const = 0;
+  // Tells the OS this process no longer needs the whole pages inside [offset, offset + length)
+  // (a mapped file's pages go back to the page cache); the bytes must not be read again.
+  // A no-op for memory the process owns.
+  virtual void release(size_t /*offset*/, size_t /*length*/) {}
 };
 
 // 64-byte aligned, zero-initialised heap memory.
 std::shared_ptr<Buffer> make_owned_buffer(size_t bytes);
+// Zero-initialised memory for a few large, long-lived blocks (weights, the activation arena):
+// from 2 MiB up it is 2 MiB aligned and advised for transparent huge pages, so that streaming
+// it takes one TLB entry per 2 MiB instead of one per 4 KiB. Smaller requests are
+// make_owned_buffer's. `zeroed` false leaves the bytes undefined and the pages untouched, for a
+// caller that fills the block right away.
+std::shared_ptr<Buffer> make_large_buffer(size_t bytes, bool zeroed = true);
 // Maps [offset, offset+length) of a file read-only (copy-on-write private mapping).
 // length == 0 means "to the end of the file". Throws kiln::Error naming the path.
 std::shared_ptr<Buffer> map_file(const std::string& path, size_t offset = 0, size_t length = 0);

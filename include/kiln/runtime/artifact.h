@@ -43,9 +43,23 @@ struct ArtifactSection {
   uint64_t offset = 0, size = 0, checksum = 0;
 };
 
-// An artifact read into memory: the model's weights point into `file` (the mmapped artifact).
+// Where a loaded artifact's weights live.
+enum class WeightMemory {
+  // Inside the mmapped file: nothing copied, pages shared with every process that maps it and
+  // left to the page cache. For readers that only look at the graph or the weights.
+  mapped,
+  // Copied into memory of the process's own, 2 MiB aligned and advised for transparent huge
+  // pages (make_large_buffer); the file's pages are released after the copy. For running: on
+  // this Zen 5 host, bert_base at 2 threads ran 20-30% slower on the mapped weights whenever ONNX
+  // Runtime had run in between (the interleaved `kiln bench --vs ort`), and not on the copy.
+  copied,
+};
+
+// An artifact read into memory: the model's weights point into `file` (the mmapped artifact)
+// or into `weights` (WeightMemory::copied).
 struct LoadedArtifact {
   std::shared_ptr<Buffer> file;
+  std::shared_ptr<Buffer> weights;  // weights.bin's copy, or null when mapped
   std::vector<ArtifactSection> sections;
   ArtifactManifest manifest;
   Model model;                     // parsed graph.kir with the weights of weights.bin
@@ -54,7 +68,13 @@ struct LoadedArtifact {
 };
 
 // Reads and checks an artifact; with check_isa, also that this CPU runs manifest.target_isa.
-LoadedArtifact read_artifact(const std::string& path, bool check_isa = true);
+LoadedArtifact read_artifact(const std::string& path, bool check_isa = true,
+                             WeightMemory weights = WeightMemory::mapped);
+
+// The weight memory for artifacts loaded to run (Executable::load): copied, unless the
+// environment sets KILN_MMAP_WEIGHTS=1 (many models in one process, where sharing the page cache
+// matters more than the TLB).
+WeightMemory weight_memory_to_run();
 
 // Only the manifest (sections and checksums checked, graph and weights not read).
 ArtifactManifest read_artifact_manifest(const std::string& path);
