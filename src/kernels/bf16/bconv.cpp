@@ -165,7 +165,9 @@ void conv_panels(const BKernels& k, const Conv2dShape& s, const Geometry& g, con
   const int64_t nt = ceil_div(g.N, k.nr), mt = ceil_div(s.K, k.mr), kp = g.kpairs, chunk = chunk_panels(k, g);
   const int64_t panel_words = g.panel_words(k);
   const int work_threads = threads_for_work(static_cast<double>(s.K) * g.N * g.Kc / 2, threads);
-  const bool by_panels = nt >= 2 * work_threads;
+  // By panels only when they split evenly enough: resnet50's 14x14 layers have 7 panels, 4 to one
+  // thread and 3 to the other, where their 32 row tiles split 16 / 16.
+  const bool by_panels = nt >= 2 * work_threads && (nt % work_threads == 0 || nt >= 8 * work_threads);
   const int64_t slots = std::min<int64_t>(work_threads, by_panels ? nt : mt);
   const Epilogue e = per_channel_epilogue(epi, residual_n, g);
   const KernelTable& table = kernel_table();
