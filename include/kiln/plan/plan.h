@@ -41,7 +41,7 @@ void set_memory_effect(std::string_view domain, std::string_view op, MemoryEffec
 
 enum class ValueKind : uint8_t {
   Input,    // graph input: the caller's tensor
-  Weight,   // initializer: the artifact's mmapped bytes
+  Weight,   // initializer: the artifact's bytes (mapped, or their huge-page copy)
   Arena,    // intermediate at a fixed offset in the arena
   View,     // another value's bytes (see ValuePlan::alias) under its own dims
   Dynamic,  // shape known only at run time: allocated when computed

@@ -4,7 +4,7 @@
 //     manifest.json  ArtifactManifest (kiln version, source model and hash, ISA, passes, dims)
 //     graph.kir      the optimized graph in textual IR, weights elided
 //     weights.json   index: for each stored tensor its key, dtype, dims, offset and size
-//     weights.bin    the tensors' bytes, each 64-aligned, mmapped at load (never copied)
+//     weights.bin    the tensors' bytes, each 64-aligned; mmapped at load, copied into huge pages to run
 //     kernels.so     the generated-kernel library (absent when the graph needs none)
 //     plan.json      the memory plan for the compiled shape (for inspection)
 //

@@ -1,7 +1,8 @@
 // The compiled runtime: loads an artifact (`kiln compile` output) and runs it.
 //
 // Loading needs neither ONNX, protobuf nor a compiler: the artifact carries the optimized graph
-// (textual IR), its weights (packed for the target ISA, mmapped), the generated-kernel library
+// (textual IR), its weights (packed for the target ISA; run from a huge-page copy, see
+// WeightMemory in artifact.h), the generated-kernel library
 // and the memory plan. An artifact for another ISA or an incompatible format version is refused
 // with a one-line kiln::Error. Running allocates nothing after the first run of a shape: every
 // intermediate lives in one arena at an offset fixed by the plan; plans are cached per input shape.
