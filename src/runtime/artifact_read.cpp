@@ -92,6 +92,9 @@ void attach_weights(LoadedArtifact& a, const std::string& path, WeightMemory mem
       a.file->release(weights->offset + at, n);
     }
   }
+  // Where weights.bin's byte 0 is: the copy's start, or the section's offset in the file.
+  const std::shared_ptr<Buffer>& bytes_of = a.weights ? a.weights : a.file;
+  const uint64_t base = a.weights ? 0 : weights->offset;
   for (size_t i = 0; i < stored.size(); ++i) {
     const json::Value& e = entries[i];
     const std::string& key = e.at("key", what).as_string(what + ": key");
@@ -107,8 +110,7 @@ void attach_weights(LoadedArtifact& a, const std::string& path, WeightMemory mem
     KILN_CHECK(offset >= 0 && bytes == static_cast<int64_t>(parsed.nbytes()) &&
                    static_cast<uint64_t>(offset + bytes) <= weights->size,
                ew, ": bytes [", offset, ", ", offset + bytes, ") lie outside weights.bin (", weights->size, " bytes)");
-    if (a.weights) stored[i].replace(Tensor(dt, std::move(dims), a.weights, static_cast<uint64_t>(offset)));
-    else stored[i].replace(Tensor(dt, std::move(dims), a.file, weights->offset + static_cast<uint64_t>(offset)));
+    stored[i].replace(Tensor(dt, std::move(dims), bytes_of, base + static_cast<uint64_t>(offset)));
   }
 }
 
