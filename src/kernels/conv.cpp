@@ -297,8 +297,16 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
 // Output images larger than this (pixels) keep the gemm/pointwise tactics (see below).
 constexpr int64_t kPixelGemmMaxPixels = 256;
 
-// Input channels below which the direct tactic's K segments (one per tap) get too short.
+// Input channels below which the direct tactic's K segments (one per tap) get too short, on
+// AVX2 (measured on Zen 3). AVX-512's 14 x 32 tile takes the 3-channel stems anyway, where the
+// gemm tactic's K rows (M = the output channels) leave the pixels on short phase-grid rows and
+// an output copy to pay: conv_bench on Zen 5, median us at 1 / 2 threads, gemm -> direct:
+// resnet's 7x7/2 3->64 1354 / 903 -> 1371 / 691, mobilenet's 3x3/2 3->32 221 / 150 -> 210 /
+// 148, digits_cnn's 1->16 on 360 8x8 images 329 / 281 -> 306 / 156.
 constexpr int64_t kDirectMinChannels = 8;
+bool direct_takes_channels(const Conv2dShape& s) {
+  return s.C >= kDirectMinChannels || kernel_table().isa == Isa::Avx512;
+}
 // Padded input bytes from which strided windows with far larger weights leave direct (the L2
 // of the Zen 3 host it was measured on).
 constexpr double kDirectMaxStridedInput = 512 << 10;
@@ -327,7 +335,7 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   const bool streams_input = s.stride_h > 1 && input_bytes >= kDirectMaxStridedInput &&
                              weight_bytes >= 4 * input_bytes && kernel_table().isa != Isa::Avx512;
   if (base == ConvTactic::Gemm && conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill &&
-      s.C >= kDirectMinChannels && !strided_1x1 && !streams_input)
+      direct_takes_channels(s) && !strided_1x1 && !streams_input)
     return ConvTactic::Direct;
   if (!conv_tactic_unsupported(ConvTactic::PixelGemm, s).empty()) return base;
   // Lanes computed per useful output: the gemm tactics put output channels on the mr rows and
@@ -357,7 +365,7 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // ran even or slower direct (mobilenet_v2's 160->960 84 -> 85 us; its 320->1280 0.244 ->
   // 0.282 ms in the model). Not measured on AVX2, which keeps pixel-gemm.
   if (base == ConvTactic::Pointwise && kernel_table().isa == Isa::Avx512 && (OHW >= 100 || s.C >= s.K) &&
-      conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill && s.C >= kDirectMinChannels)
+      conv_tactic_unsupported(ConvTactic::Direct, s).empty() && rows_fill && direct_takes_channels(s))
     return ConvTactic::Direct;
   return ConvTactic::PixelGemm;
 }
