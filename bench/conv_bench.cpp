@@ -16,6 +16,7 @@
 
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/pool.h"
 
 namespace {
 
@@ -150,6 +151,30 @@ void stems(benchmark::internal::Benchmark* b) {
   }
 }
 
+// args: C, H, window, stride, pad, threads: max pooling (resnet's 3x3/2 after the stem), GB/s
+// of input + output moved.
+void BM_MaxPool(benchmark::State& st) {
+  Conv2dShape s;
+  s.C = s.K = s.group = st.range(0), s.H = s.W = st.range(1), s.R = s.S = st.range(2);
+  s.stride_h = s.stride_w = st.range(3);
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = st.range(4);
+  const int threads = static_cast<int>(st.range(5));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  AlignedFloats x(s.C * s.H * s.W), y(s.C * s.out_h() * s.out_w());
+  for (auto& v : x) v = u(rng);
+  std::vector<float> ws(pool2d_workspace_floats(s, threads));
+  double best = 1e30;
+  for (auto _ : st) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool2d(PoolKind::Max, s, false, x.data(), y.data(), ws.data(), threads);
+    benchmark::ClobberMemory();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
+}
+
+BENCHMARK(BM_MaxPool)->Name("MaxPool")->Args({64, 112, 3, 2, 1, 1})->Args({64, 112, 3, 2, 1, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Digits")->Apply(digits)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Resnet50")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -82,45 +82,28 @@ void max_pool_2x2_rows(const Conv2dShape& s, const float* x, float* y, int64_t r
 // -> 56x56 over 64 planes): the table's row kernel reads the input rows in place. Through the
 // phase planes (a padded, deinterleaved copy, the grid, then its compaction) it took 0.40 ms
 // on Zen 3 against onnxruntime's 0.13; in place, 0.36 with the border windows taking a quarter
-// of it as generic bounds-checked windows; clamped to inside taps, 0.30.
+// of it as generic bounds-checked windows; clamped to inside taps, 0.30. With the border
+// columns and the row's tail inside the table's row kernel (a vertical maximum, then the
+// horizontal one), 230 -> 125 us on Zen 5 (conv_bench MaxPool, one thread).
 bool is_3x3_stride2(const Conv2dShape& s) {
   return s.R == 3 && s.S == 3 && s.stride_h == 2 && s.stride_w == 2 && s.dil_h == 1 && s.dil_w == 1 &&
          std::max({s.pad_top, s.pad_bottom, s.pad_left, s.pad_right}) <= 2;
 }
 
-// Output rows [r0, r1) of all planes as one stack, as max_pool_2x2_rows. A window's padding
-// taps read its nearest inside tap instead of -inf: the same maximum (with padding up to 2,
-// every window holds an inside tap), though with a NaN in the window which value wins can
-// differ from max_grid's order.
-void max_pool_3x3s2_rows(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int64_t r0,
-                         int64_t r1) {
+// Output rows [h0, h1) of planes [p0, p1). A window's padding taps read its nearest inside tap
+// instead of -inf: the same maximum (with padding up to 2, every window holds an inside tap),
+// though with a NaN in the window which value wins can differ from max_grid's order.
+void max_pool_3x3s2_rows(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int64_t p0,
+                         int64_t p1, int64_t h0, int64_t h1) {
   const int64_t OH = s.out_h(), OW = s.out_w();
-  // Columns whose three taps are all inside the row.
-  const int64_t lo = std::min(OW, (s.pad_left + 1) / 2);
-  const int64_t hi = std::max(lo, std::min(OW, (s.W - 3 + s.pad_left) / 2 + 1));
-  auto clamp = [](int64_t i, int64_t n) { return std::clamp<int64_t>(i, 0, n - 1); };
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* plane = x + (r / OH) * s.H * s.W;
-    const int64_t ih = (r % OH) * 2 - s.pad_top;
-    const float* rows[3];
-    for (int i = 0; i < 3; ++i) rows[i] = plane + clamp(ih + i, s.H) * s.W;
-    float* o = y + r * OW;
-    auto edge = [&](int64_t j) {
-      const int64_t iw = j * 2 - s.pad_left;
-      float m = rows[0][clamp(iw, s.W)];
-      for (int i = 0; i < 3; ++i)
-        for (int kw = i == 0 ? 1 : 0; kw < 3; ++kw) {
-          const float v = rows[i][clamp(iw + kw, s.W)];
-          m = m > v ? m : v;
-        }
-      o[j] = m;
-    };
-    for (int64_t j = 0; j < lo; ++j) edge(j);
-    const int64_t first = 2 * lo - s.pad_left;  // window lo's first column
-    const float* at[3] = {rows[0] + first, rows[1] + first, rows[2] + first};
-    t.max_pool_3x3s2_row(at, hi - lo, s.W - first, o + lo);
-    for (int64_t j = hi; j < OW; ++j) edge(j);
-  }
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t r = h0; r < h1; ++r) {
+      const float* plane = x + p * s.H * s.W;
+      const int64_t ih = r * 2 - s.pad_top;
+      const float* rows[3];
+      for (int i = 0; i < 3; ++i) rows[i] = plane + std::clamp<int64_t>(ih + i, 0, s.H - 1) * s.W;
+      t.max_pool_3x3s2_row(rows, OW, s.W, s.pad_left, y + (p * OH + r) * OW);
+    }
 }
 
 }  // namespace
@@ -142,9 +125,17 @@ void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool c
     return;
   }
   if (kind == PoolKind::Max && is_3x3_stride2(s)) {
-    const int64_t rows = s.N * s.C * s.out_h();
-    parallel_for(rows, threads_for_work(static_cast<double>(rows) * s.out_w() * 9, threads),
-                 [&](int64_t r0, int64_t r1) { max_pool_3x3s2_rows(t, s, x, y, r0, r1); });
+    const int64_t planes = s.N * s.C, OH = s.out_h();
+    threads = threads_for_work(static_cast<double>(planes * OH) * s.out_w() * 9, threads);
+    // Each thread takes the same band of rows in every plane, not a share of the planes: the
+    // convolution before it wrote its output that way (a band of pixels per thread, all
+    // channels; conv_direct.cpp), and so does the one after it read its input. By planes, half
+    // of each thread's input came from the other core: resnet18's pool (64 x 112 x 112) 125 ->
+    // 150 us at 2 threads once the stem went direct (kiln profile).
+    if (threads > 1 && OH >= 2 * threads)
+      parallel_for(OH, threads, [&](int64_t h0, int64_t h1) { max_pool_3x3s2_rows(t, s, x, y, 0, planes, h0, h1); });
+    else
+      parallel_for(planes, threads, [&](int64_t p0, int64_t p1) { max_pool_3x3s2_rows(t, s, x, y, p0, p1, 0, OH); });
     return;
   }
   const Stacking stack = stacking(s);

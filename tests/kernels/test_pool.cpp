@@ -76,6 +76,11 @@ TEST(Pool, StridesPadsDilationsAndRaggedWidths) {
   check(pool_shape(2, 33, 35, 5, 5, 2, 2), "5x5 s2 p2");
   check(pool_shape(3, 12, 15, 3, 3, 2, 2), "3x3 s2 p2: windows with one inside row or column");
   check(pool_shape(2, 1, 40, 3, 3, 2, 1), "3x3 s2 p1 on one row");
+  // The 3x3/2 row kernel works in blocks of 64 outputs: rows of 150 and 129 outputs.
+  check(pool_shape(2, 5, 300, 3, 3, 2, 1), "3x3 s2 p1, 150 outputs a row");
+  Conv2dShape s = pool_shape(2, 6, 257, 3, 3, 2, 0);
+  s.pad_left = 2, s.pad_right = 1, s.pad_top = 0, s.pad_bottom = 2;  // uneven borders, 129 outputs
+  check(s, "3x3 s2 pads 2/1 left/right, 0/2 top/bottom");
 }
 TEST(Pool, SmallPlanesStackedIntoTallerOnes) {
   Conv2dShape s = pool_shape(70, 8, 8, 2, 2, 2, 0);  // 140 planes of 4x4 outputs: two units, the last short

@@ -227,10 +227,12 @@ struct KernelTable {
                           float* scratch, float* out, int64_t out_plane, const TileEpilogue& e) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
-  // out[j] = the maximum of rows[i][2j + kw] over i < 3, kw < 3 (in that order, by max_grid's
-  // rule) for j < n: one output row of a 3x3 stride-2 max pool whose windows lie inside the
-  // rows. `readable`: floats that may be read from each row pointer.
-  void (*max_pool_3x3s2_row)(const float* const* rows, int64_t n, int64_t readable, float* out) = nullptr;
+  // out[j] = the maximum of rows[i][2j - pad_left + kw] over i < 3, kw < 3 for j < n, a column
+  // outside [0, width) read as the nearest inside one: one output row of a 3x3 stride-2 max pool
+  // (every window must hold an inside column: pad_left <= 2, 2 (n - 1) - pad_left < width).
+  // Which of several NaNs, or of a NaN and a number, wins is not specified.
+  void (*max_pool_3x3s2_row)(const float* const* rows, int64_t n, int64_t width, int64_t pad_left,
+                             float* out) = nullptr;
   // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).
   double (*sum_row)(const float* x, int64_t n) = nullptr;
   // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
