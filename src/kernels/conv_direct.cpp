@@ -163,9 +163,16 @@ void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float*
   pixel_pack_weight(t, s, w, packed);  // Wᵀ, K order (tap, channel), nr-column panels
 }
 
+// Pieces per thread the work is cut into (parallel_for's own limit): a thread that finishes its
+// share first takes the other's last pieces. Inside resnet18 at 2 threads the two halves of a
+// 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
+// the host slowed that moment.
+constexpr int64_t kPiecesPerThread = 4;
+
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
   const Plan p = plan_for(t, s);
-  return static_cast<size_t>(s.C) * p.copy_floats() + static_cast<size_t>(std::max(threads, 1)) * p.slot_floats();
+  return static_cast<size_t>(s.C) * p.copy_floats() +
+         static_cast<size_t>(std::max(threads, 1) * kPiecesPerThread) * p.slot_floats();
 }
 
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
@@ -173,6 +180,13 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   Plan p = plan_for(t, s);
   const int NR = t.gemm.nr;
   threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
+  // Chunks enough for kPiecesPerThread pieces a thread (a chunk's tiles re-read only the
+  // weight block, which stays in L2), when the input, not the weight, sets the chunks.
+  const int64_t want = threads > 1 ? threads * kPiecesPerThread : 1;
+  if (p.chunks > 1 && p.chunks < want && p.tiles >= want) {
+    p.chunk_tiles = ceil_div(p.tiles, want);
+    p.chunks = ceil_div(p.tiles, p.chunk_tiles);
+  }
   // Whole chunks per thread: resnet50's layer2.0 3x3/2 (131 tiles in 7 chunks) ran 3 against 4
   // on 2 threads; 8 chunks took 1.59-1.64 -> 1.45 ms (Zen 3, conv_bench).
   if (p.chunks > 1 && p.chunks % threads != 0 && p.tiles >= round_up(p.chunks, threads)) {
@@ -182,7 +196,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const size_t copy_total = static_cast<size_t>(s.C) * p.copy_floats(), slot = p.slot_floats();
   thread_local std::vector<float> own;
   if (!workspace) {
-    const size_t need = copy_total + static_cast<size_t>(threads) * slot;
+    const size_t need = copy_total + static_cast<size_t>(threads * kPiecesPerThread) * slot;
     if (own.size() < need) own.resize(need);
     workspace = own.data();
   }
@@ -190,11 +204,11 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   float* slots = workspace + copy_total;
   std::vector<std::vector<ConvSegment>> blocks;
   for (int64_t b = 0; b < p.kblocks; ++b) blocks.push_back(segments(s, p, b * p.kc, std::min(p.KK, (b + 1) * p.kc)));
-  // Work items: chunks of tiles, each with all column units or (fewer chunks than threads)
-  // with a share of them.
-  const int64_t groups = p.chunks >= threads ? 1 : std::min<int64_t>(p.units, ceil_div(threads, p.chunks));
+  // Work items: chunks of tiles, each with all column units or (fewer chunks than pieces
+  // wanted) with a share of them. Pieces: runs of consecutive items, one slot each.
+  const int64_t groups = p.chunks >= want ? 1 : std::min<int64_t>(p.units, ceil_div(want, p.chunks));
   const int64_t items = p.chunks * groups;
-  const int64_t parts = std::min<int64_t>(threads, items);
+  const int64_t parts = std::min<int64_t>(threads * kPiecesPerThread, items);
   const bool apply = !epilogue_is_identity(epi);
   // Floats between a segment's consecutive channels, and the micro-kernels for the layout.
   const int64_t a_step = p.blocked ? 1 : p.plane;
@@ -287,7 +301,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         }
       }
     };
-    parallel_for(parts, static_cast<int>(parts), [&](int64_t pb, int64_t pe) {
+    // parts <= threads * kPiecesPerThread: parallel_for runs each part as a piece of its own,
+    // so no two threads share a slot.
+    parallel_for(parts, threads, [&](int64_t pb, int64_t pe) {
       for (int64_t part = pb; part < pe; ++part)
         for (int64_t i = items * part / parts; i < items * (part + 1) / parts; ++i) run_item(i, slots + part * slot);
     });
