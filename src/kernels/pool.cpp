@@ -108,6 +108,10 @@ void max_pool_3x3s2_rows(const KernelTable& t, const Conv2dShape& s, const float
 
 }  // namespace
 
+bool pool2d_runs_rows(PoolKind kind, const Conv2dShape& s) {
+  return kind == PoolKind::Max && (is_plain_2x2(s) || is_3x3_stride2(s));
+}
+
 size_t pool2d_workspace_floats_on(const KernelTable&, const Conv2dShape& s, int threads) {
   if (threads <= 0) threads = default_threads();
   return static_cast<size_t>(threads) * slot_floats(s);

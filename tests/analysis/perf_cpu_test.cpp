@@ -127,6 +127,26 @@ TEST(PerfCpu, FormulasByHand) {
   OpTime t = cpu_kernel_time(*dw.n, cost->flops, cost->bytes_read + cost->bytes_written, 5184, chip);
   EXPECT_NEAR(t.compute_s * 1e3, compute_ms, 1e-9);
 
+  // Max pools on the row kernels (3x3/2 padded by 1, 2x2/2): the bytes moved at the pool
+  // calibration's 1 GB/s, no per-plane term: (64 x 56 x 56 + 64 x 28 x 28) floats = 1.0035 ms.
+  // A 3x3 stride-1 max pool stays on the plane formula (planes x a + vector ops x b).
+  const double pool_bytes = 4.0 * (64 * 56 * 56 + 64 * 28 * 28);
+  for (const auto& [k, pad] : {std::pair<int64_t, int64_t>{3, 1}, {2, 0}}) {
+    OneNode pool = unary("MaxPool", {{"kernel_shape", std::vector<int64_t>{k, k}},
+                                     {"strides", std::vector<int64_t>{2, 2}},
+                                     {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+    cost = ops::node_cost(*pool.n);
+    ASSERT_DOUBLE_EQ(cost->bytes_read + cost->bytes_written, pool_bytes);
+    t = cpu_kernel_time(*pool.n, cost->flops, pool_bytes, 0, chip);
+    EXPECT_NEAR(t.compute_s * 1e3, pool_bytes / 1e9 * 1e3, 1e-9) << k << "x" << k;
+  }
+  OneNode s1 = unary("MaxPool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  cost = ops::node_cost(*s1.n);
+  const double pool_a = (1e-3 * 1e6 - 2e-3 * 1e7) / (100 * 1e6 - 1000 * 1e7);
+  const double pool_b = (100 * 2e-3 - 1000 * 1e-3) / (100 * 1e6 - 1000 * 1e7);
+  t = cpu_kernel_time(*s1.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
+  EXPECT_NEAR(t.compute_s, 64 * pool_a + plane_vector_ops(*s1.n, lanes) * pool_b, 1e-12);
+
   // A reference elementwise op (plain Erf): max(FLOPs / 2 GFLOP/s, bytes / 16 GB/s).
   OneNode erf = unary("Erf");
   cost = ops::node_cost(*erf.n);

@@ -27,6 +27,12 @@ size_t pool2d_workspace_floats(const Conv2dShape& s, int threads);
 void pool2d(PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x, float* y, float* workspace,
             int threads);
 
+// Whether pool2d runs this shape through a row kernel over all the planes as one stack (a plain
+// 2x2 stride-2 max pool, or a 3x3 stride-2 max pool padded by up to 2) instead of plane by plane
+// on phase planes: no per-plane set-up, so its time follows the bytes it moves (the
+// performance model, analysis/perf_cpu.cpp, times it that way).
+bool pool2d_runs_rows(PoolKind kind, const Conv2dShape& s);
+
 // y[p] = mean of x[p*size : (p+1)*size] for p < planes (GlobalAveragePool), summed in double
 // and divided like the reference kernel (the same float in practice).
 void global_average_pool(const float* x, int64_t planes, int64_t size, float* y, int threads);
