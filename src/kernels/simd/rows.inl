@@ -167,14 +167,16 @@ void max_pool_3x3s2_row(const float* const* rows, int64_t n, int64_t width, int6
       const float* r2 = rows[2] + lo + k;
       if (rest == V::W)
         max(max(V::load(r0), V::load(r1)), V::load(r2)).store(c + k);
-      else  // zero-filled past the row: col stays defined a whole vector past its columns
+      else  // masked: nothing past the row is read
         max(max(V::load_first(r0, rest), V::load_first(r1, rest)), V::load_first(r2, rest)).store(c + k);
     }
     for (int64_t i = 0; i < lo - a; ++i) col[i] = col[lo - a];
     for (int64_t i = hi - a + 1; i <= b - a; ++i) col[i] = col[hi - a];
     float* o = out + j0;
     int64_t j = 0;
-    for (; j + V::W <= nb; j += V::W)  // reads col up to 2 (j + W) + 1
+    // A whole vector uses col up to 2 (j + W) <= 2 nb; load_even also loads the float after
+    // that (inside col, not always written) and its permute drops it.
+    for (; j + V::W <= nb; j += V::W)
       max(max(V::load_even(col + 2 * j), V::load_odd(col + 2 * j)), V::load_even(col + 2 * j + 2)).store(o + j);
     if (j < nb) {
       const int rest = static_cast<int>(nb - j);
