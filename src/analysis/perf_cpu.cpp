@@ -61,20 +61,11 @@ Window window_of(const Node& n) {
   return w;
 }
 
-// Whether a MaxPool / AveragePool node runs the pool's row kernels (kernels/pool.h), from its
-// explicit pads (auto_pad and ceil_mode read as none: they only matter to the padding limit).
+// Whether a MaxPool / AveragePool node runs the pool's row kernels (kernels/pool.h), on the
+// geometry the runtime's fast kernel derives from it.
 bool pool_runs_rows(const Node& n) {
-  const Value* x = n.input(0);
-  if (!x || !x->shape.is_static() || x->shape.rank() != 4) return false;
-  const std::vector<int64_t> xd = x->shape.static_dims(), dil = n.attr_ints("dilations", {1, 1}),
-                             pads = n.attr_ints("pads", {0, 0, 0, 0});
-  if (dil.size() != 2 || pads.size() != 4) return false;
-  const Window w = window_of(n);
-  kernels::Conv2dShape c;
-  c.N = xd[0], c.C = c.K = c.group = xd[1], c.H = xd[2], c.W = xd[3];
-  c.R = w.R, c.S = w.S, c.stride_h = w.stride_h, c.stride_w = w.stride_w, c.dil_h = dil[0], c.dil_w = dil[1];
-  c.pad_top = pads[0], c.pad_left = pads[1], c.pad_bottom = pads[2], c.pad_right = pads[3];
-  return kernels::pool2d_runs_rows(n.op == "MaxPool" ? kernels::PoolKind::Max : kernels::PoolKind::Average, c);
+  const std::optional<runtime::PoolGeometry> g = runtime::fast_pool_geometry(n);
+  return g && kernels::pool2d_runs_rows(g->kind, g->shape);
 }
 
 // Static dims of a node's first output (empty if not static).
