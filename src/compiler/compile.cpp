@@ -167,7 +167,10 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
   for (const auto& n : notes) s << "note: " << n << "\n";
   s << passes::format_pass_table(records);
   s << "lowering: " << tactic_summary(lowered) << "; packed weights " << mib(lowered.packed_bytes) << " for "
-    << lowered.isa << "\n";
+    << lowered.isa;
+  if (lowered.blocked_tensors > 0)
+    s << "; " << lowered.blocked_tensors << " activations channel-blocked between direct convolutions";
+  s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")
       << ", " << lib.compile_seconds << " s)\n";

@@ -4,6 +4,7 @@
 #include "kiln/frontend/load.h"
 #include "kiln/ir/build_identity.h"
 #include "kiln/kernels/gemm_packed.h"
+#include "kiln/lower/lower.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
 
@@ -15,6 +16,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
     << "\nisa " << kernels::gemm_isa() << "\nO" << opt.opt_level << "\npasses " << opt.passes << "\nverify "
     << opt.verify_each << "\n";
   for (const auto& d : opt.disabled) s << "disable " << d << "\n";
+  if (!lower::blocked_layout_enabled()) s << "no blocked layout\n";
   // A plugin changes the result when its code changes: key on its bytes, not its path.
   for (const auto& p : opt.plugins) s << "plugin " << sha256_file(p) << "\n";
   for (const auto& [k, v] : opt.inputs.dims) s << "dim " << k << "=" << v << "\n";

@@ -272,6 +272,8 @@ const char* conv_tactic_name(ConvTactic t) {
 }
 
 std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
+  if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct)
+    return "channel-blocked activations run only on the direct tactic";
   std::string bad = shape_problem(s);
   if (!bad.empty()) return bad;
   switch (t) {

@@ -18,8 +18,8 @@ namespace {
 constexpr int64_t kDirectKc = 768;
 // Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
 constexpr double kChunkInputBytes = 256 << 10;
-// Channels per block of the blocked copy (Plan::blocked).
-constexpr int64_t kBlock = 8;
+// Channels per block of the blocked copy (Plan::blocked) and of blocked activations.
+constexpr int64_t kBlock = kConvBlock;
 
 bool padded(const Conv2dShape& s) { return s.pad_top || s.pad_left || s.pad_bottom || s.pad_right; }
 
@@ -34,6 +34,8 @@ struct Plan {
   // channels of one tap lie in a few consecutive lines (6 pixels: 3 lines for 8 steps), where
   // plane by plane each step reads a line of its own. resnet50's 3x3 layers on Zen 3 went
   // 82-88 -> 90-92 GFLOP/s at stride 1 and 54-78 -> 64-86 at stride 2, copy included.
+  // Blocked activations (Conv2dShape::x_blocked) are read the same way: in place when the
+  // convolution does not pad, else through the padded copy, whose rows are then plain copies.
   bool blocked = false;
   int64_t row_step = 0;          // input floats between consecutive output rows
   bool wide = false;             // tiles of up to mr/2 pixels by 2*nr channels
@@ -61,7 +63,7 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   p.row_step = s.stride_h * p.Wp;
-  p.blocked = p.copy && s.C % kBlock == 0;
+  p.blocked = s.x_blocked || (p.copy && s.C % kBlock == 0);
   if (p.blocked) p.sw *= kBlock, p.row_step *= kBlock;
   const int64_t row_len = p.flat ? p.OHW : p.OW;
   const int mr = t.gemm.mr;
@@ -142,7 +144,8 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
         std::fill(dst + (s.pad_left + s.W) * lanes, dst + row, 0.f);
       }
       const float* src = x + (g * lanes * s.H + h) * s.W;
-      if (p.blocked) t.transpose(src, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
+      if (s.x_blocked) std::memcpy(dst + s.pad_left * kBlock, x + (g * s.H + h) * s.W * kBlock, sizeof(float) * s.W * kBlock);
+      else if (p.blocked) t.transpose(src, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
       else std::memcpy(dst + s.pad_left, src, sizeof(float) * s.W);
     }
 }
@@ -151,6 +154,8 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
 
 std::string direct_unsupported(const Conv2dShape& s) {
   if (s.group != 1) return "grouped";
+  if (s.x_blocked && s.C % kBlock != 0) return "channel-blocked input with channels not a multiple of 8";
+  if (s.y_blocked && s.K % kBlock != 0) return "channel-blocked output with channels not a multiple of 8";
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
   return "";
 }
@@ -246,6 +251,17 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         int64_t pending_pix = 0, pending = 0;
         auto flush = [&] {
           if (pending == 0) return;
+          if (s.y_blocked) {  // blocks of 8 channels from k0: the run's pixels, 8 floats each
+            const int64_t at = k0 * p.OHW + pending_pix * kBlock;  // block k0 / 8 is 8 * OHW floats long
+            TileEpilogue te;
+            te.alpha = e.alpha;
+            if (e.bias) te.bias = e.bias + k0, te.bias_mode = TileEpilogue::Bias::PerCol;
+            if (e.residual) te.residual = e.residual + at;
+            te.act = e.act, te.act_alpha = e.act_alpha, te.act_beta = e.act_beta;
+            t.epilogue_blocks(pending_c, p.unit_cols, pending, ncols, yn + at, kBlock * p.OHW, te);
+            pending = 0;
+            return;
+          }
           float* yk = yn + k0 * p.OHW + pending_pix;
           if (apply)
             t.transpose_epilogue(pending_c, p.unit_cols, pending, ncols, yk, p.OHW, tile_epilogue(e, k0, pending_pix));
@@ -280,7 +296,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               }
             } else {
               if (p.flat) {
-                pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix;
+                pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix * p.sw;
               } else {
                 const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
                 pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);

@@ -1,5 +1,6 @@
 #include "kiln/lower/lower.h"
 
+#include <map>
 #include <set>
 
 #include "kiln/kernels/gemm_packed.h"
@@ -96,7 +97,21 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
     if (c.tactic == "reference") ++r.reference_nodes;
     r.kernels.push_back(std::move(c));
   }
-  if (opt.pack_weights) drop_unused_initializers(g);
+  if (opt.pack_weights) {
+    drop_unused_initializers(g);
+    r.blocked_tensors = assign_blocked_layout(g);
+    std::map<std::string, const Node*> by_name;
+    for (const auto& n : g.nodes()) by_name[n->name] = n.get();
+    for (KernelChoice& c : r.kernels) {
+      const auto it = by_name.find(c.node);
+      if (it == by_name.end()) continue;
+      const Node* n = it->second;
+      const bool x = n->attr_i("x_blocked", 0) != 0, y = n->attr_i("y_blocked", 0) != 0;
+      if (x || y)
+        c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
+                 " (another direct convolution's)";
+    }
+  }
   return r;
 }
 

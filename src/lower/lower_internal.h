@@ -18,4 +18,8 @@ int wrap_lone_elementwise(Graph& g);
 KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes);
 KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes);
 
+// Marks the tensors that pass between packed direct convolutions only as channel-blocked
+// (attributes x_blocked / y_blocked on the convolutions; blocked_layout.cpp); returns how many.
+int assign_blocked_layout(Graph& g);
+
 }  // namespace kiln::lower

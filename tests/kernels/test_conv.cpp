@@ -36,6 +36,20 @@ Conv2dShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t
   return s;
 }
 
+// [N][C][H*W] -> [N][C/8][H*W][8] (Conv2dShape::x_blocked, y_blocked), or back (`back`).
+std::vector<float> blocked(const std::vector<float>& v, int64_t N, int64_t C, int64_t HW, bool back = false) {
+  std::vector<float> out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i) {
+        const int64_t plain = (n * C + c) * HW + i;
+        const int64_t blk = ((n * C + c / kConvBlock * kConvBlock) * HW + i * kConvBlock) + c % kConvBlock;
+        if (back) out[plain] = v[blk];
+        else out[blk] = v[plain];
+      }
+  return out;
+}
+
 // x_lines: the input starts on a 64-byte line (as in the runtime's arena), else one float past
 // one, so the pointwise tactic's two ways of reading B (in place on line-aligned rows, packed
 // otherwise: gemm_driver.cpp) are each chosen on purpose.
@@ -48,7 +62,12 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   std::vector<float> x_store(xv.size() + 32);
   const uintptr_t line = (reinterpret_cast<uintptr_t>(x_store.data()) + 63) / 64 * 64;
   float* const x = reinterpret_cast<float*>(line) + (x_lines ? 0 : 1);
-  std::copy(xv.begin(), xv.end(), x);
+  if (s.x_blocked) {  // the kernel reads the blocked copy; the reference below the plain one
+    const auto xb = blocked(xv, s.N, s.C, s.H * s.W);
+    std::copy(xb.begin(), xb.end(), x);
+  } else {
+    std::copy(xv.begin(), xv.end(), x);
+  }
   auto w = random_vec(s.K * Cg * s.R * s.S, 12 + s.K);
   auto bias = random_vec(s.K, 13);
   auto res = random_vec(s.N * s.K * OH * OW, 14);
@@ -56,7 +75,8 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   e.act = cc.act;
   test::act_params(cc.act, e.act_alpha, e.act_beta);
   if (cc.bias) e.bias = bias.data(), e.bias_per_row = true;
-  if (cc.residual) e.residual = res.data(), e.ldr = OH * OW;
+  const auto res_blocked = s.y_blocked ? blocked(res, s.N, s.K, OH * OW) : std::vector<float>{};
+  if (cc.residual) e.residual = s.y_blocked ? res_blocked.data() : res.data(), e.ldr = OH * OW;
   std::vector<float> packed(conv_packed_weight_floats_on(t, tactic, s));
   conv_pack_weight_on(t, tactic, s, w.data(), packed.data());
   // The direct tactic must not read workspace it did not write (it keeps the padding of the
@@ -65,6 +85,8 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
                         tactic == ConvTactic::Direct ? NAN : 0.f);
   std::vector<float> y(s.N * s.K * OH * OW, 777.f);
   conv2d_on(t, tactic, s, x, packed.data(), y.data(), e, own_workspace ? ws.data() : nullptr, threads);
+  if (s.y_blocked) y = blocked(y, s.N, s.K, OH * OW, /*back=*/true);
+  std::copy(xv.begin(), xv.end(), x);  // the reference reads NCHW
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t k = 0; k < s.K; ++k) {
       const int64_t g = k / Kg;
@@ -90,7 +112,7 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
               << isa_name(t.isa) << " " << conv_tactic_name(tactic) << " N=" << s.N << " C=" << s.C << " H=" << s.H
               << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S << " stride=" << s.stride_h
               << "/" << s.stride_w << " pad=" << s.pad_top << " dil=" << s.dil_h << " group=" << s.group
-              << " threads=" << threads << " at n=" << n << " k=" << k << " oh=" << oh << " ow=" << ow;
+              << " blocked x/y=" << s.x_blocked << "/" << s.y_blocked << " threads=" << threads << " at n=" << n << " k=" << k << " oh=" << oh << " ow=" << ow;
         }
     }
 }
@@ -250,6 +272,35 @@ TEST(Conv, DirectTactic) {
 // Batches of images too small for a parallel region each (8x8, 73K multiply-adds) but not
 // together: on 2 threads each thread takes a share of the images (conv2d_on's batch split),
 // with the residual and the workspace slots offset per share; 9 images give unequal shares.
+// Channel-blocked activations in and out (Conv2dShape::x_blocked, y_blocked): the padded copy
+// from blocked rows, in-place reads when unpadded (1x1 stride 2, flat 1x1, a 3x3 without
+// padding), the blocked output with its blocked residual, K blocks, wide and wrap tiles, batch 2.
+TEST(Conv, DirectTacticOnBlockedActivations) {
+  const std::vector<ConvCase> cases = {
+      {shape(1, 16, 14, 14, 24, 3, 3, 1, 1), Act::Relu, true, true},   // padded, 14-wide rows
+      {shape(2, 24, 15, 13, 32, 3, 3, 2, 1), Act::Relu, true, true},   // stride 2 on odd sizes, batch 2
+      {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::None, true, true},   // downsample 1x1 s2, in place
+      {shape(1, 16, 7, 7, 40, 1, 1, 1, 0), Act::Relu, true, true},     // flat 1x1, wide tiles
+      {shape(1, 16, 9, 11, 8, 3, 3, 1, 0), Act::Silu, false, false},   // unpadded 3x3, in place
+      {shape(1, 200, 9, 30, 72, 3, 3, 1, 1), Act::Relu, true, true},   // three K blocks
+      {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu, true, true},   // two chunks
+      {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // wrap tiles on 7-wide rows
+  };
+  for (const KernelTable* t : test::all_tables())
+    for (ConvCase c : cases)
+      for (auto [xb, yb] : {std::pair{true, true}, {true, false}, {false, true}}) {
+        c.s.x_blocked = xb, c.s.y_blocked = yb;
+        for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
+      }
+  Conv2dShape odd = shape(1, 12, 8, 8, 16, 3, 3, 1, 1);
+  odd.x_blocked = true;
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, odd), "channel-blocked input with channels not a multiple of 8");
+  odd = shape(1, 16, 8, 8, 20, 3, 3, 1, 1);
+  odd.y_blocked = true;
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, odd), "channel-blocked output with channels not a multiple of 8");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, odd), "channel-blocked activations run only on the direct tactic");
+}
+
 TEST(Conv, BatchOfSmallImagesSplitsAcrossThreads) {
   const ConvCase three_by_three{shape(8, 8, 8, 8, 16, 3, 3, 1, 1), Act::Relu, true, true};
   const ConvCase one_by_one{shape(9, 32, 8, 8, 24, 1, 1, 1, 0), Act::Silu, true, true};  // 5 + 4

@@ -11,7 +11,8 @@
 //              tactic's pixel columns would leave most of each vector empty.
 //   direct     group 1, stride_w <= 2: pixel-gemm's orientation without im2col: the micro-kernel
 //              reads output pixels straight from the (zero-padded copy of the) input planes
-//              and transposes its register tile into NCHW with the epilogue (conv_direct.h).
+//              and transposes its register tile into NCHW with the epilogue (conv_direct.h);
+//              the only tactic that also reads and writes channel-blocked activations.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,9 +29,17 @@ struct Conv2dShape {
   int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t group = 1;
+  // Channel-blocked activations, [N][C/kConvBlock][H][W][kConvBlock] (a pixel's 8 channels
+  // consecutive), for the input (x_blocked) or the output and residual (y_blocked): between
+  // two direct convolutions the output's transpose into NCHW and the next layer's transpose
+  // back into blocks both disappear (lower/blocked_layout.cpp decides). Direct tactic only.
+  bool x_blocked = false, y_blocked = false;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
 };
+
+// Channels per block of the channel-blocked layout (Conv2dShape::x_blocked, y_blocked).
+constexpr int64_t kConvBlock = 8;
 
 enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise, PixelGemm, Direct };
 // "gemm", "pointwise", "depthwise", "pixel-gemm", "direct"

@@ -200,6 +200,11 @@ struct KernelTable {
   // computed on a grid wider than the output compact it this way).
   void (*epilogue_copy)(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows, int64_t cols,
                         const TileEpilogue& e) = nullptr;
+  // dst[(j / 8) * block_stride + r * 8 + j % 8] = epilogue(src[r*lds + j]) for r < rows, j < cols
+  // (a multiple of 8): pixel-major tiles into channel-blocked activations (kConvBlock). `e`:
+  // bias None or PerCol (bias[j]), a residual in dst's layout (e.ldr unused).
+  void (*epilogue_blocks)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t block_stride,
+                          const TileEpilogue& e) = nullptr;
   // y = softmax(x) over n elements (x == y allowed).
   void (*softmax_row)(const float* x, float* y, int64_t n) = nullptr;
   // y = (x - mean) / sqrt(var + eps) * scale + bias (bias may be null; x == y allowed).

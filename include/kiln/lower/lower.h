@@ -29,6 +29,7 @@ struct LowerReport {
   std::vector<KernelChoice> kernels;
   double packed_bytes = 0;       // bytes of packed weights written
   int reference_nodes = 0;       // nodes left to reference kernels
+  int blocked_tensors = 0;       // activations kept channel-blocked between direct convolutions
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 
@@ -38,6 +39,10 @@ struct LowerOptions {
 
 // Rewrites `m` in place; the result verifies and infers like any graph.
 LowerReport lower_model(Model& m, const LowerOptions& opt = {});
+
+// False when the environment sets KILN_BLOCKED_LAYOUT=0: every activation then stays NCHW
+// (for A/B measurements and bisecting; the compile cache keys on it).
+bool blocked_layout_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);

@@ -20,6 +20,7 @@ KernelTable make_table() {
   fill_wraps<16>(t);
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
+  t.epilogue_blocks = epilogue_blocks;
   t.softmax_row = softmax_row;
   t.layer_norm_row = layer_norm_row;
   t.depthwise_grid = depthwise_grid;

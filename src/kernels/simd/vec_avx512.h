@@ -17,6 +17,10 @@ struct Vec512 {
   static Vec512 load(const float* p) { return {_mm512_loadu_ps(p)}; }
   static Vec512 load_first(const float* p, int n) { return {_mm512_maskz_loadu_ps(first(n), p)}; }
   void store(float* p) const { _mm512_storeu_ps(p, v); }
+  // lo[0..7] in the low half, hi[0..7] in the high half.
+  static Vec512 load_halves(const float* lo, const float* hi) {
+    return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1)};
+  }
   void store_first(float* p, int n) const { _mm512_mask_storeu_ps(p, first(n), v); }
   // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec512 load_even(const float* p) {

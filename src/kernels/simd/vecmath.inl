@@ -153,6 +153,49 @@ void epilogue_copy(const float* src, int64_t lds, float* c, int64_t ldc, int64_t
   with_act(e.act, [&]<Act A>() { epilogue_rows<A>(src, lds, c, ldc, rows, cols, e); });
 }
 
+// KernelTable::epilogue_blocks. Same operations in the same order as epilogue_rows with a
+// column bias, so a blocked output holds the very floats the NCHW one would.
+// VV: V, as a template parameter so that only the branch for its width is compiled.
+template <Act A, class VV = V>
+void epilogue_blocks_act(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t block_stride,
+                         const TileEpilogue& e) {
+  constexpr int kB = 8;  // kConvBlock
+  const VV alpha = VV::set1(e.alpha), a = VV::set1(e.act_alpha), b = VV::set1(e.act_beta);
+  const bool scale = e.alpha != 1.f;
+  const bool col_bias = e.bias_mode == TileEpilogue::Bias::PerCol;
+  auto finish = [&](VV x, VV bias, const float* res, int n) {
+    if (scale) x = x * alpha;
+    if (col_bias) x = x + bias;
+    if (res) x = x + (n == VV::W ? VV::load(res) : VV::load_first(res, n));
+    return activate<A>(x, a, b);
+  };
+  for (int64_t j = 0; j < cols; j += kB) {
+    float* d = dst + (j / kB) * block_stride;
+    const float* res = e.residual ? e.residual + (j / kB) * block_stride : nullptr;
+    if constexpr (VV::W == 2 * kB) {  // two pixels' blocks per vector
+      const VV bias = col_bias ? VV::load_halves(e.bias + j, e.bias + j) : VV::zero();
+      int64_t r = 0;
+      for (; r + 2 <= rows; r += 2)
+        finish(VV::load_halves(src + r * lds + j, src + (r + 1) * lds + j), bias, res ? res + r * kB : nullptr, VV::W)
+            .store(d + r * kB);
+      if (r < rows)
+        finish(VV::load_first(src + r * lds + j, kB), bias, res ? res + r * kB : nullptr, kB).store_first(d + r * kB, kB);
+    } else {  // a block is whole vectors
+      static_assert(kB % VV::W == 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int q = 0; q < kB; q += VV::W) {
+          const VV bias = col_bias ? VV::load(e.bias + j + q) : VV::zero();
+          finish(VV::load(src + r * lds + j + q), bias, res ? res + r * kB + q : nullptr, VV::W).store(d + r * kB + q);
+        }
+    }
+  }
+}
+
+void epilogue_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t block_stride,
+                     const TileEpilogue& e) {
+  with_act(e.act, [&]<Act A>() { epilogue_blocks_act<A>(src, lds, rows, cols, dst, block_stride, e); });
+}
+
 void epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) {
   epilogue_copy(c, ldc, c, ldc, rows, cols, e);
 }

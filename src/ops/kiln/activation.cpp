@@ -133,7 +133,7 @@ Tensor f32_input(const KernelContext& c, size_t i) {
 
 std::vector<AttrSpec> lowering_attrs() {
   return {{"packed", AttrKind::Int}, {"isa", AttrKind::String}, {"tactic", AttrKind::String},
-          {"w_shape", AttrKind::Ints}};
+          {"w_shape", AttrKind::Ints}, {"x_blocked", AttrKind::Int}, {"y_blocked", AttrKind::Int}};
 }
 
 std::optional<Node> logical_weight_node(const Node& n, Value& standin) {

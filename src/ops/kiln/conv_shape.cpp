@@ -11,6 +11,7 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
   s.K = w[0], s.R = w[2], s.S = w[3];
   s.group = n.attr_i("group", 1);
+  s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
   auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
   auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   KILN_CHECK(strides.size() == 2 && dil.size() == 2 && pads.size() == 4, n.describe(),

@@ -32,7 +32,7 @@ void refuse_packed(const KernelContext& c);
 
 // Lowering replaces a constant weight (input 1) by its packed form and records the logical
 // shape in `w_shape`; inference and cost must see that shape, not the packed blob's.
-std::vector<AttrSpec> lowering_attrs();  // packed, isa, tactic, w_shape
+std::vector<AttrSpec> lowering_attrs();  // packed, isa, tactic, w_shape, x_blocked, y_blocked
 // A copy of the node whose input 1 is `standin`, a value with the logical weight shape
 // (only when the node is packed; else nullopt).
 std::optional<Node> logical_weight_node(const Node& n, Value& standin);

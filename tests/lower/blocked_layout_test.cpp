@@ -1,0 +1,153 @@
+// Channel-blocked activations between direct convolutions (lower/blocked_layout.cpp): which
+// tensors the lowering marks (before -> after on textual IR: the x_blocked / y_blocked
+// attributes), that a residual and its convolution's output always agree, that KILN_BLOCKED_LAYOUT=0
+// marks nothing, and that the compiled artifact computes what the interpreter does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "kiln/ir/text.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/lower/lower.h"
+#include "kiln/ops/op.h"
+#include "kiln/runtime/artifact.h"
+#include "kiln/runtime/executable.h"
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln::lower {
+namespace {
+
+// A resnet-like chain on 16 channels at 28x28 (a shape every ISA's table runs direct):
+//   c0 -> a: read by c1 (X) and c2 (residual)      -> blocked
+//   c1 -> h: read by c2 (X)                         -> blocked
+//   c2 -> o = conv(h) + a: read by c3, c4, c5, c6   -> blocked (its residual a is)
+//   c3 -> p: a graph output                         -> NCHW
+//   c4 -> q: 12 channels (not a multiple of 8), a graph output -> NCHW
+//   c5 -> t: only the residual of c6, whose output u is a graph output -> NCHW
+//   c6 -> u = conv(o) + t: a graph output           -> NCHW
+constexpr const char* kChain = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,16,28,28]) -> (%p, %q, %u__EXTRA_OUT__) {
+  %w = init f32[16,16,3,3] dense<0.01>
+  %w12 = init f32[12,16,3,3] dense<0.02>
+  %b = init f32[16] dense<0.1>
+  %b12 = init f32[12] dense<-0.1>
+  %a = kiln::FusedConv(%x, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c0
+  %h = kiln::FusedConv(%a, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c1
+  %o = kiln::FusedConv(%h, %w, %b, %a) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c2
+  %p = kiln::FusedConv(%o, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1]} @c3
+  %q = kiln::FusedConv(%o, %w12, %b12) {kernel_shape=[3,3], pads=[1,1,1,1]} @c4
+  %t = kiln::FusedConv(%o, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1]} @c5
+  %u = kiln::FusedConv(%o, %w, %b, %t) {kernel_shape=[3,3], pads=[1,1,1,1]} @c6__EXTRA_NODE__
+}
+)";
+
+std::string chain(bool relu_of_o) {
+  std::string s = kChain;
+  s.replace(s.find("__EXTRA_OUT__"), 13, relu_of_o ? ", %v" : "");
+  s.replace(s.find("__EXTRA_NODE__"), 14, relu_of_o ? "\n  %v = Relu(%o) @r" : "");
+  return s;
+}
+
+// Weights and biases of varied values (the text gives one value per tensor): 0.05 sin(1.3 i + k).
+Model parse_inferred(const std::string& text) {
+  Model m = parse_model(text);
+  float k = 0;
+  for (Value* v : m.graph->initializers) {
+    Tensor& t = *v->initializer;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.05f * std::sin(1.3f * static_cast<float>(i) + k);
+    k += 1;
+  }
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  return m;
+}
+
+// "c0:-y c1:xy ..." : per convolution, x when it reads a blocked input, y when it writes a
+// blocked output.
+std::string marks(const Model& m) {
+  std::string s;
+  for (const auto& n : m.graph->nodes()) {
+    if (n->op != "FusedConv") continue;
+    s += (s.empty() ? "" : " ") + n->name + ":" + (n->attr_i("x_blocked", 0) ? "x" : "-") +
+         (n->attr_i("y_blocked", 0) ? "y" : "-");
+  }
+  return s;
+}
+
+TEST(BlockedLayout, MarksTensorsOnlyDirectConvolutionsProduceAndRead) {
+  Model m = parse_inferred(chain(false));
+  LowerReport r = lower_model(m);
+  for (const auto& k : r.kernels) ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
+  EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:x- c4:x- c5:x- c6:x-");
+  EXPECT_EQ(r.blocked_tensors, 3);
+  for (const auto& k : r.kernels)
+    if (k.node == "c2") EXPECT_NE(k.why.find("channel-blocked input and output"), std::string::npos) << k.why;
+  ops::verify_model(m);  // the attributes are in FusedConv's schema
+}
+
+TEST(BlockedLayout, AResidualAndItsOutputAgree) {
+  // o also feeds a Relu: o stays NCHW, so c2's residual a does too; h still passes blocked.
+  Model m = parse_inferred(chain(true));
+  LowerReport r = lower_model(m);
+  EXPECT_EQ(marks(m), "c0:-- c1:-y c2:x- c3:-- c4:-- c5:-- c6:--");
+  EXPECT_EQ(r.blocked_tensors, 1);
+}
+
+TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
+  Model unpacked = parse_inferred(chain(false));
+  EXPECT_EQ(lower_model(unpacked, {.pack_weights = false}).blocked_tensors, 0);
+  EXPECT_EQ(marks(unpacked), "c0:-- c1:-- c2:-- c3:-- c4:-- c5:-- c6:--");
+  ::setenv("KILN_BLOCKED_LAYOUT", "0", 1);
+  Model off = parse_inferred(chain(false));
+  const int n = lower_model(off).blocked_tensors;
+  ::unsetenv("KILN_BLOCKED_LAYOUT");
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(marks(off), "c0:-- c1:-- c2:-- c3:-- c4:-- c5:-- c6:--");
+}
+
+// The compiled chain (blocked between c0, c1, c2 and their readers) against the interpreter on
+// the unlowered graph: max |diff| <= 1e-5 * max |ref| on every output, at 1 and 2 threads.
+TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
+  for (bool relu_of_o : {false, true}) {
+    const std::string text = chain(relu_of_o);
+    Model m = parse_inferred(text);
+    lower_model(m);
+    const auto dir = std::filesystem::temp_directory_path() / ("kiln_blocked_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "m.kiln").string();
+    ArtifactManifest man;
+    man.source_model = "chain.onnx";
+    man.target_isa = kernels::gemm_isa();
+    man.passes = {"none"};
+    write_artifact(path, man, m);
+    auto exe = Executable::load(path);
+    std::filesystem::remove_all(dir);
+    Tensor x(DType::f32, {1, 16, 28, 28});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
+    Model ref = parse_inferred(text);
+    auto want = run_model(ref, {{"x", x}});
+    for (int threads : {1, 2}) {
+      RunOptions opt;
+      opt.threads = threads;
+      auto got = exe->run({{"x", x}}, opt);
+      ASSERT_EQ(got.size(), want.size());
+      for (const auto& [name, w] : want) {
+        const Tensor& g = got.at(name);
+        ASSERT_EQ(g.dims(), w.dims()) << name;
+        double max_ref = 0, max_diff = 0;
+        for (int64_t i = 0; i < w.numel(); ++i) {
+          max_ref = std::max(max_ref, std::fabs(w.as_double(i)));
+          max_diff = std::max(max_diff, std::fabs(g.as_double(i) - w.as_double(i)));
+        }
+        EXPECT_GT(max_ref, 0.01) << name;
+        EXPECT_LE(max_diff, 1e-5 * max_ref) << name << " relu_of_o=" << relu_of_o << " threads=" << threads;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::lower
