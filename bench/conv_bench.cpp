@@ -4,6 +4,7 @@
 // (gemm, pointwise, pixel-gemm, direct) where it applies.
 //   build/bench/conv_bench --benchmark_min_time=1
 //   KILN_CONV_TACTIC=direct build/bench/conv_bench --benchmark_filter=Resnet50
+//   KILN_CONV_BLOCKED=1 ...: direct layers on channel-blocked input and output
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -53,6 +54,11 @@ void BM_Conv(benchmark::State& st) {
   if (const char* forced = std::getenv("KILN_CONV_TACTIC"))
     for (ConvTactic t : {ConvTactic::Gemm, ConvTactic::Pointwise, ConvTactic::PixelGemm, ConvTactic::Direct})
       if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
+  // KILN_CONV_BLOCKED=1: a direct layer reads and writes channel-blocked activations, as between
+  // two direct layers in a model (lower/blocked_layout.cpp).
+  if (const char* b = std::getenv("KILN_CONV_BLOCKED"); b && std::string(b) == "1" && tactic == ConvTactic::Direct &&
+      s.C % kConvBlock == 0 && s.K % kConvBlock == 0)
+    s.x_blocked = s.y_blocked = true;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   // x and y on 64-byte boundaries, as in the runtime's arena (plan/): the pointwise tactic reads
@@ -79,7 +85,7 @@ void BM_Conv(benchmark::State& st) {
   st.counters["best_GFLOPs"] = flops * 1e-9 / best;
   st.counters["best_peak%"] = flops / (kPeakPerCore * threads) * 100 / best;
   if (tactic == ConvTactic::Depthwise) st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
-  st.SetLabel(conv_tactic_name(tactic));
+  st.SetLabel(std::string(conv_tactic_name(tactic)) + (s.y_blocked ? " blocked" : ""));
 }
 
 void resnet50(benchmark::internal::Benchmark* b) {

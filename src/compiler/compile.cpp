@@ -169,7 +169,7 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
   s << "lowering: " << tactic_summary(lowered) << "; packed weights " << mib(lowered.packed_bytes) << " for "
     << lowered.isa;
   if (lowered.blocked_tensors > 0)
-    s << "; " << lowered.blocked_tensors << " activations channel-blocked between direct convolutions";
+    s << "; " << lowered.blocked_tensors << " activations channel-blocked (between direct convolutions and pools)";
   s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")

@@ -211,6 +211,56 @@ void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes
   });
 }
 
+void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int threads) {
+  KILN_CHECK(s.C % kConvBlock == 0, "channel-blocked max pool: ", s.C, " channels, not a multiple of ", kConvBlock);
+  if (threads <= 0) threads = default_threads();
+  const int64_t OH = s.out_h(), OW = s.out_w(), blocks = s.N * (s.C / kConvBlock);
+  // Each output row: the window rows' maximum into a row padded with -inf on both sides, then
+  // the horizontal maximum of its windows.
+  const int64_t right = std::max<int64_t>(0, (OW - 1) * s.stride_w + (s.S - 1) * s.dil_w + 1 - s.pad_left - s.W);
+  const int64_t padded = (s.pad_left + s.W + right) * kConvBlock;
+  const double work = static_cast<double>(blocks) * OH * OW * kConvBlock * s.R * s.S;
+  parallel_for(blocks * OH, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> row;
+    if (static_cast<int64_t>(row.size()) < padded) row.resize(padded);
+    std::fill(row.begin(), row.begin() + s.pad_left * kConvBlock, -std::numeric_limits<float>::infinity());
+    std::fill(row.begin() + (s.pad_left + s.W) * kConvBlock, row.begin() + padded,
+              -std::numeric_limits<float>::infinity());
+    std::vector<const float*> taps(static_cast<size_t>(s.R));
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t blk = i / OH, oh = i % OH;
+      int64_t n = 0;
+      for (int64_t kh = 0; kh < s.R; ++kh) {
+        const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
+        if (ih >= 0 && ih < s.H) taps[n++] = x + (blk * s.H + ih) * s.W * kConvBlock;
+      }
+      KILN_CHECK(n > 0, "channel-blocked max pool: output row ", oh, " has no input row in its window");
+      t.max_grid(taps.data(), n, s.W * kConvBlock, row.data() + s.pad_left * kConvBlock);
+      t.max_blocked_row(row.data(), OW, s.S, s.stride_w, s.dil_w, y + (blk * OH + oh) * OW * kConvBlock);
+    }
+  });
+}
+
+void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
+  KILN_CHECK(C % kConvBlock == 0, "channel-blocked average: ", C, " channels, not a multiple of ", kConvBlock);
+  if (threads <= 0) threads = default_threads();
+  const int64_t blocks = N * (C / kConvBlock);
+  const double count = static_cast<double>(size);
+  parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) {
+      double acc[kConvBlock] = {};
+      const float* p = x + blk * size * kConvBlock;
+      for (int64_t i = 0; i < size; ++i)
+        for (int64_t l = 0; l < kConvBlock; ++l) acc[l] += p[i * kConvBlock + l];
+      for (int64_t l = 0; l < kConvBlock; ++l) y[blk * kConvBlock + l] = static_cast<float>(acc[l] / count);
+    }
+  });
+}
+
+void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads) {
+  max_pool_blocked_on(kernel_table(), s, x, y, threads);
+}
+
 size_t pool2d_workspace_floats(const Conv2dShape& s, int threads) {
   return pool2d_workspace_floats_on(kernel_table(), s, threads);
 }

@@ -7,35 +7,110 @@
 // ~10% of the time.
 //
 // A tensor is blocked when
-//   - a packed direct kiln.FusedConv produces it, with output channels a multiple of 8;
+//   - a packed direct kiln.FusedConv produces it, with output channels a multiple of 8, or a
+//     2-D f32 MaxPool the fast kernels run (kernels::max_pool_blocked);
 //   - it is not a graph output, and every reader is a packed direct kiln.FusedConv (group 1,
-//     input channels a multiple of 8) reading it as X or as the residual Z;
+//     input channels a multiple of 8) reading it as X or as the residual Z, such a MaxPool, or
+//     a GlobalAveragePool (whose [N, C, 1, 1] output is the same floats in either layout);
 //   - a convolution's residual and output agree: the epilogue reads Z in the output's layout,
-//     so a residual that must stay NCHW keeps the output NCHW, and the other way round.
+//     so a residual that must stay NCHW keeps the output NCHW, and the other way round; a
+//     MaxPool's input and output agree too.
 // The last rule is solved by dropping tensors until nothing changes (the largest set that
 // keeps it). A tensor a subgraph reads (Graph::users looks inside bodies) is not blocked: no
 // node in a body is a packed convolution.
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/gemm_packed.h"
 #include "kiln/ops/kiln_ops.h"
 #include "lower_internal.h"
 
 namespace kiln::lower {
 namespace {
 
-bool is_direct_conv(const Node& n) {
-  return n.domain == ops::kKilnDomain && n.op == "FusedConv" && n.has_attr("packed") &&
-         n.attr_s("tactic", "") == kernels::conv_tactic_name(kernels::ConvTactic::Direct) &&
-         n.attr_i("group", 1) == 1 && n.attr_ints("w_shape", {}).size() == 4;
+// Input and output channels of a convolution that counts as direct for the layout, or nullopt.
+using DirectChannels = std::function<std::optional<std::pair<int64_t, int64_t>>(const Node&)>;
+
+// Channels of a lowered (packed) direct kiln.FusedConv.
+std::optional<std::pair<int64_t, int64_t>> lowered_direct(const Node& n) {
+  if (n.domain != ops::kKilnDomain || n.op != "FusedConv" || !n.has_attr("packed") ||
+      n.attr_s("tactic", "") != kernels::conv_tactic_name(kernels::ConvTactic::Direct) || n.attr_i("group", 1) != 1)
+    return std::nullopt;
+  const std::vector<int64_t> w = n.attr_ints("w_shape", {});
+  if (w.size() != 4) return std::nullopt;
+  return std::pair{w[1], w[0]};
 }
 
 // Whether the residual Z (input 3) has the output's shape: a broadcast one cannot be blocked.
 bool residual_matches(const Node& n) {
   const Value* z = n.input(3);
   return z && z->shape == n.outputs[0]->shape;
+}
+
+// A MaxPool the channel-blocked kernel runs (kernels::max_pool_blocked): blocked in and out.
+bool blocked_max_pool(const Node& n) {
+  if (!n.domain.empty() || n.op != "MaxPool") return false;
+  const std::optional<ops::PoolGeometry> g = ops::pool_geometry(n);
+  return g && g->kind == kernels::PoolKind::Max && g->shape.C % kernels::kConvBlock == 0;
+}
+
+// A GlobalAveragePool over a static f32 NCHW input with a multiple of 8 channels: its output
+// [N, C, 1, 1] is the same floats in either layout, so it only reads blocks.
+bool blocked_global_average(const Node& n) {
+  if (!n.domain.empty() || n.op != "GlobalAveragePool") return false;
+  const Value* x = n.input(0);
+  return x && x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() == 4 &&
+         x->shape[1].value % kernels::kConvBlock == 0;
+}
+
+// The tensors to block when `direct` says which convolutions run direct (the rules above).
+std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
+  auto writes_blocks = [&](const Node& p) {
+    if (const auto c = direct(p)) return c->second % kernels::kConvBlock == 0 && (!p.input(3) || residual_matches(p));
+    return blocked_max_pool(p);
+  };
+  auto reads_blocks = [&](const Node& u, size_t i) {
+    if (const auto c = direct(u)) return (i == 0 && c->first % kernels::kConvBlock == 0) || (i == 3 && residual_matches(u));
+    return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
+  };
+  // Tensors that must share a layout: a convolution's residual and output, a pool's input and output.
+  auto tied = [&](const Node& n) -> std::optional<std::pair<const Value*, const Value*>> {
+    if (direct(n) && n.input(3)) return std::pair{n.input(3), n.outputs[0]};
+    if (blocked_max_pool(n)) return std::pair{n.input(0), n.outputs[0]};
+    return std::nullopt;
+  };
+  const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
+  std::set<const Value*> blocked;
+  for (const auto& up : g.nodes()) {
+    const Node& p = *up;
+    if (p.outputs.empty() || !p.outputs[0] || !writes_blocks(p)) continue;
+    const Value* v = p.outputs[0];
+    if (outputs.count(v)) continue;
+    const std::vector<Node*> users = g.users(v);
+    bool ok = !users.empty();
+    for (const Node* u : users)
+      for (size_t i = 0; ok && i < u->inputs.size(); ++i)
+        if (u->inputs[i] == v) ok = reads_blocks(*u, i);
+    if (ok) blocked.insert(v);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& up : g.nodes()) {
+      const auto t = tied(*up);
+      if (!t) continue;
+      const bool a = blocked.count(t->first) > 0, b = blocked.count(t->second) > 0;
+      if (a == b) continue;
+      blocked.erase(a ? t->first : t->second);
+      changed = true;
+    }
+  }
+  return blocked;
 }
 
 }  // namespace
@@ -45,40 +120,60 @@ bool blocked_layout_enabled() {
   return !env || std::string(env) != "0";
 }
 
-int assign_blocked_layout(Graph& g) {
-  if (!blocked_layout_enabled()) return 0;
-  const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
-  std::set<const Value*> blocked;
+std::set<const Node*> pointwise_between_blocks(const Graph& g) {
+  std::set<const Node*> out;
+  if (!blocked_layout_enabled() || std::string(kernels::gemm_isa()) != "avx512") return out;
+  // Before lowering: each convolution's tactic by cost; 1x1s (pointwise or pixel-gemm) that
+  // direct can run are candidates.
+  std::map<const Node*, std::pair<int64_t, int64_t>> direct;  // by cost, or a candidate
   for (const auto& up : g.nodes()) {
-    const Node& p = *up;
-    if (!is_direct_conv(p) || p.outputs.empty()) continue;
-    const Value* v = p.outputs[0];
-    if (p.attr_ints("w_shape", {})[0] % kernels::kConvBlock != 0 || outputs.count(v)) continue;
-    if (p.input(3) && !residual_matches(p)) continue;
-    const std::vector<Node*> users = g.users(v);
-    bool ok = !users.empty();
-    for (const Node* u : users) {
-      ok = ok && is_direct_conv(*u) && u->attr_ints("w_shape", {})[1] % kernels::kConvBlock == 0;
-      for (size_t i = 0; ok && i < u->inputs.size(); ++i)
-        if (u->inputs[i] == v) ok = i == 0 || (i == 3 && residual_matches(*u));
+    const Node& n = *up;
+    if (n.domain != ops::kKilnDomain || n.op != "FusedConv") continue;
+    std::string why, others;
+    const auto t = choose_conv_tactic(n, why, others);
+    if (!t || (*t != kernels::ConvTactic::Direct && *t != kernels::ConvTactic::Pointwise &&
+               *t != kernels::ConvTactic::PixelGemm))
+      continue;
+    const Tensor& w = *n.input(1)->initializer;
+    const kernels::Conv2dShape s = ops::fused_conv_shape(n, {1, w.dim(1) * n.attr_i("group", 1), 8, 8}, w.dims());
+    if (*t == kernels::ConvTactic::Direct) {
+      if (s.group == 1) direct[&n] = {s.C, s.K};
+      continue;
     }
-    if (ok) blocked.insert(v);
+    if (kernels::conv_tactic_unsupported(kernels::ConvTactic::Pointwise, s).empty() &&
+        kernels::conv_tactic_unsupported(kernels::ConvTactic::Direct, s).empty())
+      direct[&n] = {s.C, s.K}, out.insert(&n);
   }
-  // A residual and its convolution's output: both blocked or neither.
+  // Keep the candidates whose input and output both end up blocked: one on either side in NCHW
+  // runs direct slower than pointwise (conv_bench, Zen 5, one thread, us: 64->256 at 56x56
+  // pointwise 603, direct NCHW 676, direct blocked 580; 256->64 586 / 563 / 519).
+  auto dims = [&](const Node& n) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto it = direct.find(&n);
+    if (it == direct.end()) return std::nullopt;
+    return it->second;
+  };
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto& up : g.nodes()) {
-      const Node& n = *up;
-      if (!is_direct_conv(n) || !n.input(3)) continue;
-      const bool z = blocked.count(n.input(3)) > 0, y = blocked.count(n.outputs[0]) > 0;
-      if (z == y) continue;
-      blocked.erase(z ? n.input(3) : n.outputs[0]);
+    const std::set<const Value*> blocked = solve(g, dims);
+    for (auto it = out.begin(); it != out.end();) {
+      if (blocked.count((*it)->input(0)) && blocked.count((*it)->outputs[0])) {
+        ++it;
+        continue;
+      }
+      direct.erase(*it);
+      it = out.erase(it);
       changed = true;
     }
   }
+  return out;
+}
+
+int assign_blocked_layout(Graph& g) {
+  if (!blocked_layout_enabled()) return 0;
+  const std::set<const Value*> blocked = solve(g, lowered_direct);
   for (const auto& up : g.nodes()) {
     Node& n = *up;
-    if (!is_direct_conv(n)) continue;
+    if (!lowered_direct(n) && !blocked_max_pool(n) && !blocked_global_average(n)) continue;
     if (blocked.count(n.input(0))) n.attrs["x_blocked"] = int64_t{1};
     if (blocked.count(n.outputs[0])) n.attrs["y_blocked"] = int64_t{1};
   }

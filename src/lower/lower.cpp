@@ -82,11 +82,12 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
   if (canonical + wrap_lone_elementwise(g) > 0) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
   std::map<std::string, KernelChoice> declined;
   for (auto& c : notes) declined[c.node] = c;
+  const std::set<const Node*> to_direct = pointwise_between_blocks(g);
   for (const auto& up : g.nodes()) {
     Node& n = *up;
     KernelChoice c;
     if (n.domain == ops::kKilnDomain && n.op == "FusedConv")
-      c = lower_conv(g, n, opt.pack_weights, r.packed_bytes);
+      c = lower_conv(g, n, opt.pack_weights, r.packed_bytes, to_direct.count(&n) > 0);
     else if (n.domain == ops::kKilnDomain && n.op == "FusedMatMul")
       c = lower_matmul(g, n, opt.pack_weights, r.packed_bytes);
     else if (auto it = declined.find(n.name); it != declined.end())

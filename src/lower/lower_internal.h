@@ -1,6 +1,11 @@
 // Pieces of the lowering shared between its files.
 #pragma once
+#include <optional>
+#include <set>
+#include <string>
 #include <vector>
+
+#include "kiln/kernels/conv.h"
 
 #include "kiln/lower/lower.h"
 
@@ -15,11 +20,20 @@ int wrap_lone_elementwise(Graph& g);
 
 // Picks the tactic of a kiln.FusedConv / kiln.FusedMatMul and (when `pack`) replaces its
 // constant weight by the packed one. Returns the choice; adds the packed bytes to `bytes`.
-KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes);
+// `direct_between_blocks`: a convolution the pointwise tactic would take runs direct instead
+// (pointwise_between_blocks).
+KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes, bool direct_between_blocks = false);
+// The tactic lower_conv picks by cost (nullopt: none; `why` says why), and why not the others.
+std::optional<kernels::ConvTactic> choose_conv_tactic(const Node& n, std::string& why, std::string& others);
 KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes);
 
 // Marks the tensors that pass between packed direct convolutions only as channel-blocked
 // (attributes x_blocked / y_blocked on the convolutions; blocked_layout.cpp); returns how many.
 int assign_blocked_layout(Graph& g);
+
+// The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
+// ones: their input comes from, and their output goes only to, convolutions that are direct
+// or such 1x1s, so the activations around them stay channel-blocked. AVX-512 only (measured there).
+std::set<const Node*> pointwise_between_blocks(const Graph& g);
 
 }  // namespace kiln::lower

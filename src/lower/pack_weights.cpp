@@ -32,17 +32,17 @@ Value* add_packed(Graph& g, const std::string& base, size_t floats, const std::f
 
 }  // namespace
 
-KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
-  KernelChoice c{n.name, "kiln::FusedConv", "reference", ""};
+// The tactic of a kiln.FusedConv (nullopt: none applies, or no fast kernel: `why` says which);
+// `others` gets why each other tactic was not taken.
+std::optional<kernels::ConvTactic> choose_conv_tactic(const Node& n, std::string& why, std::string& others) {
   const Value* w = n.input(1);
   const Value* x = n.input(0);
   if (!w || !w->is_constant() || w->initializer->dtype() != DType::f32 || w->initializer->rank() != 4 ||
       !x->shape.rank_known || x->shape.rank() != 4) {
-    c.why = "only 2-D f32 convolutions with a constant weight have a fast kernel";
-    return c;
+    why = "only 2-D f32 convolutions with a constant weight have a fast kernel";
+    return std::nullopt;
   }
-  const Tensor& wt = *w->initializer;
-  kernels::Conv2dShape s = conv_shape(n, wt);
+  const kernels::Conv2dShape s = conv_shape(n, *w->initializer);
   // With a static image size the kernels' cost estimate picks (pixel-gemm for small images);
   // a symbolic one takes the first applicable tactic, which does not depend on the size.
   const bool sized = x->shape[2].is_static() && x->shape[3].is_static();
@@ -52,7 +52,6 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
   std::optional<kernels::ConvTactic> chosen;
   if (sized) chosen = kernels::conv_preferred_tactic(s);
   // Why each other tactic was not taken: it cannot run this shape, or it can but costs more.
-  std::string others;
   for (auto t : all) {
     std::string why = kernels::conv_tactic_unsupported(t, s);
     if (why.empty() && !chosen) chosen = t;
@@ -61,8 +60,28 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes) {
     others += std::string(others.empty() ? "" : "; ") + kernels::conv_tactic_name(t) + ": " + why;
   }
   if (!chosen || !kernels::conv_tactic_unsupported(*chosen, s).empty()) {
-    c.why = others;
+    why = others;
+    return std::nullopt;
+  }
+  return chosen;
+}
+
+KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes, bool direct_between_blocks) {
+  KernelChoice c{n.name, "kiln::FusedConv", "reference", ""};
+  std::string why, others;
+  std::optional<kernels::ConvTactic> chosen = choose_conv_tactic(n, why, others);
+  if (!chosen) {
+    c.why = why;
     return c;
+  }
+  const Value* w = n.input(1);
+  const Tensor& wt = *w->initializer;
+  const kernels::Conv2dShape s = conv_shape(n, wt);
+  if (direct_between_blocks && kernels::conv_tactic_unsupported(kernels::ConvTactic::Direct, s).empty()) {
+    others = std::string(kernels::conv_tactic_name(*chosen)) +
+             ": cheaper alone, but its neighbours are direct convolutions: direct keeps the activations "
+             "channel-blocked on both sides; " + others;
+    chosen = kernels::ConvTactic::Direct;
   }
   const kernels::ConvTactic t = *chosen;
   c.tactic = kernels::conv_tactic_name(t);

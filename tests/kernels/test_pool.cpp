@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernel_test_util.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
 
 namespace kiln::kernels {
@@ -108,6 +109,59 @@ TEST(Pool, GlobalAverageIsTheReferenceDoubleMean) {
             << isa_name(t->isa) << " size " << size << " plane " << p;
       }
     }
+}
+
+// [N][C][HW] <-> [N][C/8][HW][8] (kConvBlock).
+std::vector<float> to_blocked(const std::vector<float>& v, int64_t N, int64_t C, int64_t HW, bool back = false) {
+  std::vector<float> out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i) {
+        const int64_t plain = (n * C + c) * HW + i, blk = ((n * C + c / 8 * 8) * HW + i * 8) + c % 8;
+        (back ? out[plain] : out[blk]) = back ? v[blk] : v[plain];
+      }
+  return out;
+}
+
+// The channel-blocked max pool equals the planar one, exactly, on every table: the resnet
+// stem window, strides 1..3, asymmetric pads, dilation, ragged widths (odd output counts: the
+// AVX-512 pair of pixels and its single tail), batch 2, 1 and 2 threads.
+TEST(Pool, ChannelBlockedMaxPoolMatchesThePlanarOne) {
+  std::vector<Conv2dShape> shapes = {pool_shape(16, 112, 112, 3, 3, 2, 1), pool_shape(8, 9, 13, 3, 3, 1, 1),
+                                     pool_shape(24, 10, 11, 2, 2, 2, 0), pool_shape(8, 15, 17, 3, 2, 3, 1, 2),
+                                     pool_shape(8, 7, 7, 5, 5, 1, 2)};
+  Conv2dShape asym = pool_shape(16, 12, 15, 3, 3, 2, 0);
+  asym.pad_left = 2, asym.pad_right = 1, asym.pad_bottom = 2;
+  shapes.push_back(asym);
+  for (const Conv2dShape& s : shapes) {
+    const std::vector<float> x = random_vec(s.N * s.C * s.H * s.W, 9, -3.f, 2.f);
+    const std::vector<float> want = naive_pool(PoolKind::Max, s, false, x);
+    const std::vector<float> xb = to_blocked(x, s.N, s.C, s.H * s.W);
+    for (const KernelTable* t : all_tables())
+      for (int threads : {1, 2}) {
+        std::vector<float> yb(want.size(), 123.f);
+        max_pool_blocked_on(*t, s, xb.data(), yb.data(), threads);
+        const std::vector<float> y = to_blocked(yb, s.N, s.C, s.out_h() * s.out_w(), /*back=*/true);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(y[i], want[i]) << isa_name(t->isa) << " C=" << s.C << " H=" << s.H << " W=" << s.W << " R=" << s.R
+                                   << " stride=" << s.stride_w << " threads=" << threads << " at " << i;
+      }
+  }
+}
+
+TEST(Pool, ChannelBlockedGlobalAverageIsTheDoubleMean) {
+  const int64_t N = 2, C = 24;
+  for (int64_t size : {1, 49, 3136}) {
+    const std::vector<float> x = random_vec(N * C * size, 4, -1.f, 2.f);
+    const std::vector<float> xb = to_blocked(x, N, C, size);
+    std::vector<float> y(N * C);
+    global_average_pool_blocked(xb.data(), N, C, size, y.data(), 2);
+    for (int64_t p = 0; p < N * C; ++p) {
+      double sum = 0;
+      for (int64_t i = 0; i < size; ++i) sum += x[p * size + i];
+      EXPECT_EQ(y[p], static_cast<float>(sum / static_cast<double>(size))) << "size " << size << " plane " << p;
+    }
+  }
 }
 
 }  // namespace

@@ -44,6 +44,30 @@ graph g(%x: f32[1,16,28,28]) -> (%p, %q, %u__EXTRA_OUT__) {
 }
 )";
 
+// A stem, its max pool, a 1x1 between two 3x3s (pointwise by cost alone) and the global
+// average: everything blocked on AVX-512, where the 1x1 runs direct to keep it so; `p_out`
+// also returns the pool's output, which then stays NCHW with all it is tied to.
+constexpr const char* kPooled = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,16,28,28]) -> (%gp__P_OUT__) {
+  %w = init f32[16,16,3,3] dense<0.01>
+  %w1 = init f32[16,16,1,1] dense<0.02>
+  %b = init f32[16] dense<0.1>
+  %a = kiln::FusedConv(%x, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
+  %p = MaxPool(%a) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @mp
+  %h = kiln::FusedConv(%p, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c1
+  %k = kiln::FusedConv(%h, %w1, %b) {activation="Relu"} @pw
+  %o = kiln::FusedConv(%k, %w, %b, %p) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c2
+  %gp = GlobalAveragePool(%o) @gap
+}
+)";
+
+std::string pooled(bool p_out) {
+  std::string s = kPooled;
+  s.replace(s.find("__P_OUT__"), 9, p_out ? ", %p" : "");
+  return s;
+}
+
 std::string chain(bool relu_of_o) {
   std::string s = kChain;
   s.replace(s.find("__EXTRA_OUT__"), 13, relu_of_o ? ", %v" : "");
@@ -70,7 +94,7 @@ Model parse_inferred(const std::string& text) {
 std::string marks(const Model& m) {
   std::string s;
   for (const auto& n : m.graph->nodes()) {
-    if (n->op != "FusedConv") continue;
+    if (n->op != "FusedConv" && n->op != "MaxPool" && n->op != "GlobalAveragePool") continue;
     s += (s.empty() ? "" : " ") + n->name + ":" + (n->attr_i("x_blocked", 0) ? "x" : "-") +
          (n->attr_i("y_blocked", 0) ? "y" : "-");
   }
@@ -96,6 +120,27 @@ TEST(BlockedLayout, AResidualAndItsOutputAgree) {
   EXPECT_EQ(r.blocked_tensors, 1);
 }
 
+TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirect) {
+  Model m = parse_inferred(pooled(false));
+  LowerReport r = lower_model(m);
+  std::string pw;
+  for (const auto& k : r.kernels)
+    if (k.node == "pw") pw = k.tactic;
+  if (std::string(kernels::gemm_isa()) == "avx512") {
+    EXPECT_EQ(pw, "direct");
+    EXPECT_EQ(marks(m), "s0:-y mp:xy c1:xy pw:xy c2:xy gap:x-");
+    EXPECT_EQ(r.blocked_tensors, 5);
+  } else {  // pw keeps its cost's tactic: h and k stay NCHW
+    EXPECT_NE(pw, "direct");
+    EXPECT_EQ(marks(m), "s0:-y mp:xy c1:x- pw:-- c2:-y gap:x-");
+  }
+  // The pool's output returned too: it stays NCHW, and so do the stem's (tied through the pool)
+  // and c2's (tied through the residual).
+  Model n = parse_inferred(pooled(true));
+  lower_model(n);
+  if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-- mp:-- c1:-y pw:xy c2:x- gap:--");
+}
+
 TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   Model unpacked = parse_inferred(chain(false));
   EXPECT_EQ(lower_model(unpacked, {.pack_weights = false}).blocked_tensors, 0);
@@ -111,8 +156,8 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
 // The compiled chain (blocked between c0, c1, c2 and their readers) against the interpreter on
 // the unlowered graph: max |diff| <= 1e-5 * max |ref| on every output, at 1 and 2 threads.
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
-  for (bool relu_of_o : {false, true}) {
-    const std::string text = chain(relu_of_o);
+  for (const std::string& text : {chain(false), chain(true), pooled(false), pooled(true)}) {
+    const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);
     const auto dir = std::filesystem::temp_directory_path() / ("kiln_blocked_" + std::to_string(::getpid()));

@@ -238,6 +238,10 @@ struct KernelTable {
   // Which of several NaNs, or of a NaN and a number, wins is not specified.
   void (*max_pool_3x3s2_row)(const float* const* rows, int64_t n, int64_t width, int64_t pad_left,
                              float* out) = nullptr;
+  // out[ow*8 + l] = max over kw < S of row[(ow*sw + kw*dw)*8 + l] for ow < n, l < 8: the
+  // horizontal pass of a channel-blocked max pool (kConvBlock) over a row of 8-float pixels whose
+  // padding is already -inf. Which of several NaNs, or of a NaN and a number, wins is not specified.
+  void (*max_blocked_row)(const float* row, int64_t n, int64_t S, int64_t sw, int64_t dw, float* out) = nullptr;
   // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).
   double (*sum_row)(const float* x, int64_t n) = nullptr;
   // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
@@ -281,5 +285,6 @@ size_t pool2d_workspace_floats_on(const KernelTable& t, const Conv2dShape& s, in
 void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x,
                float* y, float* workspace, int threads);
 void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y, int threads);
+void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int threads);
 
 }  // namespace kiln::kernels

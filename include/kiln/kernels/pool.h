@@ -37,4 +37,13 @@ bool pool2d_runs_rows(PoolKind kind, const Conv2dShape& s);
 // and divided like the reference kernel (the same float in practice).
 void global_average_pool(const float* x, int64_t planes, int64_t size, float* y, int threads);
 
+// The same two on channel-blocked activations (Conv2dShape::x_blocked: [N][C/8][H][W][8], C a
+// multiple of kConvBlock), between direct convolutions (lower/blocked_layout.cpp).
+// max_pool_blocked: y [N][C/8][OH][OW][8], the max over each window's taps inside the input
+// (any kernel, strides, dilations, pads with every window holding an input row); exact.
+void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads);
+// global_average_pool_blocked: y [N, C] (the NCHW [N, C, 1, 1]), summed in double like
+// global_average_pool.
+void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads);
+
 }  // namespace kiln::kernels

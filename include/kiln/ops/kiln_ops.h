@@ -30,6 +30,7 @@
 //   HardSwish (x·HardSigmoid(1/6, 0.5)) · Gelu (erf) · GeluTanh (tanh approximation)
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace kiln::ops {
@@ -53,6 +54,7 @@ float apply_activation(Activation a, float x, float alpha, float beta);
 
 #include "kiln/ir/graph.h"
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/pool.h"
 
 namespace kiln::ops {
 
@@ -68,5 +70,16 @@ ActivationSpec activation_of(const Node& n);
 // w [K, C/group, R, S] (the logical ones: `w_shape` once packed), with auto_pad resolved.
 // Shared by the lowering (tactic choice, packing) and the runtime (each input shape).
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w);
+
+// The fast pooling kernels' geometry for a MaxPool / AveragePool node (explicit, auto_pad and
+// ceil_mode padding resolved), or nothing when the node runs the reference kernel. Read by the
+// runtime (runtime/fast_pool.cpp), the lowering (which pools take channel-blocked activations)
+// and the performance model (analysis/perf_cpu.cpp).
+struct PoolGeometry {
+  kernels::PoolKind kind = kernels::PoolKind::Max;
+  kernels::Conv2dShape shape;
+  bool count_include_pad = false;
+};
+std::optional<PoolGeometry> pool_geometry(const Node& n);
 
 }  // namespace kiln::ops

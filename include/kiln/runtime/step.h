@@ -13,6 +13,7 @@
 
 #include "kiln/ir/graph.h"
 #include "kiln/kernels/pool.h"
+#include "kiln/ops/kiln_ops.h"
 
 namespace kiln::runtime {
 
@@ -50,14 +51,8 @@ const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op)
 // Every fast kernel of (domain, op) in table order: the runtime uses the first that accepts a node.
 std::vector<const FastKernel*> find_fast_kernels(std::string_view domain, std::string_view op);
 
-// The fast pooling kernel's geometry for a MaxPool / AveragePool node (explicit, auto_pad and
-// ceil_mode padding resolved), or nothing when the node runs the reference kernel. The
-// performance model reads it to tell which pooling kernel runs (analysis/perf_cpu.cpp).
-struct PoolGeometry {
-  kernels::PoolKind kind = kernels::PoolKind::Max;
-  kernels::Conv2dShape shape;
-  bool count_include_pad = false;
-};
-std::optional<PoolGeometry> fast_pool_geometry(const Node& n);
+// The fast pooling kernel's geometry (ops::pool_geometry).
+using PoolGeometry = ops::PoolGeometry;
+inline std::optional<PoolGeometry> fast_pool_geometry(const Node& n) { return ops::pool_geometry(n); }
 
 }  // namespace kiln::runtime

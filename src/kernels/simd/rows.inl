@@ -119,6 +119,40 @@ void depthwise_grid(const float* const* taps, const float* w, int64_t ntaps, int
 
 // out[j] = max over taps t of taps[t][j], j in [0, n): a max-pooling grid on the stride-phase
 // planes (padding there holds -inf). Exact: max is order-independent.
+// KernelTable::max_blocked_row. VV: V, a template parameter so that only the branch for its
+// width is compiled.
+template <class VV = V>
+void max_blocked_row_on(const float* row, int64_t n, int64_t S, int64_t sw, int64_t dw, float* out) {
+  constexpr int kB = 8;  // kConvBlock
+  if constexpr (VV::W == 2 * kB) {  // output pixels ow and ow + 1 in one vector
+    int64_t ow = 0;
+    for (; ow + 2 <= n; ow += 2) {
+      const float* p = row + ow * sw * kB;
+      VV m = VV::load_halves(p, p + sw * kB);
+      for (int64_t kw = 1; kw < S; ++kw) m = max(m, VV::load_halves(p + kw * dw * kB, p + (sw + kw * dw) * kB));
+      m.store(out + ow * kB);
+    }
+    if (ow < n) {
+      const float* p = row + ow * sw * kB;
+      VV m = VV::load_first(p, kB);
+      for (int64_t kw = 1; kw < S; ++kw) m = max(m, VV::load_first(p + kw * dw * kB, kB));
+      m.store_first(out + ow * kB, kB);
+    }
+  } else {
+    static_assert(kB % VV::W == 0);
+    for (int64_t ow = 0; ow < n; ++ow)
+      for (int q = 0; q < kB; q += VV::W) {
+        const float* p = row + ow * sw * kB + q;
+        VV m = VV::load(p);
+        for (int64_t kw = 1; kw < S; ++kw) m = max(m, VV::load(p + kw * dw * kB));
+        m.store(out + ow * kB + q);
+      }
+  }
+}
+void max_blocked_row(const float* row, int64_t n, int64_t S, int64_t sw, int64_t dw, float* out) {
+  max_blocked_row_on(row, n, S, sw, dw, out);
+}
+
 void max_grid(const float* const* taps, int64_t ntaps, int64_t n, float* out) {
   int64_t j = 0;
   for (; j + 4 * V::W <= n; j += 4 * V::W) {

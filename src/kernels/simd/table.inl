@@ -27,6 +27,7 @@ KernelTable make_table() {
   t.depthwise_plane = depthwise_plane;
   t.depthwise_block = depthwise_block;
   t.max_grid = max_grid;
+  t.max_blocked_row = max_blocked_row;
   t.max_pool_3x3s2_row = max_pool_3x3s2_row;
   t.sum_row = sum_row;
   t.pack_a_runs = pack_a_runs;
