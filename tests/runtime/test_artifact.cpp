@@ -176,14 +176,14 @@ TEST(Artifact, RefusesOtherFormatVersions) {
   const std::string path = dir.file("m.kiln");
   write_artifact(path, testing::test_manifest(), m);
   std::string bytes = read_file(path);
-  bytes[8] = 2;  // format version 2
+  bytes[8] = 3;  // format version 3
   write_file(path, bytes);
   std::string e = error_of([&] { Executable::load(path); });
-  EXPECT_EQ(e, path + ": artifact format version 2, but this kiln (" + std::string(kiln_version()) +
-                   ") reads version 1; compile the model again with this kiln");
+  EXPECT_EQ(e, path + ": artifact format version 3, but this kiln (" + std::string(kiln_version()) +
+                   ") reads version 2; compile the model again with this kiln");
   ArtifactManifest future = testing::test_manifest();
-  future.format_version = 2;
-  EXPECT_NE(error_of([&] { write_artifact(path, future, m); }).find("cannot write format version 2"),
+  future.format_version = 3;
+  EXPECT_NE(error_of([&] { write_artifact(path, future, m); }).find("cannot write format version 3"),
             std::string::npos);
 }
 

@@ -25,7 +25,9 @@
 
 namespace kiln {
 
-constexpr int64_t kArtifactFormatVersion = 1;
+// 2: channel-blocked activations (nodes with x_blocked / y_blocked, lower/blocked_layout.cpp),
+// which a version-1 runtime would silently read as NCHW.
+constexpr int64_t kArtifactFormatVersion = 2;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 
