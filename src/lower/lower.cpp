@@ -110,7 +110,7 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
       const bool x = n->attr_i("x_blocked", 0) != 0, y = n->attr_i("y_blocked", 0) != 0;
       if (x || y)
         c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
-                 " (another direct convolution's)";
+                 " (NCHW8c, shared with the direct convolutions and pools next to it)";
     }
   }
   return r;
