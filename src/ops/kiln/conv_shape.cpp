@@ -4,6 +4,18 @@
 #include "kiln_common.h"
 
 namespace kiln::ops {
+namespace {
+
+// Padding before and after for one spatial dim under auto_pad SAME_UPPER / SAME_LOWER: the total
+// that makes out = ceil(in / stride), the odd pixel last for SAME_UPPER.
+void same_pads(int64_t in, int64_t k, int64_t stride, int64_t dil, bool upper, int64_t& before, int64_t& after) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dil + 1 - in);
+  before = upper ? total / 2 : total - total / 2;
+  after = total - before;
+}
+
+}  // namespace
 
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
   KILN_CHECK(x.size() == 4 && w.size() == 4, n.describe(), ": a 2-D convolution needs 4-D input and weight, got ",
@@ -21,32 +33,13 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.pad_top = pads[0], s.pad_left = pads[1], s.pad_bottom = pads[2], s.pad_right = pads[3];
   std::string ap = n.attr_s("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-    // Total padding so that out = ceil(in / stride); the odd pixel goes last for SAME_UPPER.
-    auto split = [&](int64_t in, int64_t k, int64_t st, int64_t d, int64_t& lo, int64_t& hi) {
-      int64_t out = (in + st - 1) / st;
-      int64_t total = std::max<int64_t>(0, (out - 1) * st + (k - 1) * d + 1 - in);
-      lo = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      hi = total - lo;
-    };
-    split(s.H, s.R, s.stride_h, s.dil_h, s.pad_top, s.pad_bottom);
-    split(s.W, s.S, s.stride_w, s.dil_w, s.pad_left, s.pad_right);
+    same_pads(s.H, s.R, s.stride_h, s.dil_h, ap == "SAME_UPPER", s.pad_top, s.pad_bottom);
+    same_pads(s.W, s.S, s.stride_w, s.dil_w, ap == "SAME_UPPER", s.pad_left, s.pad_right);
   } else if (ap == "VALID") {
     s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 0;
   }
   return s;
 }
-
-namespace {
-
-// Padding before and after for one spatial dim under auto_pad SAME_UPPER / SAME_LOWER.
-void same_pads(int64_t in, int64_t k, int64_t stride, int64_t dil, bool upper, int64_t& before, int64_t& after) {
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dil + 1 - in);
-  before = upper ? total / 2 : total - total / 2;
-  after = total - before;
-}
-
-}  // namespace
 
 std::optional<PoolGeometry> pool_geometry(const Node& n) {
   const Value* x = n.input(0);
