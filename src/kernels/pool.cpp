@@ -221,12 +221,13 @@ void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float
   const int64_t padded = (s.pad_left + s.W + right) * kConvBlock;
   const double work = static_cast<double>(blocks) * OH * OW * kConvBlock * s.R * s.S;
   parallel_for(blocks * OH, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> row;
+    thread_local std::vector<float> row;  // kept from run to run: no allocation once warm
+    thread_local std::vector<const float*> taps;
     if (static_cast<int64_t>(row.size()) < padded) row.resize(padded);
+    if (static_cast<int64_t>(taps.size()) < s.R) taps.resize(static_cast<size_t>(s.R));
     std::fill(row.begin(), row.begin() + s.pad_left * kConvBlock, -std::numeric_limits<float>::infinity());
     std::fill(row.begin() + (s.pad_left + s.W) * kConvBlock, row.begin() + padded,
               -std::numeric_limits<float>::infinity());
-    std::vector<const float*> taps(static_cast<size_t>(s.R));
     for (int64_t i = b; i < e; ++i) {
       const int64_t blk = i / OH, oh = i % OH;
       int64_t n = 0;
