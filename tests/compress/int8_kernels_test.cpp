@@ -297,6 +297,9 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
       // too): 80 row tiles (two work items of 64), a ragged last tile, 16-channel blocks plus 4
       // more, a partial channel panel; a 1x1 on 7x7 maps, two images.
       shape(1, 20, 21, 19, 20, 3, 3, 1, 1, 1, 1), shape(2, 36, 7, 7, 33, 1, 1, 1, 0, 1, 1),
+      // Enough work for two threads on both the image fill (split by pixels: 4 channel blocks
+      // plus 12 channels) and the tiles (run-major: small weights).
+      shape(1, 76, 60, 60, 64, 3, 3, 2, 1, 1, 1),
       // Depthwise (QKernels::depthwise_block where the table has it): partial channel blocks,
       // rows of 8-pixel groups plus a remainder, 7-pixel groups, strides 1-3, dilation, 5x5,
       // one input channel into 16, and bands of rows at two threads (40 output rows, enough work
@@ -312,7 +315,7 @@ TEST(Int8Kernels, ConvMatchesNaiveIntegerConvolution) {
   };
   shapes[3].pad_bottom = 1;  // asymmetric padding
   shapes[18].pad_left = 2, shapes[18].pad_bottom = 0;
-  shapes[22].pad_left = 0, shapes[22].pad_bottom = 2;  // depthwise 5x5, asymmetric padding
+  shapes[23].pad_left = 0, shapes[23].pad_bottom = 2;  // depthwise 5x5, asymmetric padding
   // Quad rows share padding with the next row: reads past a row's end must land on padding.
   shapes[16].pad_right = 2, shapes[16].pad_bottom = 1;
   shapes[17].pad_left = 3, shapes[17].pad_right = 1, shapes[17].pad_top = 1;

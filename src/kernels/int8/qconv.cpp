@@ -90,12 +90,52 @@ void copy_flipped(const uint8_t* src, int64_t stride, uint8_t flip, int64_t n, u
   for (; j < n; ++j) dst[j] = static_cast<uint8_t>(src[j * stride] ^ flip);
 }
 
+// Phase rows narrower than this go through gather_phase_planes: a row of a few bytes costs a
+// fill_phase_row call and a scalar loop (a 1x1 stride-2 convolution on a 14x14 map, 1024 -> 2048
+// channels: 7168 rows of 7 bytes took 18 % of its time; qconv_bench, 1 / 2 threads, 486-522 /
+// 372-379 us before, 448-462 / 298-332 after). From 9 bytes copy_flipped's vector paths are
+// faster than the gather (kiln profile, 512 -> 1024 stride 2 at 28x28: 0.39 -> 0.42 ms with
+// its 14-byte rows gathered).
+constexpr int64_t kGatherBelowWidth = 9;
+
+// The phase planes through one index table per phase: entry i * Wq + j is the input position
+// phase row i, column j reads, or -1 in the padding. The table lives in the calling thread's
+// vector (no allocation once warm), which the pool's threads read through a reference.
+void gather_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
+                         const std::vector<char>& used_h, const std::vector<char>& used_w, uint8_t* dst, int threads) {
+  const int64_t phases = s.stride_h * s.stride_w, plane = g.Hq * g.Wq;
+  thread_local std::vector<int32_t> tables;
+  std::vector<int32_t>& index = tables;
+  index.resize(static_cast<size_t>(phases * plane));
+  for (int64_t ph = 0; ph < s.stride_h; ++ph)
+    for (int64_t pw = 0; pw < s.stride_w; ++pw) {
+      int32_t* t = index.data() + (ph * s.stride_w + pw) * plane;
+      for (int64_t i = 0; i < g.Hq; ++i)
+        for (int64_t j = 0; j < g.Wq; ++j) {
+          const int64_t ih = i * s.stride_h + ph - s.pad_top, iw = j * s.stride_w + pw - s.pad_left;
+          t[i * g.Wq + j] = ih < 0 || ih >= s.H || iw < 0 || iw >= s.W ? -1 : static_cast<int32_t>(ih * s.W + iw);
+        }
+    }
+  parallel_for(g.Cg * phases, threads_for_work(static_cast<double>(g.Cg) * plane * phases, threads), [&](int64_t b,
+                                                                                                          int64_t e) {
+    for (int64_t cp = b; cp < e; ++cp) {
+      const int64_t c = cp / phases, ph = cp % phases / s.stride_w, pw = cp % s.stride_w;
+      if (!used_h[static_cast<size_t>(ph)] || !used_w[static_cast<size_t>(pw)]) continue;
+      const int32_t* t = index.data() + cp % phases * plane;
+      const uint8_t* xc = x + c * s.H * s.W;
+      uint8_t* d = dst + cp * plane;
+      for (int64_t q = 0; q < plane; ++q) d[q] = t[q] < 0 ? pad : static_cast<uint8_t>(xc[t[q]] ^ flip);
+    }
+  });
+}
+
 // The group's phase planes that some tap reads: `pad` outside the input, x XOR flip inside.
 void fill_phase_planes(const Conv2dShape& s, const Geometry& g, const uint8_t* x, uint8_t flip, uint8_t pad,
                        uint8_t* dst, int threads) {
   const std::vector<char> used_h = detail::used_phases(s.stride_h, s.R, s.dil_h);
   const std::vector<char> used_w = detail::used_phases(s.stride_w, s.S, s.dil_w);
   const int64_t phases = s.stride_h * s.stride_w, plane = g.Hq * g.Wq;
+  if (g.Wq < kGatherBelowWidth) return gather_phase_planes(s, g, x, flip, pad, used_h, used_w, dst, threads);
   parallel_for(g.Cg * phases, threads_for_work(static_cast<double>(g.Cg) * plane * phases, threads), [&](int64_t b,
                                                                                                           int64_t e) {
     for (int64_t cp = b; cp < e; ++cp) {

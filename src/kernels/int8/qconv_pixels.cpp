@@ -133,8 +133,7 @@ __attribute__((target("avx2"))) void transpose_store32_avx2(const uint8_t* x, in
 // maps are not scalar), 16 channels at a time, each transposed block stored pixel by pixel.
 // The transposes spill (perf: stack stores and loads were the fill's hot spots); with AVX2's 32
 // pixels per transpose the fill took 2.3-2.4 % of a 64-channel 3x3 layer at 56x56, with SSE2's
-// 16 2.7 %. Writing every channel block of a run of pixels before the next run (each pixel's
-// line written at once) measured the same.
+// 16 2.7 % (one thread).
 void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, uint8_t flip, uint8_t pad, uint8_t* img,
                 int threads) {
   const int64_t HW = s.H * s.W, row = g.Wp * g.Cg;
@@ -147,42 +146,52 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
     std::memset(img + i * row, pad, static_cast<size_t>(s.pad_left * g.Cg));
     std::memset(img + i * row + (s.pad_left + s.W) * g.Cg, pad, static_cast<size_t>(s.pad_right * g.Cg));
   }
-  const int64_t blocks = g.Cg / 16;
-  parallel_for(blocks + 1, threads_for_work(static_cast<double>(g.Cg) * HW, threads), [&](int64_t b, int64_t e) {
-    for (int64_t cb = b; cb < e; ++cb) {
-      // The last item: the channels past the 16-channel blocks, one byte at a time.
-      const int64_t c0 = cb * 16, c1 = cb == blocks ? g.Cg : c0 + 16;
-      if (c0 == c1) continue;
-      // Where input pixel q's channels go, stepped along with q (locals: the byte stores would
-      // otherwise make the compiler reload every shape field after each one).
-      const int64_t W = s.W, Cg = g.Cg, row_jump = (g.Wp - s.W) * g.Cg;
-      uint8_t* d = img + (s.pad_top * g.Wp + s.pad_left) * Cg;
-      int64_t iw = 0, q = 0;
-      auto next = [&] {
-        d += Cg;
-        if (++iw == W) iw = 0, d += row_jump;
-      };
-      if (cb < blocks) {
+  // Threads split the pixels, not the channel blocks: a pixel's Cg bytes share cache lines, and
+  // with the blocks split two threads wrote 16-byte pieces of the same lines (a 128-channel
+  // stride-2 layer's fill took 3.6x the thread time at 2 threads that it took at 1; the layer ran
+  // 391 -> 352 us; split by pixels 300).
+  const int64_t blocks = g.Cg / 16, W = s.W, Cg = g.Cg, row_jump = (g.Wp - W) * Cg;
+  const int64_t per_item = std::max<int64_t>(32, round_up(ceil_div(HW, 8 * std::max(threads, 1)), 32));
+  const int64_t items = ceil_div(HW, per_item);
+  parallel_for(items, threads_for_work(static_cast<double>(g.Cg) * HW, threads), [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t q0 = item * per_item, q1 = std::min(HW, q0 + per_item);
+      // Block by block over the item's pixels: 16 input rows stream at a time (all the
+      // channels per 32 pixels instead, Cg rows at once, ran resnet50 int8 1.2 % slower).
+      // The last block: the channels past the 16-channel blocks, one byte at a time.
+      for (int64_t cb = 0; cb <= blocks; ++cb) {
+        const int64_t c0 = cb * 16, c1 = cb == blocks ? Cg : c0 + 16;
+        if (c0 == c1) continue;
+        // Where input pixel q's channels go, stepped along with q (locals: the byte stores would
+        // otherwise make the compiler reload every shape field after each one).
+        int64_t iw = q0 % W, q = q0;
+        uint8_t* d = img + ((s.pad_top + q0 / W) * g.Wp + s.pad_left + iw) * Cg;
+        auto next = [&] {
+          d += Cg;
+          if (++iw == W) iw = 0, d += row_jump;
+        };
+        if (cb < blocks) {
 #if defined(__x86_64__)
-        for (; q + 32 <= HW; q += 32) {
-          uint8_t* dst[32];
-          for (int j = 0; j < 32; ++j, next()) dst[j] = d;
-          transpose_store32_avx2(x, HW, q, c0, flip, dst);
-        }
+          for (; q + 32 <= q1; q += 32) {
+            uint8_t* dst[32];
+            for (int j = 0; j < 32; ++j, next()) dst[j] = d;
+            transpose_store32_avx2(x, HW, q, c0, flip, dst);
+          }
 #endif
 #if defined(__SSE2__)
-        const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-        for (; q + 16 <= HW; q += 16) {
-          __m128i v[16];
-          for (int c = 0; c < 16; ++c)
-            v[c] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + c) * HW + q)), f);
-          transpose16(v);
-          for (int j = 0; j < 16; ++j, next()) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c0), v[j]);
-        }
+          const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+          for (; q + 16 <= q1; q += 16) {
+            __m128i v[16];
+            for (int c = 0; c < 16; ++c)
+              v[c] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + c) * HW + q)), f);
+            transpose16(v);
+            for (int j = 0; j < 16; ++j, next()) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c0), v[j]);
+          }
 #endif
+        }
+        for (; q < q1; ++q, next())
+          for (int64_t c = c0; c < c1; ++c) d[c] = static_cast<uint8_t>(x[c * HW + q] ^ flip);
       }
-      for (; q < HW; ++q, next())
-        for (int64_t c = c0; c < c1; ++c) d[c] = static_cast<uint8_t>(x[c * HW + q] ^ flip);
     }
   });
 }
@@ -236,33 +245,52 @@ void qconv_pack_weight_pixels(const QKernels& k, const Conv2dShape& s, const int
 }
 
 namespace {
-// Work items are (channel panel, run of row tiles) pairs, channel-panel-major: a thread's items
-// share each weight panel while it is in cache.
+// Work items are (channel panel, run of row tiles) pairs. Channel-panel-major, a thread's items
+// share each weight panel while it is in cache, but every thread reads the whole image, half of
+// it written by the other core just before. Run-major (pixel_major), each thread reads the image
+// rows it filled itself (fill_image splits the pixels the same way) and every weight panel: the
+// choice when the weights are no larger than the image. qconv_bench, 2 threads, Zen 5, us,
+// panel- / run-major: 128 -> 128 3x3 stride 2 at 56x56 (image 430 KB, weights 147 KB) 355 /
+// 282; 512 -> 512 at 7x7 (2.4 MB of weights) 220 / 240. In a model the weights come from L3, so
+// reading all of them costs more than in the benchmark: resnet50's 256 -> 256 layers at 14x14
+// (590 KB of weights, a 65 KB image) ran 0.184 -> 0.206 ms run-major (kiln profile).
 struct PixelWork {
-  int64_t panels, tiles, runs, items;
-  PixelWork(const QKernels& k, const PixelGeometry& g)
-      : panels(ceil_div(g.Mg, k.nr)), tiles(ceil_div(g.P, k.mr)), runs(ceil_div(tiles, kTilesPerItem)),
-        items(panels * runs) {}
-  int slots(const PixelGeometry& g, int threads) const {
+  int64_t panels, tiles, runs, per_run, items;
+  int slots;
+  bool pixel_major;
+  PixelWork(const QKernels& k, const PixelGeometry& g, int threads)
+      : panels(ceil_div(g.Mg, k.nr)), tiles(ceil_div(g.P, k.mr)) {
     const int t = threads_for_work(static_cast<double>(g.Mg) * g.P * g.kc(), threads);
-    return static_cast<int>(std::min<int64_t>(t, items));
+    runs = ceil_div(tiles, kTilesPerItem);
+    pixel_major = t > 1 && tiles >= t && g.Mg * g.kc() <= g.image_bytes();
+    if (pixel_major) {
+      runs = std::min(tiles, round_up(std::max<int64_t>(runs, t), t));
+      per_run = ceil_div(tiles, runs);
+      runs = ceil_div(tiles, per_run);
+    } else {
+      per_run = kTilesPerItem;
+    }
+    items = panels * runs;
+    slots = static_cast<int>(std::min<int64_t>(t, items));
   }
+  int64_t panel(int64_t item) const { return pixel_major ? item % panels : item / runs; }
+  int64_t run(int64_t item) const { return pixel_major ? item / panels : item % runs; }
 };
 }  // namespace
 
 size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int threads) {
   const PixelGeometry g(s);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  return static_cast<size_t>(PixelLayout(k, g).total(PixelWork(k, g).slots(g, threads)));
+  return static_cast<size_t>(PixelLayout(k, g).total(PixelWork(k, g, threads).slots));
 }
 
 void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                     const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   const PixelGeometry g(s);
   const PixelLayout l(k, g);
-  const PixelWork work(k, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  const int slots = work.slots(g, threads);
+  const PixelWork work(k, g, threads);
+  const int slots = work.slots;
   uint8_t* img = workspace;
   // The window as runs of contiguous bytes: with no horizontal dilation a kernel row's taps
   // are adjacent pixels, so a row of S taps is one run of S * Cg bytes (a 3x3 convolution: 3
@@ -285,8 +313,8 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
         for (int64_t slot = sb; slot < se; ++slot) {
           int32_t* buf = reinterpret_cast<int32_t*>(workspace + l.image + l.offsets + l.pixels + slot * l.per_slot);
           for (int64_t item = work.items * slot / slots; item < work.items * (slot + 1) / slots; ++item) {
-            const int64_t panel = item / work.runs, t0 = item % work.runs * kTilesPerItem;
-            const int64_t t1 = std::min(work.tiles, t0 + kTilesPerItem), p0 = t0 * k.mr;
+            const int64_t panel = work.panel(item), t0 = work.run(item) * work.per_run;
+            const int64_t t1 = std::min(work.tiles, t0 + work.per_run), p0 = t0 * k.mr;
             const int channels = static_cast<int>(std::min<int64_t>(k.nr, g.Mg - panel * k.nr));
             const uint8_t* cols = wg + panel * panel_bytes;
             for (int64_t t = t0; t < t1; ++t) {
