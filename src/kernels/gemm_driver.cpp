@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "kiln/kernels/parallel.h"
@@ -33,7 +34,7 @@ struct Part {
 
 // Splits C into pm x pn parts on tile boundaries, choosing the split whose largest part (in
 // padded tiles) is smallest; ties go to fewer parts.
-std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
+void partition(int64_t M, int64_t N, int mr, int nr, int threads, std::vector<Part>& parts) {
   const int64_t mt = ceil_div(M, mr), nt = ceil_div(N, nr);
   int64_t best_pm = 1, best_pn = 1, best_cost = mt * nt;
   for (int64_t pm = 1; pm <= std::min<int64_t>(threads, mt); ++pm)
@@ -43,14 +44,12 @@ std::vector<Part> partition(int64_t M, int64_t N, int mr, int nr, int threads) {
       if (cost < best || (cost == best && pm * pn < best_pm * best_pn)) best_pm = pm, best_pn = pn, best_cost = cost;
     }
   (void)best_cost;
-  std::vector<Part> parts;
   for (int64_t a = 0; a < best_pm; ++a)
     for (int64_t b = 0; b < best_pn; ++b) {
       Part p{mt * a / best_pm * mr, std::min(M, mt * (a + 1) / best_pm * mr), nt * b / best_pn * nr,
              std::min(N, nt * (b + 1) / best_pn * nr)};
       if (p.i0 < p.i1 && p.j0 < p.j1) parts.push_back(p);
     }
-  return parts;
 }
 
 // Whether every part of a Rows split packs B again: B packed per call, or in-place rows longer
@@ -63,17 +62,39 @@ bool repacks_b(const GemmProblem& p) { return !p.b_packed && (!p.b_rows || p.K >
 // dimension, whole tiles each; one per thread when every part packs the whole other operand
 // again (`repacks`: pixel-gemm's pixels, packed on the fly, under a Cols split: with 8 parts on
 // 2 threads, mobilenet_v2's 7x7 960->160 projections ran slower on 2 threads than on 1).
-std::vector<Part> split_parts(int64_t M, int64_t N, int mr, int nr, int threads, bool rows, bool repacks) {
+void split_parts(int64_t M, int64_t N, int mr, int nr, int threads, bool rows, bool repacks, std::vector<Part>& parts) {
   const int64_t tiles = rows ? ceil_div(M, mr) : ceil_div(N, nr), step = rows ? mr : nr, extent = rows ? M : N;
   const int64_t per_thread = repacks ? 1 : kSplitPartsPerThread;
   const int64_t count = threads <= 1 ? 1 : std::min<int64_t>(tiles, int64_t{threads} * per_thread);
-  std::vector<Part> parts;
   for (int64_t k = 0; k < count; ++k) {
     const int64_t lo = tiles * k / count * step, hi = std::min(extent, tiles * (k + 1) / count * step);
     if (lo < hi) parts.push_back(rows ? Part{lo, hi, 0, N} : Part{0, M, lo, hi});
   }
-  return parts;
 }
+
+// The part list of a gemm_run: one of the calling thread's vectors, kept between calls (no
+// allocation per call once warm). A gemm_run nested in another's callback on the same thread
+// takes the next vector; a deque keeps the outer ones where they are.
+class PartList {
+ public:
+  PartList() : parts_(next()) { parts_.clear(); }
+  ~PartList() { --depth(); }
+  PartList(const PartList&) = delete;
+  PartList& operator=(const PartList&) = delete;
+  std::vector<Part>& get() { return parts_; }
+
+ private:
+  static size_t& depth() {
+    thread_local size_t d = 0;
+    return d;
+  }
+  static std::vector<Part>& next() {
+    thread_local std::deque<std::vector<Part>> lists;
+    if (lists.size() <= depth()) lists.emplace_back();
+    return lists[depth()++];
+  }
+  std::vector<Part>& parts_;
+};
 
 // One K block of consecutive panels: where the first starts and how far apart they are.
 struct Panels {
@@ -247,10 +268,13 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   }
   threads = gemm_threads(p.M, p.N, p.K, p.b_packed != nullptr, threads);
   using Split = GemmProblem::Split;
-  std::vector<Part> parts = p.split == Split::Auto
-                                ? partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads)
-                                : split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows,
-                                              p.split == Split::Rows ? repacks_b(p) : !p.a_packed);
+  PartList list;
+  std::vector<Part>& parts = list.get();
+  if (p.split == Split::Auto)
+    partition(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, parts);
+  else
+    split_parts(p.M, p.N, t.gemm.mr, t.gemm.nr, threads, p.split == Split::Rows,
+                p.split == Split::Rows ? repacks_b(p) : !p.a_packed, parts);
   const size_t bfloats = gemm_b_block_floats(t.gemm);
   auto buffer_for = [&](int64_t part) -> float* {
     if (p.b_packed || p.b_rows) return nullptr;

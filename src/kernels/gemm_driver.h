@@ -7,32 +7,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
-#include <utility>
-
 #include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/function_ref.h"
 
 namespace kiln::kernels::detail {
 
-// A non-owning reference to a callable (no allocation, unlike std::function).
-template <class Sig>
-class FunctionRef;
-template <class R, class... Args>
-class FunctionRef<R(Args...)> {
- public:
-  FunctionRef() = default;
-  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
-  FunctionRef(F&& f)  // NOLINT: implicit on purpose, like std::function
-      : obj_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... a) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
-        }) {}
-  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
-  explicit operator bool() const { return call_ != nullptr; }
-
- private:
-  void* obj_ = nullptr;
-  R (*call_)(void*, Args...) = nullptr;
-};
+using kernels::FunctionRef;
 
 // Packs rows [i0, i0+mc) x depth [p0, p0+kc) of A into mr-row panels, panel stride kc*mr.
 using PackABlock = FunctionRef<void(int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out)>;

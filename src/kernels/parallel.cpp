@@ -100,7 +100,7 @@ class Pool {
     return p;
   }
 
-  void run(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn) {
+  void run(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
     threads = std::min(threads, kMaxThreads);
     ensure_workers(threads - 1);
@@ -110,7 +110,7 @@ class Pool {
     if (!spin) backoff_.store(backoff - 1);
     spin_.store(spin);
     const int64_t pieces = n <= threads ? n : std::min<int64_t>(n, int64_t{threads} * kPiecesPerThread);
-    fn_ = &fn;
+    fn_ = fn;
     n_ = n;
     per_ = (n + pieces - 1) / pieces;
     error_ = nullptr;
@@ -154,7 +154,7 @@ class Pool {
       done_cv_.wait(lk, finished);
       caller_sleeping_.store(false);
     }
-    fn_ = nullptr;
+    fn_ = {};
     if (mine) std::rethrow_exception(mine);
     if (error_) std::rethrow_exception(error_);
   }
@@ -234,7 +234,7 @@ class Pool {
       for (int64_t piece; (piece = next_piece(id, helpers + 1, seen)) >= 0;) {
         const int64_t total = total_;
         try {
-          (*fn_)(piece * per_, std::min(n_, (piece + 1) * per_));
+          fn_(piece * per_, std::min(n_, (piece + 1) * per_));
         } catch (...) {
           std::lock_guard<std::mutex> lk(mu_);
           if (!error_) error_ = std::current_exception();
@@ -251,7 +251,7 @@ class Pool {
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
   // The current region; written by the caller before state_ publishes it.
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  FunctionRef<void(int64_t, int64_t)> fn_;
   int64_t n_ = 0, per_ = 0, total_ = 0;
   std::exception_ptr error_;
   // Separate cache lines: threads claim from the slots while they count finished pieces.
@@ -283,7 +283,7 @@ int default_threads() {
   return n > 0 ? n : hardware_threads();
 }
 
-void parallel_for(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();
   int chunks = static_cast<int>(std::min<int64_t>(threads, n));

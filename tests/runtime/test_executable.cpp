@@ -141,6 +141,54 @@ TEST(Executable, ReusesOutputBuffersTheCallerGaveBack) {
   EXPECT_TRUE(bit_equal(out[0], first_y));
 }
 
+// Heap allocations over 20 runs at 2 threads after the first two (the first of a shape plans and
+// allocates); `out` keeps the last run's outputs.
+long steady_allocations(Executable& exe, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
+  RunOptions opt;
+  opt.threads = 2;
+  exe.run(in, out, opt);
+  exe.run(in, out, opt);
+  const long before = testing::allocation_count();
+  for (int i = 0; i < 20; ++i) exe.run(in, out, opt);
+  return testing::allocation_count() - before;
+}
+
+TEST(Executable, StridedCopiesAndPoolsDoNotAllocate) {
+  // Transpose, Slice and Split run as strided copies planned once per shape (fast_strided.cpp),
+  // the pools as fast kernels; at 2 threads the copies (2^16 elements) and pools split over
+  // threads, whose parallel regions take their lambdas by reference (no std::function heap).
+  const char* text = R"(
+kiln.model ir=8 opset=17
+graph main(%x: f32[2,32,32,32]) -> (%y, %z, %w, %u) {
+  %t = Transpose(%x) {perm=[0,2,3,1]}
+  %st = init i64[2] dense<2, -1>
+  %en = init i64[2] dense<30, 0>
+  %ax = init i64[2] dense<1, 3>
+  %sp = init i64[2] dense<1, -2>
+  %s = Slice(%t, %st, %en, %ax, %sp)
+  %sizes = init i64[2] dense<12, 20>
+  %a, %b = Split(%t, %sizes) {axis=3}
+  %y = MaxPool(%s) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]}
+  %z = GlobalAveragePool(%a)
+  %w = Transpose(%b) {perm=[0,3,1,2]}
+  %u = Transpose(%x)
+}
+)";
+  ScratchDir dir("exe_alloc_strided");
+  auto exe = load(dir, text);
+  Tensor x(DType::f32, {2, 32, 32, 32});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) * 0.125f - 6.f;
+  std::vector<Tensor> in = {x}, out;
+  EXPECT_EQ(steady_allocations(*exe, in, out), 0);
+  Model ref = testing::model_from_text(text);
+  auto want = run_model(ref, {{"x", x}});
+  const char* names[] = {"y", "z", "w", "u"};
+  ASSERT_EQ(out.size(), 4u);
+  for (size_t j = 0; j < 4; ++j) EXPECT_TRUE(bit_equal(out[j], want.at(names[j]))) << names[j];
+  // Sliced to rows 2..29 and channels 31 down to 1 by 2 (2x28x32x16), then pooled by 2.
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 28, 16, 8}));
+}
+
 TEST(Executable, SteadyRunsDoNotAllocate) {
   // Every step here runs without the reference kernels: views and the fast Softmax.
   const char* text = R"(
@@ -159,13 +207,7 @@ graph main(%x: f32[N,64]) -> (%y) {
   Tensor x(DType::f32, {256, 64});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) * 0.25f;
   std::vector<Tensor> in = {x}, out;
-  RunOptions opt;
-  opt.threads = 2;
-  exe->run(in, out, opt);  // first run of this shape: plans and allocates
-  exe->run(in, out, opt);
-  const long before = testing::allocation_count();
-  for (int i = 0; i < 20; ++i) exe->run(in, out, opt);
-  EXPECT_EQ(testing::allocation_count() - before, 0);
+  EXPECT_EQ(steady_allocations(*exe, in, out), 0);
   Model ref = testing::model_from_text(text);
   EXPECT_TRUE(bit_equal(out[0], run_model(ref, {{"x", x}}).at("y")));
   // The reference-kernel fallback allocates its kernels' own bookkeeping, but no tensor moves:

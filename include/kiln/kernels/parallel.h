@@ -6,7 +6,8 @@
 // of the others, so per-chunk state must be indexed by the chunk, never by the thread.
 #pragma once
 #include <cstdint>
-#include <functional>
+
+#include "kiln/kernels/function_ref.h"
 
 namespace kiln::kernels {
 
@@ -35,7 +36,9 @@ class SpinningScope {
 };
 
 // Calls fn(begin, end) over chunks of [0, n): one index per chunk when n <= threads, else up
-// to four chunks per thread. Runs inline when threads == 1 or n == 1.
-void parallel_for(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& fn);
+// to four chunks per thread. Runs inline when threads == 1 or n == 1. fn is referenced, not
+// copied (no allocation per region, whatever the lambda captures); it returns after every chunk
+// has run.
+void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
 }  // namespace kiln::kernels

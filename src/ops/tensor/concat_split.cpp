@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "kiln/ops/views.h"
 #include "tensor_common.h"
 
 namespace kiln::ops {
@@ -140,27 +141,9 @@ void split_infer(InferContext& c) {
 
 void split_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  const int64_t axis = normalize_axis(k.node().attr_i("axis", 0), rank, k.node());
-  auto fail = [&k](const std::string& m) { k.fail(m); };
-  auto sizes = resolve_split(split_sizes(k.node(), k.opset(), k.has_input(1) ? &k.input(1) : nullptr), x.dim(axis),
-                             k.num_outputs(), fail);
-  const size_t es = dtype_size(x.dtype());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
-  const int64_t in_row = x.dim(axis) * inner * es;
-  const auto* src = static_cast<const char*>(x.raw());
-  int64_t col = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    std::vector<int64_t> dims = x.dims();
-    dims[axis] = sizes[i];
-    Tensor& y = k.alloc_output(i, x.dtype(), dims);
-    const int64_t run = sizes[i] * inner * es;
-    auto* dst = static_cast<char*>(y.raw());
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * run, src + o * in_row + col, run);
-    col += run;
-  }
+  const std::vector<StridedView> views =
+      split_views(k.node(), k.opset(), x.dims(), k.has_input(1) ? &k.input(1) : nullptr, k.num_outputs());
+  for (size_t i = 0; i < views.size(); ++i) copy_view(k, i, x, views[i].offset, views[i].strides, views[i].dims);
 }
 
 // ---- Slice: starts/ends/axes attributes (opset < 10) or inputs (>= 10, with steps).
@@ -261,23 +244,52 @@ void slice_infer(InferContext& c) {
 
 void slice_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
-  auto p = slice_params(
-      k.node(), k.opset(), [&k](size_t i) { return &k.input(i); }, [&k](size_t i) { return k.has_input(i); });
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  auto axes = slice_axes(*p, rank, k.node());
-  std::vector<int64_t> st = strides_of(x.dims()), dims = x.dims(), strides = st;
-  int64_t offset = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = axes[i];
-    AxisSlice s = slice_axis(p->starts[i], p->ends[i], p->steps[i], x.dim(a));
-    dims[a] = s.len;
-    strides[a] = st[a] * s.step;
-    if (s.len > 0) offset += s.start * st[a];
-  }
-  copy_view(k, 0, x, offset, strides, dims);
+  auto v = slice_view(
+      k.node(), k.opset(), x.dims(), [&k](size_t i) { return &k.input(i); }, [&k](size_t i) { return k.has_input(i); });
+  copy_view(k, 0, x, v->offset, v->strides, v->dims);
 }
 
 }  // namespace
+
+std::vector<StridedView> split_views(const Node& n, int64_t opset, const std::vector<int64_t>& x,
+                                     const Tensor* split_input, size_t outputs) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t axis = normalize_axis(n.attr_i("axis", 0), rank, n);
+  auto fail = [&n](const std::string& m) { throw Error(str_cat(n.describe(), ": ", m)); };
+  const std::vector<int64_t> sizes = resolve_split(split_sizes(n, opset, split_input), x[axis], outputs, fail);
+  const std::vector<int64_t> st = strides_of(x);
+  std::vector<StridedView> views(sizes.size());
+  int64_t start = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    views[i].offset = start * st[axis];
+    views[i].dims = x;
+    views[i].dims[axis] = sizes[i];
+    views[i].strides = st;
+    start += sizes[i];
+  }
+  return views;
+}
+
+std::optional<StridedView> slice_view(const Node& n, int64_t opset, const std::vector<int64_t>& x,
+                                      const std::function<const Tensor*(size_t)>& in,
+                                      const std::function<bool(size_t)>& has) {
+  auto p = slice_params(n, opset, in, has);
+  if (!p) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  auto axes = slice_axes(*p, rank, n);
+  StridedView v;
+  const std::vector<int64_t> st = strides_of(x);
+  v.dims = x;
+  v.strides = st;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i];
+    AxisSlice s = slice_axis(p->starts[i], p->ends[i], p->steps[i], x[static_cast<size_t>(a)]);
+    v.dims[a] = s.len;
+    v.strides[a] = st[a] * s.step;
+    if (s.len > 0) v.offset += s.start * st[a];
+  }
+  return v;
+}
 
 OpDef def_Concat() {
   return {.name = "Concat", .since = 4, .min_inputs = 1, .max_inputs = -1, .attrs = {{"axis", AttrKind::Int, true}},

@@ -2,6 +2,7 @@
 // Expand, Tile, Transpose, DepthToSpace, SpaceToDepth.
 #include <algorithm>
 
+#include "kiln/ops/views.h"
 #include "tensor_common.h"
 
 namespace kiln::ops {
@@ -112,13 +113,8 @@ void transpose_infer(InferContext& c) {
 
 void transpose_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
-  auto perm = transpose_perm(k.node(), x.rank());
-  std::vector<int64_t> st = strides_of(x.dims()), dims, strides;
-  for (int64_t p : perm) {
-    dims.push_back(x.dim(p));
-    strides.push_back(st[p]);
-  }
-  copy_view(k, 0, x, 0, strides, dims);
+  const StridedView v = transpose_view(k.node(), x.dims());
+  copy_view(k, 0, x, v.offset, v.strides, v.dims);
 }
 
 // ---- DepthToSpace / SpaceToDepth on NCHW: a 6-D reshape + transpose each.
@@ -189,6 +185,17 @@ void space_to_depth_kernel(KernelContext& k) {
 }
 
 }  // namespace
+
+StridedView transpose_view(const Node& n, const std::vector<int64_t>& x) {
+  const std::vector<int64_t> perm = transpose_perm(n, x.size());
+  const std::vector<int64_t> st = strides_of(x);
+  StridedView v;
+  for (int64_t p : perm) {
+    v.dims.push_back(x[static_cast<size_t>(p)]);
+    v.strides.push_back(st[static_cast<size_t>(p)]);
+  }
+  return v;
+}
 
 OpDef def_Expand() {
   return {.name = "Expand", .since = 8, .min_inputs = 2, .max_inputs = 2, .infer = expand_infer,

@@ -59,10 +59,10 @@ void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset, 
     if (!split) {
       strided_copy<T>(s, offset, strides, dims, d);
     } else {
-      const std::vector<int64_t> inner_dims(dims.begin() + 1, dims.end()), inner_strides(strides.begin() + 1, strides.end());
       const int64_t row = n / dims[0];
       kernels::parallel_for(dims[0], k.threads(), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) strided_copy<T>(s, offset + i * strides[0], inner_strides, inner_dims, d + i * row);
+        for (int64_t i = b; i < e; ++i)
+          kernels::strided_copy<T>(s, offset + i * strides[0], strides.data() + 1, dims.data() + 1, dims.size() - 1, d + i * row);
       });
     }
   });

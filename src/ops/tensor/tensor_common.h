@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../op_helpers.h"
+#include "kiln/kernels/strided_copy.h"
 
 namespace kiln::ops::tensor_ops {
 
@@ -26,45 +27,11 @@ inline int64_t checked_index(int64_t idx, int64_t n, const KernelContext& k, con
   return j;
 }
 
-// Copies a strided view of src into the contiguous dst of `dims`: element (i0..ik) of
-// dst = src[offset + sum i_d * strides[d]]. Strides may be 0 (broadcast) or negative.
-// Walks an odometer over the outer dims (no div/mod per element); the innermost dim is a
-// memcpy when contiguous.
+// kernels::strided_copy (kiln/kernels/strided_copy.h) over vectors of dims and strides.
 template <typename T>
-void strided_copy(const T* src, int64_t offset, const std::vector<int64_t>& strides,
-                  const std::vector<int64_t>& dims, T* dst) {
-  const size_t r = dims.size();
-  for (int64_t d : dims)
-    if (d == 0) return;
-  if (r == 0) {
-    dst[0] = src[offset];
-    return;
-  }
-  const int64_t inner = dims[r - 1], istride = strides[r - 1];
-  std::vector<int64_t> idx(r - 1, 0);
-  int64_t src_pos = offset;
-  for (;;) {
-    const T* s = src + src_pos;
-    if (istride == 1) {
-      std::memcpy(dst, s, sizeof(T) * inner);
-    } else if (istride == 0) {
-      std::fill(dst, dst + inner, *s);
-    } else {
-      for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * istride];
-    }
-    dst += inner;
-    // odometer over dims [0, r-1)
-    int64_t d = static_cast<int64_t>(r) - 2;
-    for (; d >= 0; --d) {
-      if (++idx[d] < dims[d]) {
-        src_pos += strides[d];
-        break;
-      }
-      src_pos -= strides[d] * (dims[d] - 1);
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
+void strided_copy(const T* src, int64_t offset, const std::vector<int64_t>& strides, const std::vector<int64_t>& dims,
+                  T* dst) {
+  kernels::strided_copy<T>(src, offset, strides.data(), dims.data(), dims.size(), dst);
 }
 
 // Dims computed from tensor values (untrusted) must give a sane element count: fails when
