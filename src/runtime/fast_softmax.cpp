@@ -42,16 +42,10 @@ bool prepare(StepContext& ctx) {
 
 void run(StepContext& ctx) {
   const Rows& r = *static_cast<const Rows*>(ctx.state.get());
-  struct Args {
-    const float* x;
-    float* y;
-    int64_t n;
-  } a{ctx.in(0).data<float>(), ctx.out(0).data<float>(), r.n};
-  // One captured pointer keeps the std::function parallel_for takes free of heap allocation.
-  auto body = [&a](int64_t rb, int64_t re) {
-    const float* x = a.x;
-    float* y = a.y;
-    const int64_t n = a.n;
+  const float* x = ctx.in(0).data<float>();
+  float* y = ctx.out(0).data<float>();
+  const int64_t n = r.n;
+  auto body = [x, y, n](int64_t rb, int64_t re) {
     for (int64_t row = rb; row < re; ++row) {
       const float* xr = x + row * n;
       float* yr = y + row * n;
