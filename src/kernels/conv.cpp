@@ -27,7 +27,6 @@ using detail::round_up;
 using detail::depthwise_band;
 using detail::depthwise_geometry;
 using detail::depthwise_input_plane;
-using detail::depthwise_parts_workspace;
 using detail::depthwise_slot;
 using detail::depthwise_split;
 using detail::depthwise_units;
@@ -139,11 +138,11 @@ TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bi
 }
 
 // Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
-// copy in this part's workspace slot (zeroed once per call).
+// copy in this part's scratch (zeroed once per part).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
 
 void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
-                      const Epilogue& epi, float* workspace, int threads) {
+                      const Epilogue& epi, int threads) {
   const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.K, RS = s.R * s.S;
   const DepthwisePlane g = depthwise_geometry(s);
   // The work counts each plane's padded copy as well as its taps: a stride-2 layer on small
@@ -152,8 +151,8 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
   threads = threads_for_work(static_cast<double>(planes) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, planes);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, false);
-  for_depthwise_parts(g, split, planes, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t pb, int64_t pe,
-                                                                      float* padded) {
+  for_depthwise_parts(g, split, planes, slot, threads, [&](const DepthwiseBand& bd, int64_t pb, int64_t pe,
+                                                           float* padded) {
     std::fill(padded, padded + slot, 0.f);
     for (int64_t pl = pb; pl < pe; ++pl) {
       const int64_t c = pl % s.K;
@@ -180,7 +179,7 @@ bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.sim
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
-                      const Epilogue& epi, float* workspace, int threads) {
+                      const Epilogue& epi, int threads) {
   const int64_t OH = s.out_h(), OW = s.out_w(), RS = s.R * s.S, lanes = t.simd_width;
   const int64_t blocks = ceil_div(s.K, lanes), units = depthwise_units(s, t.simd_width, true);
   const DepthwisePlane g = depthwise_geometry(s);
@@ -189,8 +188,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
   // One input channel: every lane reads image n's plane.
   const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;
-  for_depthwise_parts(g, split, units, slot, workspace, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
-                                                                     float* base) {
+  for_depthwise_parts(g, split, units, slot, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
+                                                          float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
     const DepthwiseBlockScratch sb = depthwise_block_scratch(bd.g, t.simd_width);
     detail::fill_block_padding(bd.g, sb, lanes, 0.f, scratch + sb.plane);
@@ -209,11 +208,11 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
   if (depthwise_blocked(t)) {
-    depthwise_blocks(t, s, x, w, y, epi, workspace, threads);
+    depthwise_blocks(t, s, x, w, y, epi, threads);
     return;
   }
   if (depthwise_by_plane(s)) {
-    depthwise_planes(t, s, x, w, y, epi, workspace, threads);
+    depthwise_planes(t, s, x, w, y, epi, threads);
     return;
   }
   const int64_t OH = s.out_h(), OW = s.out_w(), planes = s.N * s.K, RS = s.R * s.S;
@@ -440,10 +439,9 @@ Conv2dShape batch_share(const Conv2dShape& s, int part, int parts, int64_t& firs
 }
 
 size_t tactic_workspace_floats(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, int threads) {
+  // Depthwise parts on blocks or planes run on their threads' own scratch (for_depthwise_parts).
   if (tactic == ConvTactic::Depthwise)
-    return depthwise_blocked(t) || depthwise_by_plane(s)
-               ? depthwise_parts_workspace(s, threads, t.simd_width, depthwise_blocked(t))
-               : static_cast<size_t>(threads) * depthwise_slot_floats(s);
+    return depthwise_blocked(t) || depthwise_by_plane(s) ? 0 : static_cast<size_t>(threads) * depthwise_slot_floats(s);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_workspace_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_workspace_floats(t, s, threads);
   return gemm_workspace(tactic, s).total();

@@ -48,15 +48,6 @@ int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int lanes,
   return most;
 }
 
-size_t depthwise_parts_workspace(const Conv2dShape& s, int threads, int lanes, bool blocked) {
-  size_t most = 0;
-  for (int t = 1; t <= threads; ++t) {
-    const DepthwiseSplit d = depthwise_split(s, t, depthwise_units(s, lanes, blocked));
-    most = std::max(most, static_cast<size_t>(d.parts() * depthwise_slot(s, d, lanes, blocked)));
-  }
-  return most;
-}
-
 void fill_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float value,
                         float* plane) {
   const int64_t row = sb.Wp * lanes;

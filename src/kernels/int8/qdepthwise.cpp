@@ -33,14 +33,11 @@ void qdepthwise_pack_weight(const Conv2dShape& s, const int8_t* w, uint8_t* pack
     for (int64_t t = 0; t < RS; ++t) out[((c / kLanes) * RS + t) * kLanes + c % kLanes] = w[c * RS + t];
 }
 
-size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads) {
-  threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  // + 64: the float slots start at the first 64-byte boundary.
-  return sizeof(float) * kernels::detail::depthwise_parts_workspace(s, threads, kLanes, true) + 64;
-}
+// None: the parts run on their threads' own scratch (for_depthwise_parts says why).
+size_t qdepthwise_workspace_bytes(const Conv2dShape&, int) { return 0; }
 
 void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
-                const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+                const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* /*workspace: none*/, int threads) {
   namespace kd = kernels::detail;
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   const int64_t OH = s.out_h(), OW = s.out_w(), RS = s.R * s.S, blocks = ceil_div(s.K, kLanes);
@@ -49,12 +46,11 @@ void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const kd::DepthwiseSplit split = kd::depthwise_split(s, threads, units);
   const int64_t slot = kd::depthwise_slot(s, split, kLanes, true);
-  float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(workspace) + 63) & ~uintptr_t{63});
   const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;  // one input channel: every lane reads image n's plane
   const float* w = reinterpret_cast<const float*>(packed_w);  // block b's weights at w + b * 8 * RS
   const size_t osize = out_size(e.out), rsize = e.residual_type == QType::F32 ? 4 : 1;
-  kd::for_depthwise_parts(g, split, units, slot, base, threads, [&](const kd::DepthwiseBand& bd, int64_t ub,
-                                                                    int64_t ue, float* part) {
+  kd::for_depthwise_parts(g, split, units, slot, threads, [&](const kd::DepthwiseBand& bd, int64_t ub, int64_t ue,
+                                                              float* part) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(part) + 63) & ~uintptr_t{63});
     const DepthwiseBlockScratch sb = depthwise_block_scratch(bd.g, kLanes);
     kd::fill_block_padding(bd.g, sb, kLanes, static_cast<float>(pad), scratch + sb.plane);
