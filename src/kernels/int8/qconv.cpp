@@ -225,13 +225,14 @@ int64_t panel_bytes(const QKernels& k, const Geometry& g) { return g.kgroups * k
 int64_t chunk_panels(const QKernels& k, const Geometry& g) {
   return std::clamp<int64_t>(kChunkBytes / panel_bytes(k, g), 1, ceil_div(g.N, k.nr));
 }
-// Workspace: [phase planes][tap offsets][per thread: one chunk of packed panels]
+// Workspace: [phase planes][tap offsets]; each thread packs a chunk of panels (per_thread_bytes)
+// into its own scratch (thread_scratch).
 struct Layout {
   int64_t phase_bytes, offsets_bytes, per_thread_bytes;
   Layout(const QKernels& k, const Conv2dShape& s, const Geometry& g)
       : phase_bytes(round_up(g.phase_bytes(s), 64)), offsets_bytes(round_up(g.kgroups * 4 * 8, 64)),
         per_thread_bytes(round_up(chunk_panels(k, g) * panel_bytes(k, g), 64)) {}
-  int64_t total(int threads) const { return phase_bytes + offsets_bytes + threads * per_thread_bytes; }
+  int64_t total() const { return phase_bytes + offsets_bytes; }
 };
 }  // namespace
 
@@ -239,11 +240,10 @@ size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int thread
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_workspace_bytes(s, threads);
   if (detail::qconv_uses_pixels(k, s)) return detail::qconv_workspace_bytes_pixels(k, s, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_workspace_bytes_quads(k, s);
-  threads = std::max(1, threads <= 0 ? default_threads() : threads);
   size_t most = 0;
   for (uint8_t flip : {0, 0x80}) {  // the layout (and so the size) depends on the flip
     Geometry g(s, flip);
-    most = std::max(most, static_cast<size_t>(Layout(k, s, g).total(threads)));
+    most = std::max(most, static_cast<size_t>(Layout(k, s, g).total()));
   }
   return most;
 }
@@ -287,7 +287,6 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
   uint8_t* phases = workspace;
   int64_t* offsets = reinterpret_cast<int64_t*>(workspace + l.phase_bytes);
-  uint8_t* slots_base = workspace + l.phase_bytes + l.offsets_bytes;
   const size_t w_per_group = packed_rows_bytes(k, g.Mg, g.Kc);
   // Where each tap's row starts (relative to the phase planes, or to the group's input planes);
   // -1 past Kc (a zero row).
@@ -313,8 +312,8 @@ void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t 
       const uint8_t* wg = packed_w + gi * w_per_group;
       parallel_for(slots, static_cast<int>(slots), [&](int64_t sb, int64_t se) {
         alignas(64) int32_t acc[16 * 64];  // mr * nr <= 16 * 64 for every table
+        uint8_t* panels = detail::thread_scratch(l.per_thread_bytes);
         for (int64_t slot = sb; slot < se; ++slot) {
-          uint8_t* panels = slots_base + slot * l.per_thread_bytes;
           const int64_t p_begin = by_panels ? nt * slot / slots : 0, p_end = by_panels ? nt * (slot + 1) / slots : nt;
           const int64_t t_begin = by_panels ? 0 : mt * slot / slots, t_end = by_panels ? mt : mt * (slot + 1) / slots;
           for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {

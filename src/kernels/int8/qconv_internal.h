@@ -12,6 +12,18 @@ namespace kiln::kernels::int8::detail {
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// The calling thread's scratch of at least `bytes`, 64-byte aligned: a vector of the thread's
+// own, kept between calls (no allocation once warm), for the per-thread buffers of the INT8
+// convolutions (packed panels, channel-major accumulators). Not slots of the arena: the arena
+// lays each layer's workspace over the previous layers', so a slot was often lines the other
+// core had written last, and every write to it waited for them (resnet50 INT8, 2 threads,
+// paired ab_bench: 0.964, and 1.025 with the sides swapped).
+inline uint8_t* thread_scratch(int64_t bytes) {
+  thread_local std::vector<uint8_t> own;
+  if (static_cast<int64_t>(own.size()) < bytes + 64) own.resize(static_cast<size_t>(bytes + 64));
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(own.data()) + 63) & ~uintptr_t{63});
+}
+
 // used[p] = 1 when some tap (k * dil) % stride == p: only those phases are filled.
 inline std::vector<char> used_phases(int64_t stride, int64_t taps, int64_t dil) {
   std::vector<char> used(static_cast<size_t>(stride), 0);

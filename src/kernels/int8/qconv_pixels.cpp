@@ -52,14 +52,14 @@ constexpr int64_t kTilesPerItem = 64;
 // the last tile may write past them.
 int64_t buffer_row(const QKernels& k) { return kTilesPerItem * k.mr + 8; }
 
-// Workspace: [image][run offsets][pixel offsets][per work slot: the item's channel-major
-// accumulators]
+// Workspace: [image][run offsets][pixel offsets]; each thread keeps its work item's
+// channel-major accumulators (per_slot) in its own scratch (thread_scratch).
 struct PixelLayout {
   int64_t image, offsets, pixels, per_slot;
   PixelLayout(const QKernels& k, const PixelGeometry& g)
       : image(round_up(g.image_bytes(), 64)), offsets(round_up(g.taps * 8, 64)), pixels(round_up(g.P * 8, 64)),
         per_slot(round_up(k.nr * buffer_row(k) * 4, 64)) {}
-  int64_t total(int slots) const { return image + offsets + pixels + slots * per_slot; }
+  int64_t total() const { return image + offsets + pixels; }
 };
 
 #if defined(__SSE2__)
@@ -278,10 +278,8 @@ struct PixelWork {
 };
 }  // namespace
 
-size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int threads) {
-  const PixelGeometry g(s);
-  threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  return static_cast<size_t>(PixelLayout(k, g).total(PixelWork(k, g, threads).slots));
+size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int /*threads*/) {
+  return static_cast<size_t>(PixelLayout(k, PixelGeometry(s)).total());
 }
 
 void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
@@ -310,8 +308,8 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
       const GroupOutput go = group_output(e, s, n, gi, 0, y);
       const uint8_t* wg = packed_w + gi * w_per_group;
       parallel_for(slots, slots, [&](int64_t sb, int64_t se) {
+        int32_t* buf = reinterpret_cast<int32_t*>(thread_scratch(l.per_slot));
         for (int64_t slot = sb; slot < se; ++slot) {
-          int32_t* buf = reinterpret_cast<int32_t*>(workspace + l.image + l.offsets + l.pixels + slot * l.per_slot);
           for (int64_t item = work.items * slot / slots; item < work.items * (slot + 1) / slots; ++item) {
             const int64_t panel = work.panel(item), t0 = work.run(item) * work.per_run;
             const int64_t t1 = std::min(work.tiles, t0 + work.per_run), p0 = t0 * k.mr;
