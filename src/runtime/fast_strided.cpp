@@ -2,13 +2,13 @@
 // the functions their reference kernels use) are worked out once per input shape, and output
 // dims that are contiguous in the input too are merged (longer memcpys). The reference kernels
 // rebuilt the views and a KernelContext on every run: about 20 heap allocations per op, ~1800
-// per BERT-base run from its attention's Slices and Transposes, ~180 per GPT-2 run from Splits. Large copies split the outermost dim over
-// threads, as the reference kernels' copy_view does. A copy: bit-identical.
+// per BERT-base run from its attention's Slices and Transposes, ~180 per GPT-2 run from Splits.
+// Large copies split the outermost dim over threads (kernels::strided_copy_threads, as the
+// reference kernels' copy_view). A copy: bit-identical.
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "kiln/kernels/parallel.h"
 #include "kiln/kernels/strided_copy.h"
 #include "kiln/ops/views.h"
 #include "kiln/runtime/step.h"
@@ -85,17 +85,8 @@ bool prepare(StepContext& ctx) {
 
 template <typename T>
 void copy(const Copy& c, const void* src, void* dst, int threads) {
-  const T* s = static_cast<const T*>(src);
-  T* d = static_cast<T*>(dst);
-  const size_t r = c.dims.size();
-  const bool split = r >= 2 && c.numel >= (int64_t{1} << 16) && threads > 1 && c.dims[0] > 1;
-  if (!split) return kernels::strided_copy<T>(s, c.offset, c.strides.data(), c.dims.data(), r, d);
-  const int64_t row = c.numel / c.dims[0];
-  kernels::parallel_for(c.dims[0], threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      kernels::strided_copy<T>(s, c.offset + i * c.strides[0], c.strides.data() + 1, c.dims.data() + 1, r - 1,
-                               d + i * row);
-  });
+  kernels::strided_copy_threads<T>(static_cast<const T*>(src), c.offset, c.strides.data(), c.dims.data(), c.dims.size(),
+                                   static_cast<T*>(dst), threads);
 }
 
 void run(StepContext& ctx) {

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kiln/kernels/parallel.h"
+
 namespace kiln::kernels {
 
 // Copies a strided view of src into the contiguous dst of `dims`: element (i0..ik) of
@@ -51,6 +53,22 @@ void strided_copy(const T* src, int64_t offset, const int64_t* strides, const in
     }
     if (d < 0) return;
   }
+}
+
+// strided_copy on up to `threads` threads: a copy of 2^16 elements or more with an outer dim
+// over 1 splits that dim, each chunk a strided view of its own.
+template <typename T>
+void strided_copy_threads(const T* src, int64_t offset, const int64_t* strides, const int64_t* dims, size_t r, T* dst,
+                          int threads) {
+  int64_t n = 1;
+  for (size_t i = 0; i < r; ++i) n *= dims[i];
+  if (r < 2 || n < (int64_t{1} << 16) || threads <= 1 || dims[0] <= 1)
+    return strided_copy<T>(src, offset, strides, dims, r, dst);
+  const int64_t row = n / dims[0];
+  parallel_for(dims[0], threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      strided_copy<T>(src, offset + i * strides[0], strides + 1, dims + 1, r - 1, dst + i * row);
+  });
 }
 
 }  // namespace kiln::kernels

@@ -50,21 +50,10 @@ void check_dims(const std::vector<int64_t>& dims, const KernelContext& k) {
 void copy_view(KernelContext& k, size_t out, const Tensor& src, int64_t offset, const std::vector<int64_t>& strides,
                const std::vector<int64_t>& dims) {
   Tensor& y = k.alloc_output(out, src.dtype(), dims);
-  const int64_t n = numel_of(dims);
-  // Large copies split the outermost dim across threads; each chunk is its own strided view.
-  const bool split = dims.size() >= 2 && n >= (int64_t{1} << 16) && k.threads() > 1 && dims[0] > 1;
+  // Large copies split the outermost dim across threads.
   KILN_DISPATCH_BYTES(src.dtype(), k.node().describe(), {
-    const T* s = static_cast<const T*>(src.raw());
-    T* d = static_cast<T*>(y.raw());
-    if (!split) {
-      strided_copy<T>(s, offset, strides, dims, d);
-    } else {
-      const int64_t row = n / dims[0];
-      kernels::parallel_for(dims[0], k.threads(), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i)
-          kernels::strided_copy<T>(s, offset + i * strides[0], strides.data() + 1, dims.data() + 1, dims.size() - 1, d + i * row);
-      });
-    }
+    kernels::strided_copy_threads<T>(static_cast<const T*>(src.raw()), offset, strides.data(), dims.data(), dims.size(),
+                                     static_cast<T*>(y.raw()), k.threads());
   });
 }
 
