@@ -97,6 +97,9 @@ int verb_perf(int argc, char** argv) {
   opt.precision = analysis::precision_from_name(a.get_or("--precision", "fp32"));
   opt.batch_dim = batch_dim;
   std::vector<int64_t> batches = parse_list("--batch", a.get_or("--batch", "1"));
+  // Without --batch, the table shows the batch the measurement was taken at (--measured MS@B).
+  if (auto s = a.get("--measured"); s && !a.has("--batch"))
+    batches = {analysis::parse_measured(*s, batches.front()).second};
   std::optional<double> max_latency;
   if (auto s = a.get("--max-latency")) max_latency = parse_positive("--max-latency", *s);
 
