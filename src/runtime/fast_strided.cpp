@@ -1,8 +1,9 @@
-// Transpose, Slice and Split straight into the arena. Their strided views (kiln/ops/views.h,
+// Transpose, Slice, Split and Expand straight into the arena. Their strided views (kiln/ops/views.h,
 // the functions their reference kernels use) are worked out once per input shape, and output
 // dims that are contiguous in the input too are merged (longer memcpys). The reference kernels
 // rebuilt the views and a KernelContext on every run: about 20 heap allocations per op, ~1800
 // per BERT-base run from its attention's Slices and Transposes, ~180 per GPT-2 run from Splits.
+// Expand (a view with stride 0 along the broadcast dims) needs its shape input known here.
 // Large copies split the outermost dim over threads (kernels::strided_copy_threads, as the
 // reference kernels' copy_view). A copy: bit-identical.
 #include <memory>
@@ -65,6 +66,9 @@ bool prepare(StepContext& ctx) {
   try {
     if (node.op == "Transpose") {
       views.push_back(ops::transpose_view(node, dims));
+    } else if (node.op == "Expand") {
+      if (!input(1)) return false;
+      views.push_back(ops::expand_view(node, dims, input(1)->to_int64_vector()));
     } else if (node.op == "Slice") {
       auto v = ops::slice_view(node, ctx.opset, dims, input, has);
       if (!v) return false;

@@ -189,6 +189,63 @@ graph main(%x: f32[2,32,32,32]) -> (%y, %z, %w, %u) {
   EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 28, 16, 8}));
 }
 
+TEST(Executable, GatherCompareExpandAndConcatRunFastAndDoNotAllocate) {
+  // BERT's embedding lookup and attention mask: Gather with run-time indices, Equal against a
+  // broadcast scalar, Expand to the heads; GPT-2's cache update: Concat along the sequence.
+  // Their fast kernels plan once per shape (the reference kernels allocate on every run).
+  const char* text = R"(
+kiln.model ir=8 opset=17
+graph main(%ids: i64[2,5], %mask: i64[2,5]) -> (%e, %c, %m, %b, %lt, %kv) {
+  %table = init f32[7,3] dense<-3.25, -2.75, -2.25, -1.75, -1.25, -0.75, -0.25, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4.25, 4.75, 5.25, 5.75, 6.25, 6.75>
+  %e = Gather(%table, %ids)
+  %cols = init i32[2] dense<-1, 0>
+  %c = Gather(%table, %cols) {axis=1}
+  %zero = init i64[] dense<0>
+  %m = Equal(%mask, %zero)
+  %heads = init i64[3] dense<3, 1, 1>
+  %b = Expand(%m, %heads)
+  %lt = Less(%ids, %mask)
+  %new = init f32[2,1,3] dense<10, 11, 12, 13, 14, 15>
+  %kv = Concat(%e, %new) {axis=1}
+}
+)";
+  ScratchDir dir("exe_alloc_gather");
+  auto exe = load(dir, text);
+  Tensor ids = Tensor::from_vector<int64_t>({2, 5}, {0, 6, -1, 3, 3, -7, 2, 5, 1, 4});
+  Tensor mask = Tensor::from_vector<int64_t>({2, 5}, {1, 1, 0, 1, 0, 0, 1, 1, 1, 0});
+  std::vector<Tensor> in = {ids, mask}, out;
+  EXPECT_EQ(steady_allocations(*exe, in, out), 0);
+  Model ref = testing::model_from_text(text);
+  auto want = run_model(ref, {{"ids", ids}, {"mask", mask}});
+  const char* names[] = {"e", "c", "m", "b", "lt", "kv"};
+  ASSERT_EQ(out.size(), 6u);
+  for (size_t j = 0; j < 6; ++j) EXPECT_TRUE(bit_equal(out[j], want.at(names[j]))) << names[j];
+  // Row -7 is row 0, -1 is row 6; column -1 is column 2.
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 5, 3}));
+  EXPECT_EQ(out[0].data<float>()[3], 5.75f);
+  EXPECT_EQ(out[0].data<float>()[15], -3.25f);
+  EXPECT_EQ(out[1].dims(), (std::vector<int64_t>{7, 2}));
+  EXPECT_EQ(out[1].data<float>()[0], -2.25f);
+  EXPECT_EQ(out[3].dims(), (std::vector<int64_t>{3, 2, 5}));
+  EXPECT_TRUE(out[3].data<bool>()[2 + 20] && !out[3].data<bool>()[0 + 20]);
+  // Each image's 5 gathered rows, then its new row.
+  EXPECT_EQ(out[5].dims(), (std::vector<int64_t>{2, 6, 3}));
+  EXPECT_EQ(out[5].data<float>()[3], 5.75f);
+  EXPECT_EQ(out[5].data<float>()[15], 10.f);
+  EXPECT_EQ(out[5].data<float>()[18], -3.25f);
+  EXPECT_EQ(out[5].data<float>()[35], 15.f);
+  // An index out of range fails the run with the node's name, before anything is copied.
+  Tensor bad = Tensor::from_vector<int64_t>({2, 5}, {0, 1, 2, 3, 7, 0, 0, 0, 0, 0});
+  std::vector<Tensor> in_bad = {bad, mask};
+  try {
+    exe->run(in_bad, out);
+    FAIL() << "an out-of-range index ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Gather index 7 is out of range for a dim of size 7"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Executable, SteadyRunsDoNotAllocate) {
   // Every step here runs without the reference kernels: views and the fast Softmax.
   const char* text = R"(

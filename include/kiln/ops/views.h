@@ -1,4 +1,4 @@
-// Transpose, Slice and Split as strided views of their input: the element at output index (i0..ik) is
+// Transpose, Slice, Split and Expand as strided views of their input: the element at output index (i0..ik) is
 // input element offset + sum i_d * strides[d]. Their reference kernels copy the view, and the
 // compiled runtime works the view out once per input shape and copies it on every run
 // (src/runtime/fast_strided.cpp), so both read the op's semantics from here.
@@ -20,10 +20,25 @@ struct StridedView {
 // Transpose of an input of dims x: perm (default: reversed), checked (throws naming the node).
 StridedView transpose_view(const Node& n, const std::vector<int64_t>& x);
 
+// Expand of an input of dims x to (x broadcast with `shape`): stride 0 along the broadcast dims;
+// throws naming the node when they do not broadcast.
+StridedView expand_view(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& shape);
+
 // Split of an input of dims x into `outputs` views: sizes from the attribute (opset < 13) or
 // split_input (nullptr: none), else equal parts; throws naming the node on bad sizes.
 std::vector<StridedView> split_views(const Node& n, int64_t opset, const std::vector<int64_t>& x,
                                      const Tensor* split_input, size_t outputs);
+
+// Concat (Split's inverse) of inputs of dims `ins` along the node's axis: input i's `outer`
+// rows of runs[i] elements land at element offsets[i] of the output's rows of `row` elements.
+// Throws naming the node when the ranks differ or dims disagree outside the axis.
+struct ConcatLayout {
+  int64_t outer = 1, row = 0;
+  std::vector<int64_t> runs, offsets, out_dims;
+};
+ConcatLayout concat_layout(const Node& n, const std::vector<const std::vector<int64_t>*>& ins);
+// Copies input i (contiguous, `elem` bytes an element) into its columns of the output.
+void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst);
 
 // Slice of an input of dims x: starts/ends/axes from the attributes (opset < 10) or from inputs
 // 1-4 (`in(i)`, `has(i)`: whether the node has input i). nullopt when an input it has is not

@@ -1,33 +1,17 @@
-// Numpy-style broadcast iteration for up to three operands, shared by the binary,
-// variadic and select (Where, PRelu) kernels.
-//
-// The plan drops size-1 output dims and merges neighbouring dims that every operand
-// walks contiguously (or broadcasts over together), so e.g. [N,S,768] + [768] becomes a
-// 2-D loop [N*S, 768] with strides a=(768,1), b=(0,1). The kernels then only see an
-// innermost run with strides 0 or 1, which compilers vectorise.
+// Numpy-style broadcast iteration for up to three operands over a BroadcastPlan
+// (kiln/ops/broadcast.h), shared by the binary, variadic, comparison and select (Where, PRelu)
+// kernels.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "kiln/kernels/parallel.h"
+#include "kiln/ops/broadcast.h"
 #include "op_helpers.h"
 
 namespace kiln::ops {
 
 constexpr int64_t kParallelElements = 1 << 16;  // below this, threads cost more than they save
-
-struct BroadcastPlan {
-  static constexpr int kMaxOperands = 3;
-  int operands = 0;
-  std::vector<int64_t> out_dims;                       // full (uncollapsed) output dims
-  std::vector<int64_t> dims;                           // collapsed loop dims (at least one)
-  std::vector<int64_t> strides[kMaxOperands];          // per operand, per collapsed dim; 0 = broadcast
-  int64_t numel = 0;
-  int64_t inner() const { return dims.back(); }
-};
-
-// Plans out = broadcast(in[0], in[1], ...). Throws naming the node when shapes do not broadcast.
-BroadcastPlan plan_broadcast(const std::vector<const std::vector<int64_t>*>& ins, const Node& node);
 
 // Calls seg(out_offset, offsets[operands], len) for every innermost run of output
 // elements in [begin, end) (begin/end are linear output indices).
@@ -36,7 +20,12 @@ void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, Seg&& seg)
   if (begin >= end) return;
   const size_t r = p.dims.size();
   const int64_t inner = p.inner();
-  std::vector<int64_t> idx(r, 0);
+  // The odometer on the stack (plans rarely keep more than a few dims once merged): the
+  // compiled runtime's fast comparisons run this on every inference and must not allocate.
+  constexpr size_t kStackDims = 16;
+  int64_t stack_idx[kStackDims] = {};
+  std::vector<int64_t> heap_idx(r > kStackDims ? r : 0, 0);
+  int64_t* idx = r > kStackDims ? heap_idx.data() : stack_idx;
   int64_t rest = begin;
   for (size_t d = r; d-- > 0;) {
     idx[d] = rest % p.dims[d];

@@ -47,35 +47,15 @@ void concat_infer(InferContext& c) {
 
 void concat_kernel(KernelContext& k) {
   const Tensor& first = k.input(0);
-  const int64_t rank = static_cast<int64_t>(first.rank());
-  const int64_t axis = normalize_axis(k.node().attr_i("axis", 0), rank, k.node());
-  std::vector<int64_t> out = first.dims();
-  out[axis] = 0;
+  std::vector<const std::vector<int64_t>*> dims;
   for (size_t i = 0; i < k.num_inputs(); ++i) {
     const Tensor& t = k.input(i);
     if (t.dtype() != first.dtype()) k.fail(str_cat("input ", i, " is ", dtype_name(t.dtype()), ", input 0 is ", dtype_name(first.dtype())));
-    if (static_cast<int64_t>(t.rank()) != rank) k.fail(str_cat("input ", i, " has rank ", t.rank(), ", expected ", rank));
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis && t.dim(d) != first.dim(d))
-        k.fail(str_cat("input ", i, " ", dims_str(t.dims()), " does not match input 0 ", dims_str(first.dims()),
-                       " outside axis ", axis));
-    out[axis] += t.dim(axis);
+    dims.push_back(&t.dims());
   }
-  Tensor& y = k.alloc_output(0, first.dtype(), out);
-  const size_t es = dtype_size(first.dtype());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= out[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= out[d];
-  const int64_t out_row = out[axis] * inner * es;
-  auto* dst = static_cast<char*>(y.raw());
-  int64_t col = 0;  // byte offset of this input's run within an output row
-  for (size_t i = 0; i < k.num_inputs(); ++i) {
-    const Tensor& t = k.input(i);
-    const int64_t run = t.dim(axis) * inner * es;
-    const auto* src = static_cast<const char*>(t.raw());
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, src + o * run, run);
-    col += run;
-  }
+  const ConcatLayout l = concat_layout(k.node(), dims);
+  Tensor& y = k.alloc_output(0, first.dtype(), l.out_dims);
+  for (size_t i = 0; i < k.num_inputs(); ++i) concat_copy(l, i, dtype_size(first.dtype()), k.input(i).raw(), y.raw());
 }
 
 // ---- Split: sizes from the 'split' attribute (< 13) or input 1 (>= 13), else equal parts.
@@ -289,6 +269,40 @@ std::optional<StridedView> slice_view(const Node& n, int64_t opset, const std::v
     if (s.len > 0) v.offset += s.start * st[a];
   }
   return v;
+}
+
+ConcatLayout concat_layout(const Node& n, const std::vector<const std::vector<int64_t>*>& ins) {
+  KILN_CHECK(!ins.empty(), n.describe(), ": Concat needs at least one input");
+  const std::vector<int64_t>& first = *ins[0];
+  const int64_t rank = static_cast<int64_t>(first.size());
+  const int64_t axis = normalize_axis(n.attr_i("axis", 0), rank, n);
+  ConcatLayout l;
+  l.out_dims = first;
+  l.out_dims[static_cast<size_t>(axis)] = 0;
+  int64_t inner = 1;
+  for (int64_t d = 0; d < axis; ++d) l.outer *= first[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= first[static_cast<size_t>(d)];
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const std::vector<int64_t>& t = *ins[i];
+    KILN_CHECK(static_cast<int64_t>(t.size()) == rank, n.describe(), ": input ", i, " has rank ", t.size(),
+               ", expected ", rank);
+    for (int64_t d = 0; d < rank; ++d)
+      KILN_CHECK(d == axis || t[static_cast<size_t>(d)] == first[static_cast<size_t>(d)], n.describe(), ": input ", i,
+                 " ", dims_str(t), " does not match input 0 ", dims_str(first), " outside axis ", axis);
+    l.offsets.push_back(l.row);
+    l.runs.push_back(t[static_cast<size_t>(axis)] * inner);
+    l.row += l.runs.back();
+    l.out_dims[static_cast<size_t>(axis)] += t[static_cast<size_t>(axis)];
+  }
+  return l;
+}
+
+void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst) {
+  const size_t run = static_cast<size_t>(l.runs[i]) * elem, row = static_cast<size_t>(l.row) * elem;
+  if (run == 0) return;
+  const auto* s = static_cast<const char*>(src);
+  auto* d = static_cast<char*>(dst) + static_cast<size_t>(l.offsets[i]) * elem;
+  for (int64_t o = 0; o < l.outer; ++o) std::memcpy(d + o * row, s + o * run, run);
 }
 
 OpDef def_Concat() {

@@ -1,5 +1,6 @@
 // Index-driven reads: Gather, GatherElements, GatherND. Every index is bounds-checked
 // (negative counts from the end) before any memory is touched.
+#include "kiln/ops/gather.h"
 #include "tensor_common.h"
 
 namespace kiln::ops {
@@ -27,35 +28,13 @@ void gather_infer(InferContext& c) {
 void gather_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
   const Tensor& ind = k.input(1);
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  const int64_t axis = normalize_axis(k.node().attr_i("axis", 0), rank, k.node());
-  std::vector<int64_t> idx = indices_of(ind, k);
-  const int64_t n = x.dim(axis);
-  for (int64_t& i : idx) i = checked_index(i, n, k, "Gather");
-  std::vector<int64_t> out(x.dims().begin(), x.dims().begin() + axis);
-  out.insert(out.end(), ind.dims().begin(), ind.dims().end());
-  out.insert(out.end(), x.dims().begin() + axis + 1, x.dims().end());
-  Tensor& y = k.alloc_output(0, x.dtype(), out);
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
-  if (inner == 1) {  // gathering single elements: typed copies instead of tiny memcpys
-    KILN_DISPATCH_BYTES(x.dtype(), k.node().describe(), {
-      const T* src = static_cast<const T*>(x.raw());
-      T* dst = static_cast<T*>(y.raw());
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i : idx) *dst++ = src[o * n + i];
-    });
-    return;
-  }
-  const int64_t run = inner * static_cast<int64_t>(dtype_size(x.dtype()));
-  const auto* src = static_cast<const char*>(x.raw());
-  auto* dst = static_cast<char*>(y.raw());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i : idx) {
-      std::memcpy(dst, src + (o * n + i) * run, run);
-      dst += run;
-    }
+  if (ind.dtype() != DType::i64 && ind.dtype() != DType::i32)
+    k.fail(str_cat("indices must be i32 or i64, got ", dtype_name(ind.dtype())));
+  const GatherLayout g = gather_layout(k.node(), x.dims(), ind.dims());
+  check_dims(g.out_dims, k);
+  Tensor& y = k.alloc_output(0, x.dtype(), g.out_dims);
+  gather_copy(g, dtype_size(x.dtype()), x.raw(), ind.raw(), ind.dtype(), ind.numel(), y.raw(),
+              str_cat(k.node().describe(), " (opset ", k.opset(), ")"));
 }
 
 // ---- GatherElements: out[i..] = data[i.. with i_axis replaced by indices[i..]]
@@ -176,6 +155,64 @@ void scatter_elements_walk(const Tensor& data, const Tensor& ind, int64_t axis, 
   for_each_element_index(data, ind, axis, k, "ScatterElements", fn);
 }
 }  // namespace tensor_ops
+
+GatherLayout gather_layout(const Node& node, const std::vector<int64_t>& x, const std::vector<int64_t>& indices) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t axis = normalize_axis(node.attr_i("axis", 0), rank, node);
+  GatherLayout g;
+  g.n = x[static_cast<size_t>(axis)];
+  for (int64_t d = 0; d < axis; ++d) g.outer *= x[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < rank; ++d) g.inner *= x[static_cast<size_t>(d)];
+  g.out_dims.assign(x.begin(), x.begin() + axis);
+  g.out_dims.insert(g.out_dims.end(), indices.begin(), indices.end());
+  g.out_dims.insert(g.out_dims.end(), x.begin() + axis + 1, x.end());
+  return g;
+}
+
+namespace {
+template <typename I>
+void gather_typed(const GatherLayout& g, size_t elem, const char* x, const I* idx, int64_t count, char* y,
+                  const std::string& where) {
+  for (int64_t j = 0; j < count; ++j) {  // all checked before the first write
+    const int64_t i = static_cast<int64_t>(idx[j]);
+    if (i < -g.n || i >= g.n)
+      throw Error(str_cat(where, ": Gather index ", i, " is out of range for a dim of size ", g.n));
+  }
+  auto at = [&](int64_t j) { return idx[j] < 0 ? static_cast<int64_t>(idx[j]) + g.n : static_cast<int64_t>(idx[j]); };
+  auto single = [&](auto tag) {  // gathering single elements: typed copies instead of tiny memcpys
+    using T = decltype(tag);
+    const T* src = reinterpret_cast<const T*>(x);
+    T* dst = reinterpret_cast<T*>(y);
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t j = 0; j < count; ++j) *dst++ = src[o * g.n + at(j)];
+  };
+  if (g.inner == 1 && (elem == 1 || elem == 2 || elem == 4 || elem == 8)) {
+    if (elem == 1) single(uint8_t{});
+    else if (elem == 2) single(uint16_t{});
+    else if (elem == 4) single(uint32_t{});
+    else single(uint64_t{});
+    return;
+  }
+  const int64_t run = g.inner * static_cast<int64_t>(elem);
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      std::memcpy(y, x + (o * g.n + at(j)) * run, static_cast<size_t>(run));
+      y += run;
+    }
+}
+}  // namespace
+
+void gather_copy(const GatherLayout& g, size_t elem, const void* x, const void* indices, DType index_dtype,
+                 int64_t count, void* y, const std::string& where) {
+  const char* src = static_cast<const char*>(x);
+  char* dst = static_cast<char*>(y);
+  if (index_dtype == DType::i64)
+    gather_typed(g, elem, src, static_cast<const int64_t*>(indices), count, dst, where);
+  else if (index_dtype == DType::i32)
+    gather_typed(g, elem, src, static_cast<const int32_t*>(indices), count, dst, where);
+  else
+    throw Error(str_cat(where, ": indices must be i32 or i64, got ", dtype_name(index_dtype)));
+}
 
 OpDef def_Gather() {
   return {.name = "Gather", .since = 1, .min_inputs = 2, .max_inputs = 2, .attrs = {{"axis", AttrKind::Int}},

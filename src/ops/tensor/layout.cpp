@@ -30,19 +30,11 @@ void expand_infer(InferContext& c) {
   c.set_output(0, c.in_dtype(0), out);
 }
 
-// Strides of x for a broadcast view of out_dims (0 along broadcast dims).
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  std::vector<int64_t> st = strides_of(in), res(out.size(), 0);
-  const size_t lead = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) res[lead + i] = in[i] == 1 ? 0 : st[i];
-  return res;
-}
-
 void expand_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
-  std::vector<int64_t> out = broadcast_dims(x.dims(), k.input(1).to_int64_vector(), k.node());
-  check_dims(out, k);
-  copy_view(k, 0, x, 0, broadcast_strides(x.dims(), out), out);
+  const StridedView v = expand_view(k.node(), x.dims(), k.input(1).to_int64_vector());
+  check_dims(v.dims, k);
+  copy_view(k, 0, x, 0, v.strides, v.dims);
 }
 
 // ---- Tile: out dim d = x dim d * repeats[d]. The output viewed as [r0,d0,r1,d1,...] is a
@@ -194,6 +186,17 @@ StridedView transpose_view(const Node& n, const std::vector<int64_t>& x) {
     v.dims.push_back(x[static_cast<size_t>(p)]);
     v.strides.push_back(st[static_cast<size_t>(p)]);
   }
+  return v;
+}
+
+StridedView expand_view(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& shape) {
+  StridedView v;
+  v.dims = broadcast_dims(x, shape, n);
+  // 0 along the dims x broadcasts over (its size-1 dims and the leading ones it lacks).
+  const std::vector<int64_t> st = strides_of(x);
+  v.strides.assign(v.dims.size(), 0);
+  const size_t lead = v.dims.size() - x.size();
+  for (size_t i = 0; i < x.size(); ++i) v.strides[lead + i] = x[i] == 1 ? 0 : st[i];
   return v;
 }
 
