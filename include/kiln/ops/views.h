@@ -37,8 +37,10 @@ struct ConcatLayout {
   std::vector<int64_t> runs, offsets, out_dims;
 };
 ConcatLayout concat_layout(const Node& n, const std::vector<const std::vector<int64_t>*>& ins);
-// Copies input i (contiguous, `elem` bytes an element) into its columns of the output.
-void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst);
+// Copies rows [o0, o1) of input i (contiguous, `elem` bytes an element; o1 < 0: to the last row)
+// into its columns of the output.
+void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst, int64_t o0 = 0,
+                 int64_t o1 = -1);
 
 // Slice of an input of dims x: starts/ends/axes from the attributes (opset < 10) or from inputs
 // 1-4 (`in(i)`, `has(i)`: whether the node has input i). nullopt when an input it has is not

@@ -297,12 +297,12 @@ ConcatLayout concat_layout(const Node& n, const std::vector<const std::vector<in
   return l;
 }
 
-void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst) {
+void concat_copy(const ConcatLayout& l, size_t i, size_t elem, const void* src, void* dst, int64_t o0, int64_t o1) {
   const size_t run = static_cast<size_t>(l.runs[i]) * elem, row = static_cast<size_t>(l.row) * elem;
   if (run == 0) return;
   const auto* s = static_cast<const char*>(src);
   auto* d = static_cast<char*>(dst) + static_cast<size_t>(l.offsets[i]) * elem;
-  for (int64_t o = 0; o < l.outer; ++o) std::memcpy(d + o * row, s + o * run, run);
+  for (int64_t o = o0; o < (o1 < 0 ? l.outer : o1); ++o) std::memcpy(d + o * row, s + o * run, run);
 }
 
 OpDef def_Concat() {
