@@ -111,10 +111,13 @@ void epilogue_rows(const int32_t* acc, int nr, int rows, int cols, const QEpilog
   }
 }
 
-// The tile's accumulators requantized straight from registers (per_row epilogues, no grid); k
-// holds e's constants. A panel with at most 16 valid columns (the last of a 14x14 map's 196)
-// multiplies only its first vector.
-template <QType Out, Res R>
+// The tile's accumulators requantized straight from registers (per_row epilogues); k holds e's
+// constants. A panel with at most 16 valid columns (the last of a 14x14 map's 196) multiplies
+// only its first vector. Through a phase grid (e.grid_w: the quad and phase planes' rows carry
+// padding columns the output drops), a vector whose 16 columns are not 16 consecutive output
+// columns is stored in pieces, one masked store per grid row it touches, its lanes requantized
+// once per piece (the same lanes, so the same bytes as epilogue_rows).
+template <QType Out, Res R, bool Grid>
 __attribute__((always_inline)) inline void tile_epilogue_with(const EpiConsts& k, int64_t kgroups, const uint8_t* rows,
                                                               const uint8_t* cols, const int64_t* offsets,
                                                               int rows_valid, int cols_valid, const QEpilogue& e,
@@ -128,22 +131,73 @@ __attribute__((always_inline)) inline void tile_epilogue_with(const EpiConsts& k
     if (half) vnni_accumulate<true, false, 1>(kgroups, rows, cols, nullptr, c);
     else vnni_accumulate<true>(kgroups, rows, cols, nullptr, c);
   }
-  __mmask16 masks[QV_NV];
-  for (int v = 0; v < QV_NV; ++v) masks[v] = lane_mask(cols_valid - v * 16);
+  // Row r's constants, and the store of a vector's lanes (`mask`) whose lane 0 is output column col.
+  struct RowConsts {
+    int64_t row;
+    __m512i bias;
+    __m512 scale, bf;
+  };
+  auto row_consts = [&](int r) {
+    const int64_t row = row0 + r;
+    return RowConsts{row, _mm512_set1_epi32(e.bias ? e.bias[row] : 0), _mm512_set1_ps(e.scale[row]),
+                     _mm512_set1_ps(e.bias_f ? e.bias_f[row] : 0.f)};
+  };
+  auto store = [&](const RowConsts& rc, __m512i a, int64_t col, __mmask16 mask) {
+    const void* rp =
+        R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (rc.row * e.ldr + col) * res_size(R);
+    epilogue_lanes<Out, R>(k, _mm512_add_epi32(a, rc.bias), rc.scale, e.bias_f, rc.bf, rp,
+                           static_cast<char*>(out) + (rc.row * ldo + col) * out_size(Out), mask);
+  };
+  if constexpr (!Grid) {
+    __mmask16 masks[QV_NV];
+    for (int v = 0; v < QV_NV; ++v) masks[v] = lane_mask(cols_valid - v * 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < QV_MR; ++r) {
+      if (r >= rows_valid) break;
+      const RowConsts rc = row_consts(r);
+#pragma GCC unroll 4
+      for (int v = 0; v < QV_NV; ++v) {
+        if (!masks[v]) break;
+        store(rc, c[r][v], col0 + v * 16, masks[v]);
+      }
+    }
+    return;
+  }
+  // Through the grid, per vector up to kPieces (output column of lane 0, lanes) stores: one when
+  // the vector's valid lanes lie in one grid row, else one per grid row it touches (a grid row is
+  // at least 2 columns wide, so 16 lanes touch at most 9).
+  constexpr int kPieces = 9;
+  int64_t base[QV_NV][kPieces];
+  __mmask16 masks[QV_NV][kPieces];
+  int pieces[QV_NV];
+  for (int v = 0; v < QV_NV; ++v) {
+    const int64_t j = col0 + v * 16;
+    const int n = std::min(16, cols_valid - v * 16);
+    pieces[v] = 0;
+    if (n <= 0) continue;
+    if (j % e.grid_w + n <= e.grid_valid) {
+      base[v][0] = detail::output_column(e, j), masks[v][0] = lane_mask(n), pieces[v] = 1;
+      continue;
+    }
+    for (int l = 0; l < n;) {
+      const int64_t in_row = (j + l) % e.grid_w;
+      const int row_end = static_cast<int>(std::min<int64_t>(n, l + e.grid_w - in_row));
+      const int valid_end = static_cast<int>(std::min<int64_t>(row_end, l + std::max<int64_t>(0, e.grid_valid - in_row)));
+      if (valid_end > l) {
+        base[v][pieces[v]] = detail::output_column(e, j + l) - l;
+        masks[v][pieces[v]++] = static_cast<__mmask16>(lane_mask(valid_end) & ~lane_mask(l));
+      }
+      l = row_end;
+    }
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < QV_MR; ++r) {
     if (r >= rows_valid) break;
-    const int64_t row = row0 + r;
-    const __m512i bias = _mm512_set1_epi32(e.bias ? e.bias[row] : 0);
-    const __m512 scale = _mm512_set1_ps(e.scale[row]);
-    const __m512 bf = _mm512_set1_ps(e.bias_f ? e.bias_f[row] : 0.f);
+    const RowConsts rc = row_consts(r);
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) {
-      if (!masks[v]) break;
-      const int64_t col = col0 + v * 16;
-      const void* rp = R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (row * e.ldr + col) * res_size(R);
-      epilogue_lanes<Out, R>(k, _mm512_add_epi32(c[r][v], bias), scale, e.bias_f, bf, rp,
-                             static_cast<char*>(out) + (row * ldo + col) * out_size(Out), masks[v]);
+      if (pieces[v] == 0) break;
+      for (int p = 0; p < pieces[v]; ++p) store(rc, c[r][v], base[v][p], masks[v][p]);
     }
   }
 }
@@ -167,10 +221,15 @@ struct TileEpilogue {
                    int64_t col0, void* out, int64_t ldo) {
     const EpiConsts k(*e);
     constexpr int nr = QV_NV * QV_LANES;
-    for (int64_t p = 0; p < count; ++p)
-      tile_epilogue_with<Out, R>(k, kgroups, rows, cols + p * pbytes, offsets,
-                                 rows_valid, static_cast<int>(std::min<int64_t>(nr, ncols - p * nr)), *e, row0,
-                                 col0 + p * nr, out, ldo);
+    for (int64_t p = 0; p < count; ++p) {
+      const int cols_valid = static_cast<int>(std::min<int64_t>(nr, ncols - p * nr));
+      if (e->grid_w != 0)
+        tile_epilogue_with<Out, R, true>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, *e, row0,
+                                         col0 + p * nr, out, ldo);
+      else
+        tile_epilogue_with<Out, R, false>(k, kgroups, rows, cols + p * pbytes, offsets, rows_valid, cols_valid, *e,
+                                          row0, col0 + p * nr, out, ldo);
+    }
   }
 };
 
@@ -219,6 +278,7 @@ QKernels make_avx512vnni_qkernels() {
   QKernels k = vnni_qkernels(QIsa::Avx512Vnni);
   k.epilogue = epilogue_avx512;
   k.tile_s8u8_epilogue = tile_s8u8_epilogue_avx512;
+  k.tile_epilogue_grid = true;
   k.tile_s8u8_epilogue_strip = tile_s8u8_epilogue_strip_avx512;
   k.tile_u8s8_pixels = zmm_tile_pixels;
   return k;
