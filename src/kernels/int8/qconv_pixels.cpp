@@ -217,10 +217,15 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 // read in place win on large maps) and 7x7 1x1s with more output than input channels (512 ->
 // 2048: 0.23 -> 0.26 ms; 2048 -> 512 went 0.257 -> 0.215): there the buffered epilogue, over
 // four times as many outputs, outweighs the wasted columns. Those two stay on the other paths.
+// A strided 1x1 does not read its planes in place there (it fills a phase plane first): resnet50's
+// 1024 -> 2048 stride-2 downsample onto 7x7 took 0.87x the time here at 1 and at 2 threads
+// (qconv_bench, 5 paired rounds); the larger maps' (28x28, 14x14) stay on the column paths by the
+// waste rule below (they ran 1.04-1.5x here).
 bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
   if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
   const int64_t P = s.out_h() * s.out_w(), Mg = s.K / s.group, half = k.nr / 2;
-  if (k.nr > 16 && (P > 1024 || (s.R * s.S == 1 && s.C / s.group < Mg))) return false;
+  const bool in_place_1x1 = s.R * s.S == 1 && s.stride_h == 1 && s.stride_w == 1;
+  if (k.nr > 16 && (P > 1024 || (in_place_1x1 && s.C / s.group < Mg))) return false;
   const int64_t N = qconv_uses_quads(k, s) ? qconv_quads_columns(s) : qconv_packed_columns(s);
   const int64_t rem = N % k.nr, cols_done = N - rem + (rem == 0 ? 0 : rem <= half ? half : k.nr);
   auto ratio = [](int64_t done, int64_t useful) { return static_cast<double>(done) / static_cast<double>(useful); };
