@@ -148,25 +148,11 @@ __attribute__((always_inline)) inline void tile_epilogue_with(const EpiConsts& k
     epilogue_lanes<Out, R>(k, _mm512_add_epi32(a, rc.bias), rc.scale, e.bias_f, rc.bf, rp,
                            static_cast<char*>(out) + (rc.row * ldo + col) * out_size(Out), mask);
   };
-  if constexpr (!Grid) {
-    __mmask16 masks[QV_NV];
-    for (int v = 0; v < QV_NV; ++v) masks[v] = lane_mask(cols_valid - v * 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < QV_MR; ++r) {
-      if (r >= rows_valid) break;
-      const RowConsts rc = row_consts(r);
-#pragma GCC unroll 4
-      for (int v = 0; v < QV_NV; ++v) {
-        if (!masks[v]) break;
-        store(rc, c[r][v], col0 + v * 16, masks[v]);
-      }
-    }
-    return;
-  }
-  // Through the grid, per vector up to kPieces (output column of lane 0, lanes) stores: one when
-  // the vector's valid lanes lie in one grid row, else one per grid row it touches (a grid row is
-  // at least 2 columns wide, so 16 lanes touch at most 9).
-  constexpr int kPieces = 9;
+  // Where each vector's lanes go, as (output column of lane 0, lanes) stores: without a grid one,
+  // from column col0 + 16 v; through a grid one when the vector's valid lanes lie in one grid
+  // row, else one per grid row it touches (a grid row is at least 2 columns wide, so 16 lanes
+  // touch at most 9).
+  constexpr int kPieces = Grid ? 9 : 1;
   int64_t base[QV_NV][kPieces];
   __mmask16 masks[QV_NV][kPieces];
   int pieces[QV_NV];
@@ -175,19 +161,22 @@ __attribute__((always_inline)) inline void tile_epilogue_with(const EpiConsts& k
     const int n = std::min(16, cols_valid - v * 16);
     pieces[v] = 0;
     if (n <= 0) continue;
-    if (j % e.grid_w + n <= e.grid_valid) {
+    if (!Grid || j % e.grid_w + n <= e.grid_valid) {
       base[v][0] = detail::output_column(e, j), masks[v][0] = lane_mask(n), pieces[v] = 1;
       continue;
     }
-    for (int l = 0; l < n;) {
-      const int64_t in_row = (j + l) % e.grid_w;
-      const int row_end = static_cast<int>(std::min<int64_t>(n, l + e.grid_w - in_row));
-      const int valid_end = static_cast<int>(std::min<int64_t>(row_end, l + std::max<int64_t>(0, e.grid_valid - in_row)));
-      if (valid_end > l) {
-        base[v][pieces[v]] = detail::output_column(e, j + l) - l;
-        masks[v][pieces[v]++] = static_cast<__mmask16>(lane_mask(valid_end) & ~lane_mask(l));
+    if constexpr (Grid) {
+      for (int l = 0; l < n;) {
+        const int64_t in_row = (j + l) % e.grid_w;
+        const int row_end = static_cast<int>(std::min<int64_t>(n, l + e.grid_w - in_row));
+        const int valid_end =
+            static_cast<int>(std::min<int64_t>(row_end, l + std::max<int64_t>(0, e.grid_valid - in_row)));
+        if (valid_end > l) {
+          base[v][pieces[v]] = detail::output_column(e, j + l) - l;
+          masks[v][pieces[v]++] = static_cast<__mmask16>(lane_mask(valid_end) & ~lane_mask(l));
+        }
+        l = row_end;
       }
-      l = row_end;
     }
   }
 #pragma GCC unroll 16
@@ -197,7 +186,9 @@ __attribute__((always_inline)) inline void tile_epilogue_with(const EpiConsts& k
 #pragma GCC unroll 4
     for (int v = 0; v < QV_NV; ++v) {
       if (pieces[v] == 0) break;
-      for (int p = 0; p < pieces[v]; ++p) store(rc, c[r][v], base[v][p], masks[v][p]);
+      if constexpr (!Grid) store(rc, c[r][v], base[v][0], masks[v][0]);
+      else
+        for (int p = 0; p < pieces[v]; ++p) store(rc, c[r][v], base[v][p], masks[v][p]);
     }
   }
 }
