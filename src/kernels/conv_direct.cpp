@@ -243,6 +243,17 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     Epilogue e = epi;
     e.bias_per_row = true;
     if (e.residual) e.residual += n * s.K * p.OHW, e.ldr = p.OHW;
+    // Blocked output whose epilogue the tiles can apply as they store (ConvTileOut): their last
+    // K block then writes the output directly, not C and then epilogue_blocks over it.
+    const bool fuse = s.y_blocked && (t.simd_width == 8 || t.simd_width == 16) && ConvTileOut::fused_act(e.act);
+    auto tile_out = [&](int64_t k0, int64_t pix) {
+      ConvTileOut o;
+      o.dst = yn + k0 * p.OHW + pix * kBlock, o.block_stride = kBlock * p.OHW;
+      if (e.bias) o.bias = e.bias + k0;
+      if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * kBlock;
+      o.alpha = e.alpha, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+      return o;
+    };
     auto run_item = [&](int64_t item, float* cbuf) {
       const int64_t chunk = item / groups, g = item % groups;
       const int64_t t0 = chunk * p.chunk_tiles, t1 = std::min(p.tiles, t0 + p.chunk_tiles);
@@ -251,6 +262,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         const int64_t k0 = u * p.unit_cols;
         const int ncols = static_cast<int>(std::min(p.unit_cols, s.K - k0));
         const int wide = ncols > NR ? 1 : 0;
+        const bool fuse_cols = fuse && ncols % kBlock == 0;
         // Finished tiles not yet transposed: `pending` rows of cbuf from `pending_c`, pixels from
         // `pending_pix` on (consecutive in both), transposed into NCHW with the epilogue on the way.
         float* pending_c = nullptr;
@@ -280,6 +292,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           const std::vector<ConvSegment>& seg = blocks[kb];
           const int nseg = static_cast<int>(seg.size());
           const bool last = kb + 1 == p.kblocks;
+          const bool direct_out = last && fuse_cols;
           for (int64_t ti = t0; ti < t1; ++ti) {
             int64_t pix, rows;
             const float* a;
@@ -290,15 +303,18 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               const int64_t oh = pix / p.OW, ow0 = pix % p.OW, first = p.OW - ow0;
               a = in + oh * p.row_step + ow0 * p.sw;
               const int64_t jump = p.row_step - ow0 * p.sw;  // to the next row's first pixel
+              const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
+              const ConvTileOut* op = direct_out ? &o : nullptr;
               if (first >= rows) {
-                tiles[0][rows - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0);
+                tiles[0][rows - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0, op);
               } else if (rows == p.tile && wraps[first - 1]) {
-                wraps[first - 1](seg.data(), nseg, a_step, a, jump, b, c, p.unit_cols, ncols, kb > 0);
+                wraps[first - 1](seg.data(), nseg, a_step, a, jump, b, c, p.unit_cols, ncols, kb > 0, op);
               } else {  // a split this table has no wrap tile for, or the image's last, partial
                         // tile across two rows: one tile per row
-                tiles[0][first - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0);
+                const ConvTileOut o2 = direct_out ? tile_out(k0, pix + first) : ConvTileOut{};
+                tiles[0][first - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0, op);
                 tiles[0][rows - first - 1](seg.data(), nseg, a_step, a + jump, b, 0, c + first * p.unit_cols,
-                                           p.unit_cols, ncols, kb > 0);
+                                           p.unit_cols, ncols, kb > 0, direct_out ? &o2 : nullptr);
               }
             } else {
               if (p.flat) {
@@ -308,9 +324,11 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
                 a = in + oh * p.row_step + ow0 * p.sw;
               }
-              tiles[wide][rows - 1](seg.data(), nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, kb > 0);
+              const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
+              tiles[wide][rows - 1](seg.data(), nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, kb > 0,
+                                    direct_out ? &o : nullptr);
             }
-            if (!last) continue;
+            if (!last || direct_out) continue;
             // Only the last tile of a chunk can be short (tiles cover whole rows or wrap), so runs
             // are consecutive; should that change, a tile past a gap in pixels or in cbuf starts a
             // new run instead of being transposed with the wrong one.

@@ -301,6 +301,49 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, odd), "channel-blocked activations run only on the direct tactic");
 }
 
+// Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they
+// store (ConvTileOut: None, Relu, LeakyRelu, Clip) where the planar output goes through C and
+// transpose_epilogue, and the other activations (Silu) keep C and epilogue_blocks. Bias and a
+// residual (alpha stays 1: the compiler may contract x * alpha + bias into an FMA in one inlined
+// copy and not another, 1 ulp apart; DirectTacticOnBlockedActivations checks alpha against the
+// reference); one and three K blocks, wrap tiles, an odd last tile, stride 2, wide
+// tiles, channels not a multiple of 16.
+TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
+  const std::vector<Conv2dShape> shapes = {
+      shape(1, 16, 14, 14, 24, 3, 3, 1, 1),  // 24 channels: a half block pair
+      shape(2, 24, 15, 13, 32, 3, 3, 2, 1),  // stride 2, odd sizes, batch 2
+      shape(1, 200, 9, 30, 72, 3, 3, 1, 1),  // three K blocks
+      shape(1, 40, 7, 7, 40, 3, 3, 1, 1),    // wrap tiles on 7-wide rows
+      shape(1, 16, 7, 7, 40, 1, 1, 1, 0),    // flat 1x1, wide tiles
+      shape(1, 16, 5, 5, 16, 3, 3, 1, 1),    // 25 pixels: an odd last tile
+  };
+  for (const KernelTable* t : test::all_tables())
+    for (Conv2dShape s : shapes)
+      for (Act act : {Act::None, Act::Relu, Act::LeakyRelu, Act::Clip, Act::Silu})
+        for (int threads : {1, 2}) {
+          s.x_blocked = true;
+          const int64_t OHW = s.out_h() * s.out_w();
+          const auto x = blocked(random_vec(s.N * s.C * s.H * s.W, 3), s.N, s.C, s.H * s.W);
+          const auto w = random_vec(s.K * s.C * s.R * s.S, 4);
+          const auto bias = random_vec(s.K, 5), res = random_vec(s.N * s.K * OHW, 6);
+          const auto res_blocked = blocked(res, s.N, s.K, OHW);
+          std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Direct, s));
+          conv_pack_weight_on(*t, ConvTactic::Direct, s, w.data(), packed.data());
+          Epilogue e;
+          e.act = act, e.bias = bias.data(), e.bias_per_row = true, e.ldr = OHW;
+          test::act_params(act, e.act_alpha, e.act_beta);
+          std::vector<float> planar(res.size()), out(res.size());
+          s.y_blocked = false, e.residual = res.data();
+          conv2d_on(*t, ConvTactic::Direct, s, x.data(), packed.data(), planar.data(), e, nullptr, threads);
+          s.y_blocked = true, e.residual = res_blocked.data();
+          conv2d_on(*t, ConvTactic::Direct, s, x.data(), packed.data(), out.data(), e, nullptr, threads);
+          out = blocked(out, s.N, s.K, OHW, /*back=*/true);
+          for (size_t i = 0; i < out.size(); ++i)
+            ASSERT_EQ(out[i], planar[i]) << isa_name(t->isa) << " K=" << s.K << " act " << static_cast<int>(act)
+                                         << " threads " << threads << " at " << i;
+        }
+}
+
 TEST(Conv, BatchOfSmallImagesSplitsAcrossThreads) {
   const ConvCase three_by_three{shape(8, 8, 8, 8, 16, 3, 3, 1, 1), Act::Relu, true, true};
   const ConvCase one_by_one{shape(9, 32, 8, 8, 24, 1, 1, 1, 0), Act::Silu, true, true};  // 5 + 4

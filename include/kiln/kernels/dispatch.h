@@ -151,8 +151,29 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
 // the input plane, fixed by the table slot; off_q = segment offset + step * a_step) and b(q)
 // the q-th row of B: NR floats of the packed panel at b (advancing NR per step), and for a
 // wide slot NR more at b + b_next. Rows are output pixels, columns output channels.
+// With `out` (the last K block of a tile on channel-blocked output, conv_direct.cpp), the sums
+// (plus C when load_c) go through the epilogue in registers and straight to the output instead
+// of to C: see ConvTileOut.
+struct ConvTileOut;
 using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b,
-                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c);
+                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out);
+
+// A direct-convolution tile's epilogue fused into its stores, for channel-blocked output
+// ([K/8][pixels][8], kConvBlock): out(pixel r, channel j) = act(sum * alpha + bias[j] +
+// residual) at dst + (j / 8) * block_stride + r * 8 + j % 8, residual laid out as dst. The same
+// operations in the same order as KernelTable::epilogue_blocks, so the floats are the ones the
+// unfused path writes. Only tables of 8 or 16 lanes, tiles whose columns are whole blocks, and
+// the activations that are a clamp (fused_act below); the rest keep C and epilogue_blocks.
+struct ConvTileOut {
+  float* dst = nullptr;  // the tile's first pixel in its first channel block
+  int64_t block_stride = 0;
+  const float* bias = nullptr;      // the tile's first channel on; null: none
+  const float* residual = nullptr;  // at dst's offset in the residual; null: none
+  float alpha = 1.f;
+  Act act = Act::None;
+  float act_alpha = 0.f, act_beta = 0.f;
+  static bool fused_act(Act a) { return a == Act::None || a == Act::Relu || a == Act::LeakyRelu || a == Act::Clip; }
+};
 
 struct KernelTable {
   Isa isa = Isa::Scalar;
@@ -188,12 +209,14 @@ struct KernelTable {
   // 28 and 56 on AVX2's mr = 6; 7 on AVX-512's 14) then fill every tile but the image's last.
   // Null for the splits a table leaves out (conv_tile.inl, fill_wraps): two one-row tiles.
   void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
-                                const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
+                                const float* b, float* c, int64_t ldc, int ncols, bool load_c,
+                                const ConvTileOut* out) = {};
   // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8
   // channels consecutive), indexed [stride_w - 1]: pixel stride SW = 8 * stride_w, a_step 1.
   ConvTileKernel conv_tile_blk[2][2][16] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
-                                    const float* b, float* c, int64_t ldc, int ncols, bool load_c) = {};
+                                    const float* b, float* c, int64_t ldc, int ncols, bool load_c,
+                                    const ConvTileOut* out) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

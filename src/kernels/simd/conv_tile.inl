@@ -8,10 +8,75 @@
 
 // SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
 // (conv_tile_pair).
+// ConvTileOut's epilogue on x (scale, bias, residual, activation: epilogue_blocks's order).
+[[gnu::always_inline]] inline V conv_tile_finish(V x, const ConvTileOut& o, V bias, const float* res, int n) {
+  if (o.alpha != 1.f) x = x * V::set1(o.alpha);
+  if (o.bias) x = x + bias;
+  if (o.residual) x = x + (n == V::W ? V::load(res) : V::load_first(res, n));
+  switch (o.act) {
+    case Act::Relu: return max(x, V::zero());
+    case Act::LeakyRelu: return fma(V::set1(o.act_alpha), min(x, V::zero()), max(x, V::zero()));
+    case Act::Clip: return min(max(x, V::set1(o.act_alpha)), V::set1(o.act_beta));
+    default: return x;
+  }
+}
+
+// The accumulators of ROWS consecutive output pixels by NVEC vectors of channels through
+// ConvTileOut (ncols: a multiple of 8). 16 lanes: two pixels' halves make one vector per block,
+// 64 contiguous bytes; 8 lanes: a vector is one pixel's block. (VV: V, as a template parameter
+// so that only the branch for its width is compiled.)
+template <int ROWS, int NVEC, class VV = V>
+[[gnu::always_inline]] inline void conv_tile_store_blocked(VV (&acc)[ROWS][NVEC], const ConvTileOut& o, int ncols) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  if constexpr (VV::W == 16) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) {
+      const int col = v * VV::W;
+      if (col >= ncols) break;
+      const bool high = ncols - col > static_cast<int>(kB);
+      const float* bias = o.bias ? o.bias + col : nullptr;
+      const VV blo = o.bias ? VV::load_halves(bias, bias) : VV::zero();
+      const VV bhi = o.bias && high ? VV::load_halves(bias + kB, bias + kB) : VV::zero();
+      float* dlo = o.dst + (col / kB) * o.block_stride;
+      float* dhi = dlo + o.block_stride;
+      const float* rlo = o.residual ? o.residual + (col / kB) * o.block_stride : nullptr;
+      const float* rhi = rlo ? rlo + o.block_stride : nullptr;
+#pragma GCC unroll 8
+      for (int r = 0; r + 1 < ROWS; r += 2) {
+        conv_tile_finish(VV::low_halves(acc[r][v], acc[r + 1][v]), o, blo, rlo ? rlo + r * kB : nullptr, VV::W)
+            .store(dlo + r * kB);
+        if (high)
+          conv_tile_finish(VV::high_halves(acc[r][v], acc[r + 1][v]), o, bhi, rhi ? rhi + r * kB : nullptr, VV::W)
+              .store(dhi + r * kB);
+      }
+      if constexpr (ROWS % 2 == 1) {
+        constexpr int r = ROWS - 1;
+        conv_tile_finish(VV::low_halves(acc[r][v], acc[r][v]), o, blo, rlo ? rlo + r * kB : nullptr, kB)
+            .store_first(dlo + r * kB, kB);
+        if (high)
+          conv_tile_finish(VV::high_halves(acc[r][v], acc[r][v]), o, bhi, rhi ? rhi + r * kB : nullptr, kB)
+              .store_first(dhi + r * kB, kB);
+      }
+    }
+  } else if constexpr (VV::W == 8) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) {
+      const int col = v * VV::W;
+      if (col >= ncols) break;
+      const VV bias = o.bias ? VV::load(o.bias + col) : VV::zero();
+      float* d = o.dst + v * o.block_stride;
+      const float* res = o.residual ? o.residual + v * o.block_stride : nullptr;
+#pragma GCC unroll 16
+      for (int r = 0; r < ROWS; ++r)
+        conv_tile_finish(acc[r][v], o, bias, res ? res + r * kB : nullptr, VV::W).store(d + r * kB);
+    }
+  }
+}
+
 template <int ROWS, int NVEC, int SW, int SPLIT = 0>
 void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a, int64_t jump,
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
-                     bool load_c) {
+                     bool load_c, const ConvTileOut* out) {
   constexpr int PV = NR / V::W;  // vectors per packed panel row
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -34,6 +99,22 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
       }
     }
   }
+  if constexpr (V::W == 8 || V::W == 16) {
+    if (out) {
+      if (load_c)
+#pragma GCC unroll 16
+        for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < NVEC; ++v)
+            if (v * V::W < ncols) {
+              const int n = ncols - v * V::W < V::W ? ncols - v * V::W : V::W;
+              const float* cv = c + r * ldc + v * V::W;
+              acc[r][v] = acc[r][v] + (n == V::W ? V::load(cv) : V::load_first(cv, n));
+            }
+      conv_tile_store_blocked<ROWS, NVEC>(acc, *out, ncols);
+      return;
+    }
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r) {
     float* cr = c + r * ldc;
@@ -54,16 +135,16 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 
 template <int ROWS, int NVEC, int SW>
 void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t b_next,
-               float* c, int64_t ldc, int ncols, bool load_c) {
-  conv_tile_split<ROWS, NVEC, SW>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c);
+               float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out) {
+  conv_tile_split<ROWS, NVEC, SW>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c, out);
 }
 
 // mr pixels that wrap from one output row to the next: rows [0, SPLIT) from a, the rest from
 // a + jump (conv_tile_wrap in dispatch.h).
 template <int SW, int SPLIT>
 void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
-                    float* c, int64_t ldc, int ncols, bool load_c) {
-  conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c);
+                    float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out) {
+  conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c, out);
 }
 
 // The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).

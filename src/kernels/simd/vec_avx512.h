@@ -22,6 +22,10 @@ struct Vec512 {
     return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1)};
   }
   void store_first(float* p, int n) const { _mm512_mask_storeu_ps(p, first(n), v); }
+  // [a's low 8, b's low 8] and [a's high 8, b's high 8]: two pixels' halves of 16 channels as
+  // the pixels' two 8-channel blocks (kConvBlock).
+  static Vec512 low_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x44)}; }
+  static Vec512 high_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0xee)}; }
   // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec512 load_even(const float* p) {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
