@@ -1,4 +1,5 @@
 // `kiln profile`: timing the steps of a compiled model and judging each against the roofline.
+#include <functional>
 #include "kiln/analysis/profile.h"
 
 #include <algorithm>
@@ -138,7 +139,14 @@ Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const 
   p.overhead_fraction = p.plain_ms > 0 ? p.profiled_ms / p.plain_ms - 1 : 0;
 
   std::unordered_map<std::string, const Node*> by_name;
-  for (const auto& n : costed.graph->nodes()) by_name[n->name] = n.get();
+  // Steps of If branches are timed too (the runtime plans them): their nodes cost like any other.
+  std::function<void(const Graph&)> index = [&](const Graph& g) {
+    for (const auto& n : g.nodes()) {
+      by_name.emplace(n->name, n.get());
+      for (const Graph* sg : ops::compiled_branches(*n)) index(*sg);
+    }
+  };
+  index(*costed.graph);
   const std::vector<StepTiming>& steps = p.timeline.front();
   for (size_t s = 0; s < steps.size(); ++s) {
     KernelProfile k;

@@ -6,6 +6,7 @@
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/int8.h"
 #include "kiln/ops/kiln_ops.h"
+#include "kiln/ops/op.h"
 #include "lower_internal.h"
 
 namespace kiln::lower {
@@ -50,15 +51,21 @@ void name_qconv_tactic(Node& n) {
   n.attrs["tactic"] = std::string(kernels::int8::qconv_tactic_name(k, s, x->dtype == DType::i8));
 }
 
+// Every value the nodes of `g` read, their subgraphs' reads included (at any depth).
+void collect_reads(const Graph& g, std::set<const Value*>& used) {
+  for (const auto& n : g.nodes()) {
+    for (const Value* v : n->inputs) used.insert(v);
+    for (const Graph* sg : n->subgraphs()) {
+      collect_reads(*sg, used);
+      used.insert(sg->outputs.begin(), sg->outputs.end());
+    }
+  }
+}
+
 // Initializers no node reads any more (weights replaced by their packed form).
 void drop_unused_initializers(Graph& g) {
   std::set<const Value*> used;
-  for (const auto& n : g.nodes()) {
-    for (const Value* v : n->inputs) used.insert(v);
-    for (const Graph* sg : n->subgraphs())
-      for (const auto& sn : sg->nodes())
-        for (const Value* v : sn->inputs) used.insert(v);
-  }
+  collect_reads(g, used);
   for (const Value* v : g.outputs) used.insert(v);
   for (const Value* v : g.inputs) used.insert(v);
   std::vector<Value*> keep;
@@ -69,20 +76,17 @@ void drop_unused_initializers(Graph& g) {
   g.initializers = std::move(keep);
 }
 
-}  // namespace
-
-std::string node_tactic(const Node& n) { return n.attr_s("tactic", ""); }
-
-LowerReport lower_model(Model& m, const LowerOptions& opt) {
-  LowerReport r;
-  r.isa = std::string(kernels::gemm_isa());
-  Graph& g = *m.graph;
+// Lowers one graph, then the If branches in it (ops::compiled_branches), which the compiled
+// runtime plans and runs like the main graph. Loop and Scan bodies keep their plain ops: the
+// reference kernels that run them read unpacked weights.
+void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
   std::vector<KernelChoice> notes;
-  const int canonical = canonicalize(g, notes);
+  const int canonical = conv1d_as_2d(g) + canonicalize(g, notes);
   if (canonical + wrap_lone_elementwise(g) > 0) m.opsets[std::string(ops::kKilnDomain)] = ops::kKilnOpsetVersion;
   std::map<std::string, KernelChoice> declined;
   for (auto& c : notes) declined[c.node] = c;
   const std::set<const Node*> to_direct = pointwise_between_blocks(g);
+  const size_t first = r.kernels.size();
   for (const auto& up : g.nodes()) {
     Node& n = *up;
     KernelChoice c;
@@ -100,10 +104,11 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
   }
   if (opt.pack_weights) {
     drop_unused_initializers(g);
-    r.blocked_tensors = assign_blocked_layout(g);
+    r.blocked_tensors += assign_blocked_layout(g);
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();
-    for (KernelChoice& c : r.kernels) {
+    for (size_t i = first; i < r.kernels.size(); ++i) {
+      KernelChoice& c = r.kernels[i];
       const auto it = by_name.find(c.node);
       if (it == by_name.end()) continue;
       const Node* n = it->second;
@@ -113,6 +118,18 @@ LowerReport lower_model(Model& m, const LowerOptions& opt) {
                  " (NCHW8c, shared with the direct convolutions and pools next to it)";
     }
   }
+  for (const auto& n : g.nodes())
+    for (Graph* sg : ops::compiled_branches(*n)) lower_graph(m, *sg, opt, r);
+}
+
+}  // namespace
+
+std::string node_tactic(const Node& n) { return n.attr_s("tactic", ""); }
+
+LowerReport lower_model(Model& m, const LowerOptions& opt) {
+  LowerReport r;
+  r.isa = std::string(kernels::gemm_isa());
+  lower_graph(m, *m.graph, opt, r);
   return r;
 }
 

@@ -15,6 +15,10 @@ namespace kiln::lower {
 // Nodes it cannot rewrite get a note saying why.
 int canonicalize(Graph& g, std::vector<KernelChoice>& notes);
 
+// 1-D f32 Conv / FusedConv with a constant weight -> a 2-D FusedConv of height 1 between two
+// Reshapes (conv1d.cpp); returns how many. Run before canonicalize.
+int conv1d_as_2d(Graph& g);
+
 // Lone f32 elementwise ops -> one-op kiln.FusedElementwise (generated loops); returns how many.
 int wrap_lone_elementwise(Graph& g);
 

@@ -28,6 +28,7 @@
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
 #include "kiln/ops/op.h"
+#include "walk.h"
 
 namespace kiln::passes {
 namespace {
@@ -190,7 +191,13 @@ class FuseAttention : public Pass {
   }
 
   bool run(Model& m, PassContext& ctx) override {
-    Graph& g = *m.graph;
+    bool changed = false;
+    for_each_compiled_graph(*m.graph, [&](Graph& g) { changed |= run_graph(m, g, ctx); });
+    if (changed) ops::infer_shapes(m, ctx.bindings);  // the new Transpose/Unsqueeze/Where results
+    return changed;
+  }
+
+  bool run_graph(Model& m, Graph& g, PassContext& ctx) {
     std::vector<Node*> roots;
     for (const auto& n : g.nodes())
       if (fuse::is_onnx(*n, "Softmax")) roots.push_back(n.get());
@@ -208,7 +215,6 @@ class FuseAttention : public Pass {
       rewrite(m, mt, ctx, removed);
       changed = true;
     }
-    if (changed) ops::infer_shapes(m, ctx.bindings);  // the new Transpose/Unsqueeze/Where results
     return changed;
   }
 
@@ -252,7 +258,7 @@ class FuseAttention : public Pass {
   }
 
   static void rewrite(Model& m, Match& mt, PassContext& ctx, std::set<const Node*>& removed) {
-    Graph& g = *m.graph;
+    Graph& g = *mt.pv->owner;
     Node* at = mt.pv;  // the last node of the pattern: everything it needs is defined before it
     std::vector<Node*> candidates = mt.nodes;
     Value* k = untranspose(g, at, mt.kt, candidates);

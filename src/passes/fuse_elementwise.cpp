@@ -19,6 +19,7 @@
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
 #include "kiln/passes/rewrite.h"
+#include "walk.h"
 
 namespace kiln::passes {
 namespace {
@@ -40,7 +41,12 @@ class FuseElementwise : public Pass {
   }
 
   bool run(Model& m, PassContext& ctx) override {
-    Graph& g = *m.graph;
+    bool changed = false;
+    for_each_compiled_graph(*m.graph, [&](Graph& g) { changed |= run_graph(m, g, ctx); });
+    return changed;
+  }
+
+  static bool run_graph(Model& m, Graph& g, PassContext& ctx) {
     const std::vector<Node*> order = node_list(g);
     std::set<const Node*> grouped, removed;
     bool changed = false;
@@ -57,7 +63,6 @@ class FuseElementwise : public Pass {
     return changed;
   }
 
- private:
   static std::vector<Node*> grow(Node& sink) {
     const Shape& shape = sink.outputs[0]->shape;
     std::set<const Node*> members = {&sink};

@@ -25,6 +25,7 @@
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
 #include "kiln/ops/op.h"
+#include "walk.h"
 
 namespace kiln::passes {
 namespace {
@@ -72,7 +73,13 @@ class FuseEpilogue : public Pass {
   }
 
   bool run(Model& m, PassContext& ctx) override {
-    Graph& g = *m.graph;
+    bool changed = false;
+    for_each_compiled_graph(*m.graph, [&](Graph& g) { changed |= run_graph(m, g, ctx); });
+    return changed;
+  }
+
+ private:
+  static bool run_graph(Model& m, Graph& g, PassContext& ctx) {
     std::vector<Node*> roots;
     for (const auto& n : g.nodes())
       if (fuse::is_onnx(*n, "Conv") || fuse::is_onnx(*n, "MatMul") || fuse::is_onnx(*n, "Gemm")) roots.push_back(n.get());
@@ -95,7 +102,6 @@ class FuseEpilogue : public Pass {
     return changed;
   }
 
- private:
   // The root itself: operands, attributes and (Gemm) its C.
   static Decision start(Node& root, Epilogue& e) {
     e.root = &root;

@@ -20,6 +20,7 @@
 #include "fuse_match.h"
 #include "fuse_passes.h"
 #include "kiln/ops/kiln_ops.h"
+#include "walk.h"
 
 namespace kiln::passes {
 namespace {
@@ -137,7 +138,12 @@ class FuseLayerNorm : public Pass {
   }
 
   bool run(Model& m, PassContext& ctx) override {
-    Graph& g = *m.graph;
+    bool changed = false;
+    for_each_compiled_graph(*m.graph, [&](Graph& g) { changed |= run_graph(m, g, ctx); });
+    return changed;
+  }
+
+  bool run_graph(Model& m, Graph& g, PassContext& ctx) {
     std::vector<Node*> roots;
     for (const auto& n : g.nodes())
       if (fuse::is_onnx(*n, "ReduceMean") || fuse::is_onnx(*n, "LayerNormalization")) roots.push_back(n.get());
@@ -198,7 +204,7 @@ class FuseLayerNorm : public Pass {
       return false;
     }
     fuse::import_kiln_domain(m);
-    Graph& g = *m.graph;
+    Graph& g = *n.owner;
     std::map<std::string, Attribute> attrs = {{"axis", n.attr_i("axis", -1)}, {"epsilon", n.attr_f("epsilon", 1e-5f)}};
     Node* ln = fuse::replace_group(g, {&n}, n.outputs[0], "LayerNorm", n.inputs, std::move(attrs),
                                    std::string(ops::kKilnDomain), n);

@@ -23,6 +23,7 @@
 #include "kiln/ops/kiln_ops.h"
 #include "kiln/passes/rewrite.h"
 #include "kiln/ops/op.h"
+#include "walk.h"
 
 namespace kiln::passes {
 namespace {
@@ -73,9 +74,16 @@ class Layout : public Pass {
 
   bool run(Model& m, PassContext& ctx) override {
     bool changed = false;
+    for_each_compiled_graph(*m.graph, [&](Graph& g) { changed |= run_graph(m, g, ctx); });
+    if (changed) ops::infer_shapes(m, ctx.bindings);  // the moved ops' results get their shapes
+    return changed;
+  }
+
+ private:
+  static bool run_graph(Model& m, Graph& g, PassContext& ctx) {
+    bool changed = false;
     for (int round = 0; round < kMaxRounds; ++round) {
       bool any = false;
-      Graph& g = *m.graph;
       const std::vector<Node*> nodes = node_list(g);
       std::set<const Node*> removed;
       for (Node* n : nodes) {
@@ -92,11 +100,9 @@ class Layout : public Pass {
       changed |= any;
       if (!any) break;
     }
-    if (changed) ops::infer_shapes(m, ctx.bindings);  // the moved ops' results get their shapes
     return changed;
   }
 
- private:
   // outer = Transpose(inner = Transpose(x)).
   static bool compose(Graph& g, Node& outer, PassContext& ctx, std::vector<const Node*>& gone) {
     Node* inner = fuse::produced_by(outer.inputs[0], "Transpose");
@@ -132,7 +138,7 @@ class Layout : public Pass {
   static bool absorb_into_matmul(Model& m, Node& mm, PassContext& ctx, std::vector<const Node*>& gone) {
     Node* t = fuse::produced_by(mm.input(1), "Transpose");
     if (!t || !is_last_two_swap(perm_of(*t))) return false;
-    Graph& g = *m.graph;
+    Graph& g = *mm.owner;
     Value* b = t->inputs[0];
     if (fuse::is_onnx(mm, "Gemm")) {
       mm.attrs["transB"] = int64_t{mm.attr_i("transB", 0) ? 0 : 1};

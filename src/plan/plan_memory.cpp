@@ -159,7 +159,7 @@ class Planner {
     const Value* x = n.input(0);
     if (!x) return false;
     int xi = idx(x);
-    if (xi < 0) return false;
+    if (xi < 0) return try_outer_view(*x, oi);
     const ValuePlan& xp = p_.values[xi];
     ValuePlan& vp = p_.values[oi];
     ValueKind st = storage_[xi];
@@ -170,6 +170,19 @@ class Planner {
     storage_[oi] = st;
     block_[oi] = block_[xi];
     if (block_[oi] >= 0) blocks_[block_[oi]].last = std::max(blocks_[block_[oi]].last, vp.last);
+    return true;
+  }
+
+  // A view of a value of the enclosing graph: its bytes, not this plan's (storage Input: never in
+  // the arena, never overwritten in place).
+  bool try_outer_view(const Value& x, int oi) {
+    ValuePlan& vp = p_.values[oi];
+    if (!opt_.outer_view_ok || x.owner == &g_ || !has_static_bytes(&x) || x.dtype != vp.dtype) return false;
+    const int64_t bytes = static_cast<int64_t>(dtype_size(x.dtype)) * numel_of(x.shape.static_dims());
+    if (bytes != vp.bytes || !opt_.outer_view_ok(&x)) return false;
+    vp.kind = ValueKind::View;
+    vp.alias = x.name;
+    storage_[oi] = ValueKind::Input;
     return true;
   }
 

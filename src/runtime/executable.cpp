@@ -157,7 +157,7 @@ class CompiledExecutable final : public Executable {
 
 plan::Plan runtime_plan(const Model& m) {
   std::unordered_map<const Node*, ShapeInstance::Prepared> prepared;
-  return runtime::prepare_and_plan(m, nullptr, kernels::hardware_threads(), prepared);
+  return runtime::prepare_and_plan(m, *m.graph, nullptr, kernels::hardware_threads(), prepared);
 }
 
 std::unique_ptr<Executable> Executable::load(const std::string& path) {

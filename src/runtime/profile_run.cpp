@@ -8,22 +8,23 @@ namespace kiln::runtime {
 
 std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const Tensor*>& inputs,
                                   std::vector<Tensor>& outputs, int threads) {
-  // Filled before the run, so the run itself only reads the clock once per step.
-  std::vector<StepTiming> steps(inst.steps());
-  std::vector<double> end_ms(inst.steps(), 0.0);
+  StepTrace trace;
+  trace.entries.reserve(256);
+  inst.run(inputs, outputs, threads, &trace);
+  // One clock read between steps: a step's time runs from the end of the one before it. An If's
+  // entry follows its branch's steps, so it keeps only its own work (the condition, copies out).
+  std::vector<StepTiming> steps(trace.entries.size());
+  double prev = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Node& n = inst.step_node(i);
+    const StepTrace::Entry& e = trace.entries[i];
+    const Node& n = *e.node;
     steps[i].node = n.name;
     steps[i].op = n.domain.empty() ? n.op : n.domain + "." + n.op;
     steps[i].tactic = n.attr_s("tactic", "");
-    steps[i].fast = inst.step_is_fast(i);
-  }
-  inst.run(inputs, outputs, threads, end_ms.data());
-  double prev = 0;
-  for (size_t i = 0; i < steps.size(); ++i) {
+    steps[i].fast = e.fast;
     steps[i].start_ms = prev;
-    steps[i].ms = end_ms[i] - prev;
-    prev = end_ms[i];
+    steps[i].ms = e.end_ms - prev;
+    prev = e.end_ms;
   }
   return steps;
 }

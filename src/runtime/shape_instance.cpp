@@ -51,9 +51,9 @@ size_t byte_offset(const Tensor& t) {
 
 }  // namespace
 
-plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, int max_threads,
-                            std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared) {
-  const Graph& g = *model.graph;
+plan::Plan prepare_and_plan(const Model& model, const Graph& g, const KernelLibrary* library, int max_threads,
+                            std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared,
+                            std::function<bool(const Value*)> outer_view_ok) {
   for (const auto& np : g.nodes()) {
     std::vector<const FastKernel*> candidates = find_fast_kernels(np->domain, np->op);
     if (candidates.empty()) continue;
@@ -79,30 +79,48 @@ plan::Plan prepare_and_plan(const Model& model, const KernelLibrary* library, in
     auto it = prepared.find(&n);
     return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
   };
+  po.outer_view_ok = std::move(outer_view_ok);
   return plan::plan_memory(g, po);
 }
 
 ShapeInstance::ShapeInstance(Model& model, const KernelLibrary* library, const std::vector<const Tensor*>& inputs,
                              const DimBindings& bindings, int max_threads)
-    : model_(model) {
+    : model_(model), graph_(*model.graph) {
   Graph& g = *model.graph;
   for (const Tensor* t : inputs) {
     in_dtypes_.push_back(t->dtype());
     in_dims_.push_back(t->dims());
   }
-  std::unordered_map<const Node*, Prepared> prepared;
   {
     ShapeSnapshot snapshot(g);
     for (size_t i = 0; i < g.inputs.size(); ++i) g.inputs[i]->shape = Shape::of(inputs[i]->dims());
     ops::infer_shapes(model, bindings);
-    plan_ = prepare_and_plan(model, library, max_threads, prepared);
+    prepare(library, max_threads);
   }
   bind_tensors(inputs);
-  make_steps(prepared, library, max_threads);
+  make_steps(library, max_threads);
+}
+
+ShapeInstance::~ShapeInstance() = default;
+
+void ShapeInstance::bind_slot(size_t i) {
+  const plan::ValuePlan& vp = plan_.values[i];
+  switch (vp.kind) {
+    case plan::ValueKind::Input: break;  // the caller's (bind_tensors)
+    case plan::ValueKind::Weight: slots_[i] = *vp.value->initializer; break;
+    case plan::ValueKind::Arena: slots_[i] = Tensor(vp.dtype, vp.dims, arena_, static_cast<size_t>(vp.offset)); break;
+    case plan::ValueKind::View: {  // of a value of this plan, or (a branch) of an outer one
+      const Tensor& base = *find_slot(vp.value->producer->inputs[0]);
+      slots_[i] = Tensor(vp.dtype, vp.dims, base.storage(), byte_offset(base));
+      break;
+    }
+    case plan::ValueKind::Dynamic: dynamic_values_.push_back(static_cast<int>(i)); break;
+    case plan::ValueKind::Output: slots_[i] = Tensor(vp.dtype, vp.dims); break;
+  }
 }
 
 void ShapeInstance::bind_tensors(const std::vector<const Tensor*>& inputs) {
-  const Graph& g = *model_.graph;
+  const Graph& g = graph_;
   arena_ = make_large_buffer(static_cast<size_t>(plan_.arena_bytes));
   slots_.resize(plan_.values.size());
   std::unordered_map<const Value*, size_t> input_pos;
@@ -110,24 +128,13 @@ void ShapeInstance::bind_tensors(const std::vector<const Tensor*>& inputs) {
   borrowed_.resize(g.inputs.size());
   for (size_t i = 0; i < plan_.values.size(); ++i) {
     const plan::ValuePlan& vp = plan_.values[i];
-    switch (vp.kind) {
-      case plan::ValueKind::Input: {
-        size_t k = input_pos.at(vp.value);
-        const Tensor& t = *inputs[k];
-        borrowed_[k] = std::make_shared<BorrowedBuffer>(const_cast<void*>(t.raw()), t.nbytes());
-        slots_[i] = Tensor(t.dtype(), t.dims(), borrowed_[k], 0);
-        break;
-      }
-      case plan::ValueKind::Weight: slots_[i] = *vp.value->initializer; break;
-      case plan::ValueKind::Arena: slots_[i] = Tensor(vp.dtype, vp.dims, arena_, static_cast<size_t>(vp.offset)); break;
-      case plan::ValueKind::View: {
-        const Tensor& base = slots_[plan_.index_of(vp.value->producer->inputs[0])];
-        slots_[i] = Tensor(vp.dtype, vp.dims, base.storage(), byte_offset(base));
-        break;
-      }
-      case plan::ValueKind::Dynamic: dynamic_values_.push_back(static_cast<int>(i)); break;
-      case plan::ValueKind::Output: slots_[i] = Tensor(vp.dtype, vp.dims); break;
+    if (vp.kind == plan::ValueKind::Input) {
+      size_t k = input_pos.at(vp.value);
+      const Tensor& t = *inputs[k];
+      borrowed_[k] = std::make_shared<BorrowedBuffer>(const_cast<void*>(t.raw()), t.nbytes());
+      slots_[i] = Tensor(t.dtype(), t.dims(), borrowed_[k], 0);
     }
+    bind_slot(i);
   }
   for (const Value* v : g.inputs) input_values_.push_back(plan_.index_of(v));
   for (const Value* v : g.outputs) {
@@ -137,8 +144,7 @@ void ShapeInstance::bind_tensors(const std::vector<const Tensor*>& inputs) {
   }
 }
 
-void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepared, const KernelLibrary* library,
-                               int max_threads) {
+void ShapeInstance::make_steps(const KernelLibrary* library, int max_threads) {
   for (const plan::StepPlan& sp : plan_.steps) {
     const Node& n = *sp.node;
     bool all_views = !n.outputs.empty();
@@ -146,8 +152,8 @@ void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepar
       all_views &= o != nullptr && plan_.values[plan_.index_of(o)].kind == plan::ValueKind::View;
     if (all_views) continue;  // the plan made its output a view: nothing to compute
     Step st;
-    auto it = prepared.find(&n);
-    if (it != prepared.end()) {
+    auto it = prepared_.find(&n);
+    if (it != prepared_.end()) {
       st.fast = it->second.kernel;
       st.ctx = std::move(it->second.ctx);
     } else {
@@ -159,9 +165,9 @@ void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepar
       st.ctx.max_threads = max_threads;
     }
     for (const Value* v : n.inputs) {
-      int i = v ? plan_.index_of(v) : -1;
-      KILN_CHECK(!v || i >= 0, n.describe(), ": input '", v->name, "' is not in the plan");
-      st.ctx.inputs.push_back(v ? &slots_[i] : nullptr);
+      Tensor* t = v ? find_slot(v) : nullptr;
+      KILN_CHECK(!v || t, n.describe(), ": input '", v->name, "' is not in the plan");
+      st.ctx.inputs.push_back(t);
     }
     for (const Value* o : n.outputs) {
       int i = o ? plan_.index_of(o) : -1;
@@ -174,8 +180,41 @@ void ShapeInstance::make_steps(std::unordered_map<const Node*, Prepared>& prepar
       st.ctx.workspace_bytes = sp.scratch_bytes;
     }
     st.has_subgraphs = !n.subgraphs().empty();
+    if (auto b = branches_.find(&n); b != branches_.end()) {
+      st.branch = std::move(b->second);
+      // A branch writes an If output in the arena directly; the others are copied after it runs.
+      std::vector<Tensor*> direct;
+      for (size_t k = 0; k < st.out_values.size(); ++k) {
+        const int vi = st.out_values[k];
+        direct.push_back(vi >= 0 && plan_.values[vi].kind == plan::ValueKind::Arena ? st.ctx.outputs[k] : nullptr);
+      }
+      for (auto& br : st.branch) {
+        br->bind_branch(direct);
+        br->make_steps(library, max_threads);
+      }
+    }
     steps_.push_back(std::move(st));
   }
+  prepared_.clear();
+  branches_.clear();
+}
+
+bool ShapeInstance::stable_bytes(const Value* v) const {
+  const int i = plan_.index_of(v);
+  if (i < 0) return outer_ && outer_->stable_bytes(v);
+  switch (plan_.values[i].kind) {
+    case plan::ValueKind::Input:
+    case plan::ValueKind::Weight:
+    case plan::ValueKind::Arena:
+    case plan::ValueKind::View: return true;
+    default: return false;  // Dynamic and Output tensors are replaced between runs
+  }
+}
+
+Tensor* ShapeInstance::find_slot(const Value* v) const {
+  const int i = plan_.index_of(v);
+  if (i >= 0) return const_cast<Tensor*>(&slots_[i]);
+  return outer_ ? outer_->find_slot(v) : nullptr;
 }
 
 bool ShapeInstance::matches(const std::vector<const Tensor*>& inputs) const {
@@ -189,7 +228,7 @@ bool ShapeInstance::is_scratch_storage(const Tensor& t) const {
   if (t.storage() == arena_) return true;
   for (const auto& b : borrowed_)
     if (b && t.storage() == b) return true;
-  return false;
+  return outer_ && outer_->is_scratch_storage(t);  // a branch's value may view an enclosing arena
 }
 
 void ShapeInstance::run_reference(Step& st, int threads) {
@@ -198,8 +237,8 @@ void ShapeInstance::run_reference(Step& st, int threads) {
   if (st.has_subgraphs) {
     runner = [this, threads](const Graph& sg, const std::vector<Tensor>& sin) {
       ValueLookup outer = [this](const Value* v) -> const Tensor* {
-        int i = plan_.index_of(v);
-        return i >= 0 && slots_[i].defined() ? &slots_[i] : nullptr;
+        const Tensor* t = find_slot(v);
+        return t && t->defined() ? t : nullptr;
       };
       return run_subgraph(model_, sg, sin, outer, threads);
     };
@@ -233,9 +272,27 @@ void ShapeInstance::run_reference(Step& st, int threads) {
   }
 }
 
+void ShapeInstance::run_steps(int threads, StepTrace* trace) {
+  for (Step& st : steps_) {
+    if (st.branch[0]) {
+      run_if(st, threads, trace);
+    } else if (st.fast) {
+      st.ctx.threads = std::min(threads, st.ctx.max_threads);
+      st.fast->run(st.ctx);
+    } else {
+      st.ctx.threads = threads;
+      run_reference(st, threads);
+    }
+    if (trace) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace->start).count();
+      trace->entries.push_back({st.ctx.node, st.fast != nullptr || st.branch[0] != nullptr, ms});
+    }
+  }
+}
+
 void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, int threads,
-                        double* step_end_ms) {
-  const auto start = step_end_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+                        StepTrace* trace) {
+  if (trace) trace->start = std::chrono::steady_clock::now();
   // The kernels run back to back: keep the pool's workers spinning between them.
   const kernels::SpinningScope spinning;
   for (size_t k = 0; k < borrowed_.size(); ++k)
@@ -250,20 +307,9 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
     if (j < outputs.size() && outputs[j].defined() && outputs[j].storage() == slot.storage()) --refs;
     if (refs > 1) slot = Tensor(vp.dtype, vp.dims);
   }
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    Step& st = steps_[s];
-    if (st.fast) {
-      st.ctx.threads = std::min(threads, st.ctx.max_threads);
-      st.fast->run(st.ctx);
-    } else {
-      st.ctx.threads = threads;
-      run_reference(st, threads);
-    }
-    if (step_end_ms)
-      step_end_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  }
+  run_steps(threads, trace);
   outputs.resize(output_values_.size());
-  const Graph& g = *model_.graph;
+  const Graph& g = graph_;
   for (size_t j = 0; j < output_values_.size(); ++j) {
     const int vi = output_values_[j];
     const plan::ValuePlan& vp = plan_.values[vi];

@@ -28,6 +28,23 @@ std::string structure(const Model& m) {
   return print_model(m, p);
 }
 
+// The interpreter gives the same outputs (within 1e-5) for `src` and its unpacked lowering `m`,
+// on inputs filled from a fixed pattern.
+void expect_same_outputs(const Model& src, const Model& m) {
+  std::map<std::string, Tensor> in;
+  for (const Value* v : src.graph->inputs) {
+    Tensor t(DType::f32, v->shape.static_dims());
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.1f - 0.5f;
+    in[v->name] = t;
+  }
+  auto want = run_model(src, in);
+  auto got = run_model(m, in);
+  for (const auto& [name, t] : want) {
+    ASSERT_EQ(got[name].dims(), t.dims()) << name;
+    for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(got[name].data<float>()[i], t.data<float>()[i], 1e-5) << name;
+  }
+}
+
 const KernelChoice& choice(const LowerReport& r, const std::string& node) {
   for (const auto& k : r.kernels)
     if (k.node == node) return k;
@@ -143,18 +160,82 @@ TEST(Lower, UnpackedLoweringComputesWhatTheSourceComputes) {
   Model src = parse_inferred(kGemms);
   Model m = parse_inferred(kGemms);
   lower_model(m, {.pack_weights = false});
-  std::map<std::string, Tensor> in;
-  for (const Value* v : src.graph->inputs) {
-    Tensor t(DType::f32, v->shape.static_dims());
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.1f - 0.5f;
-    in[v->name] = t;
+  expect_same_outputs(src, m);
+}
+
+// Conv1d (Silero VAD's encoder) runs as a 2-D convolution of height 1: the input and the
+// residual are viewed as [N,C,1,W] by Reshapes, the weight gains a unit height, the attributes a
+// leading height entry, and a Reshape gives the 3-D output back. Unpacked, the lowered graph
+// computes what the source computes; every convolution gets a fast tactic.
+constexpr const char* kConv1d = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,4,16], %z: f32[1,6,8]) -> (%y, %p, %f) {
+  %w = init f32[6,4,3] dense<-0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3>
+  %b = init f32[6] dense<0.5, -0.25, 0.125, 0.0, 1.0, -1.0>
+  %y = Conv(%x, %w, %b) {kernel_shape=[3], strides=[2], pads=[1,0]} @c1
+  %wd = init f32[4,1,5] dense<-0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4>
+  %p = Conv(%x, %wd) {group=4, pads=[2,2]} @dw
+  %f = kiln::FusedConv(%x, %w, %b, %z) {strides=[2], pads=[1,0], activation="Relu"} @fc
+}
+)";
+
+TEST(Lower, Conv1dRunsAsA2dConvolutionOfHeightOne) {
+  Model src = parse_inferred(kConv1d);
+  Model m = parse_inferred(kConv1d);
+  LowerReport r = lower_model(m, {.pack_weights = false});
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  const std::string text = structure(m);
+  for (const char* node : {"c1", "dw", "fc"}) EXPECT_NE(choice(r, node).tactic, "reference") << choice(r, node).why;
+  EXPECT_NE(text.find("{kernel_shape=[1,3], pads=[0,1,0,0], strides=[1,2], tactic="), std::string::npos) << text;
+  EXPECT_NE(text.find("{group=4, kernel_shape=[1,5], pads=[0,2,0,2], tactic="), std::string::npos) << text;
+  EXPECT_NE(text.find("{activation=\"Relu\", kernel_shape=[1,3], pads=[0,1,0,0], strides=[1,2], tactic="),
+            std::string::npos)
+      << text;
+  size_t reshapes = 0;
+  for (const auto& n : m.graph->nodes()) {
+    reshapes += n->op == "Reshape";
+    if (n->op == "FusedConv") {
+      EXPECT_EQ(n->input(0)->shape.str(), "[1,4,1,16]");
+      EXPECT_EQ(n->input(1)->initializer->rank(), 4u);
+    }
   }
-  auto want = run_model(src, in);
-  auto got = run_model(m, in);
-  for (const auto& [name, t] : want) {
-    ASSERT_EQ(got[name].dims(), t.dims()) << name;
-    for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(got[name].data<float>()[i], t.data<float>()[i], 1e-5) << name;
+  EXPECT_EQ(reshapes, 7u);  // x and y per convolution, and the residual
+  EXPECT_EQ(m.graph->find("y")->shape.str(), "[1,6,8]");
+
+  expect_same_outputs(src, m);
+}
+
+// If branches are lowered like the main graph (the compiled runtime plans and runs them); a Loop
+// body keeps its plain Conv, since the reference kernels that run it read unpacked weights.
+TEST(Lower, IfBranchesAreLoweredLoopBodiesAreNot) {
+  constexpr const char* kText = R"(
+kiln.model ir=8 opset=14
+graph g(%c: bool[], %x: f32[1,2,6,6], %n: i64[]) -> (%y, %l) {
+  %w = init f32[2,2,3,3] dense<0.25>
+  %t = init bool[] dense<1>
+  %y = If(%c) {
+    then_branch=graph tb() -> (%a) {
+      %a = Conv(%x, %w) {pads=[1,1,1,1]} @branch_conv
+    },
+    else_branch=graph eb() -> (%x) {
+    }
   }
+  %l = Loop(%n, %t, %x) {
+    body=graph lb(%i: i64[], %cond: bool[], %v: f32[1,2,6,6]) -> (%cond, %o) {
+      %o = Conv(%v, %w) {pads=[1,1,1,1]} @loop_conv
+    }
+  }
+}
+)";
+  Model m = parse_inferred(kText);
+  LowerReport r = lower_model(m);
+  EXPECT_EQ(choice(r, "branch_conv").op, "kiln::FusedConv");
+  EXPECT_NE(choice(r, "branch_conv").tactic, "reference");
+  const std::string text = structure(m);
+  EXPECT_NE(text.find("kiln::FusedConv("), std::string::npos) << text;
+  EXPECT_NE(text.find("packed=1"), std::string::npos) << text;
+  EXPECT_NE(text.find("= Conv(%v, %w)"), std::string::npos) << text;  // the Loop body's, as it was
 }
 
 TEST(Lower, NothingToLowerLeavesTheGraphAsItWas) {

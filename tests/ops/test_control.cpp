@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/interpreter.h"
 
@@ -126,6 +127,47 @@ TEST(ControlIf, MergesDifferingBranchShapes) {
 
   Model m3 = build(Shape{3}, DType::u8, Shape{3}, DType::i8);
   EXPECT_NE(error_of([&] { ops::infer_shapes(m3); }).find("dtypes u8 and i8 differ"), std::string::npos);
+}
+
+// A condition shape inference can compute (a rank test, as Silero VAD's exporter writes them)
+// selects its branch: the If's outputs take that branch's shapes instead of the merge (here an
+// unknown rank), and what is known of them passes on, so the Reshape after it is static too.
+TEST(ControlIf, KnownConditionTakesItsBranchShapesAndValues) {
+  const char* text = R"(
+kiln.model ir=8 opset=13
+graph main(%a: f32[2,3], %b: f32[3], %f: f32[6]) -> (%y, %z) {
+  %sh = Shape(%a)
+  %rank = Shape(%sh)
+  %two = init i64[1] dense<2>
+  %c = Equal(%rank, %two)
+  %y, %s = If(%c) {
+    then_branch=graph t() -> (%a, %sh) {
+    },
+    else_branch=graph e() -> (%b, %two) {
+    }
+  }
+  %z = Reshape(%f, %s)
+}
+)";
+  Model m = parse_model(text);
+  ops::infer_shapes(m);
+  EXPECT_EQ(m.graph->find("y")->shape, (Shape{2, 3}));
+  EXPECT_EQ(m.graph->find("s")->shape, (Shape{2}));
+  EXPECT_EQ(m.graph->find("z")->shape, (Shape{2, 3}));
+  // With the condition a graph input nothing is known: the merge, as before.
+  Model u = parse_model(R"(
+kiln.model ir=8 opset=13
+graph main(%c: bool[1], %a: f32[2,3], %b: f32[3]) -> (%y) {
+  %y = If(%c) {
+    then_branch=graph t() -> (%a) {
+    },
+    else_branch=graph e() -> (%b) {
+    }
+  }
+}
+)");
+  ops::infer_shapes(u);
+  EXPECT_FALSE(u.graph->find("y")->shape.rank_known);
 }
 
 TEST(ControlIf, RejectsNonBoolCond) {

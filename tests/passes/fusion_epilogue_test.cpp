@@ -181,6 +181,51 @@ void report(const std::string& model, const ZooResult& r) {
             << " FusedMatMul\n";
 }
 
+// If branches are optimized like the main graph (the compiled runtime plans them); a chain never
+// reaches across a branch boundary: %m's only reader is a Relu inside a branch, so %m stays a Conv.
+TEST(FuseEpilogue, FusesInsideIfBranchesButNotAcrossThem) {
+  const char* before = R"(kiln.model opset=13
+graph g(%c: bool[], %x: f32[1,2,4,4]) -> (%y) {
+  %w = init f32[2,2,3,3] dense<-1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5>
+  %m = Conv(%x, %w) {pads=[1,1,1,1]}
+  %y = If(%c) {
+    then_branch=graph t() -> (%r) {
+      %k = Conv(%x, %w) {pads=[1,1,1,1]}
+      %r = Relu(%k)
+    },
+    else_branch=graph e() -> (%q) {
+      %q = Relu(%m)
+    }
+  }
+})";
+  auto pass = passes::make_fuse_epilogue();
+  expect_rewrite(*pass, before, R"(kiln.model opset=13 opset.kiln=1
+graph g(%c: bool[], %x: f32[1,2,4,4]) -> (%y) {
+  %w = init f32[2,2,3,3] dense<-1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5, -1, 0.75, 0.25, -0.25, -0.75, 1, 0.5, 0, -0.5>
+  %m = Conv(%x, %w) {pads=[1,1,1,1]}
+  %y = If(%c) {
+    then_branch=graph t() -> (%r) {
+      %r = kiln::FusedConv(%x, %w) {pads=[1,1,1,1], activation="Relu"}
+    },
+    else_branch=graph e() -> (%q) {
+      %q = Relu(%m)
+    }
+  }
+})");
+  // The numbers: the interpreter on both conditions, before and after.
+  Model m0 = parse_model(before);
+  ops::infer_shapes(m0);
+  Model m1 = run_pass_on_text(*pass, before);
+  Tensor x(DType::f32, {1, 2, 4, 4});
+  for (int64_t i = 0; i < 32; ++i) x.data<float>()[i] = static_cast<float>((i * 5) % 9) - 4.f;
+  for (bool c : {true, false}) {
+    std::map<std::string, Tensor> in = {{"c", Tensor::scalar<bool>(c)}, {"x", x}};
+    const Tensor a = run_model(m0, in).at("y"), b = run_model(m1, in).at("y");
+    ASSERT_EQ(a.dims(), b.dims());
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.data<float>()[i], b.data<float>()[i]) << c << " at " << i;
+  }
+}
+
 TEST(FuseEpilogueZoo, Resnet50) {
   if (!zoo_available("resnet50")) GTEST_SKIP() << "build/zoo/resnet50 is missing";
   auto pass = passes::make_fuse_epilogue();
@@ -205,6 +250,24 @@ TEST(FuseEpilogueZoo, EfficientnetB0SiluActivations) {
   ZooResult r = check_zoo_model("efficientnet_b0", {pass.get()});
   report("efficientnet_b0", r);
   EXPECT_GT(count_op(r.model, "kiln", "FusedConv"), 60u);
+}
+
+// Silero VAD v5 keeps its whole network inside If branches (one per sample rate): each branch's
+// Conv1d + Relu pairs fuse, and the outputs stay within 1e-4 of the unfused model's.
+TEST(FuseEpilogueZoo, SileroVadV5InsideItsBranches) {
+  if (!zoo_available("silero_vad_v5")) GTEST_SKIP() << "build/zoo/silero_vad_v5 is missing";
+  auto pass = passes::make_fuse_epilogue();
+  ZooResult r = check_zoo_model("silero_vad_v5", {pass.get()});
+  report("silero_vad_v5", r);
+  std::function<size_t(const Graph&)> fused = [&](const Graph& g) {
+    size_t n = 0;
+    for (const auto& node : g.nodes()) {
+      n += node->domain == "kiln" && node->op == "FusedConv";
+      for (const Graph* sg : node->subgraphs()) n += fused(*sg);
+    }
+    return n;
+  };
+  EXPECT_EQ(fused(*r.model.graph), 10u);  // 4 encoder Conv + Relu and the decoder's Relu + Conv, per rate
 }
 
 }  // namespace

@@ -176,14 +176,19 @@ TEST(Artifact, RefusesOtherFormatVersions) {
   const std::string path = dir.file("m.kiln");
   write_artifact(path, testing::test_manifest(), m);
   std::string bytes = read_file(path);
-  bytes[8] = 3;  // format version 3
+  const int64_t next = kArtifactFormatVersion + 1;
+  bytes[8] = static_cast<char>(next);
   write_file(path, bytes);
   std::string e = error_of([&] { Executable::load(path); });
-  EXPECT_EQ(e, path + ": artifact format version 3, but this kiln (" + std::string(kiln_version()) +
-                   ") reads version 2; compile the model again with this kiln");
+  EXPECT_EQ(e, path + ": artifact format version " + std::to_string(next) + ", but this kiln (" +
+                   std::string(kiln_version()) + ") reads version " + std::to_string(kArtifactFormatVersion) +
+                   "; compile the model again with this kiln");
+  bytes[8] = 2;  // before If branches were lowered
+  write_file(path, bytes);
+  EXPECT_NE(error_of([&] { Executable::load(path); }).find("artifact format version 2"), std::string::npos);
   ArtifactManifest future = testing::test_manifest();
-  future.format_version = 3;
-  EXPECT_NE(error_of([&] { write_artifact(path, future, m); }).find("cannot write format version 3"),
+  future.format_version = next;
+  EXPECT_NE(error_of([&] { write_artifact(path, future, m); }).find("cannot write format version " + std::to_string(next)),
             std::string::npos);
 }
 

@@ -284,7 +284,9 @@ graph main(%x: f32[N,64]) -> (%y) {
   }
 }
 
-TEST(Executable, ControlFlowAndRunTimeShapesUseTheReferenceKernels) {
+// An If's branches run as planned instances of their own (outer values read in place, a
+// branch may return an outer value); NonZero's run-time shape takes the reference kernel.
+TEST(Executable, ControlFlowAndRunTimeShapes) {
   const char* text = R"(
 kiln.model ir=8 opset=17
 graph main(%c: bool[], %x: f32[6]) -> (%y, %z, %n) {
@@ -312,6 +314,73 @@ graph main(%c: bool[], %x: f32[6]) -> (%y, %z, %n) {
   Tensor y = out.at("y");
   exe->run({{"c", Tensor::scalar<bool>(true)}, {"x", x}});
   EXPECT_EQ(y.data<float>()[0], 1.f);
+}
+
+// A model whose work is all inside If branches, as exporters write Silero VAD: the branches run
+// on fast kernels (Softmax, Shape, Gather, Equal, Transpose), a nested If takes its condition from a
+// shape, one branch returns an outer value and another a weight, a Reshape of an outer value is a
+// view (no step), and an If output that a later step reads is written by the branch straight into
+// the arena. Same bytes as the interpreter on
+// both conditions, every step of the taken branch on a fast kernel, and no allocation per run.
+const char* kBranches = R"(
+kiln.model ir=8 opset=17
+graph main(%c: bool[], %x: f32[4,8]) -> (%y, %z, %w) {
+  %zero = init i64[1] dense<0>
+  %four = init i64[1] dense<4>
+  %dims = init i64[2] dense<4, 8>
+  %a = Softmax(%x) {axis=-1} : f32[4,8]
+  %y, %z = If(%c) {
+    then_branch=graph t() -> (%s, %a) {
+      %ra = Reshape(%a, %dims)
+      %s = Softmax(%ra) {axis=-1}
+    },
+    else_branch=graph e() -> (%u, %k) {
+      %k = init f32[4,8] dense<0.5>
+      %n = Shape(%a)
+      %g = Gather(%n, %zero) {axis=0}
+      %q = Equal(%g, %four)
+      %u = If(%q) {
+        then_branch=graph t2() -> (%tt) {
+          %tr = Transpose(%x) {perm=[1,0]}
+          %sm = Softmax(%tr) {axis=-1}
+          %tt = Transpose(%sm) {perm=[1,0]}
+        },
+        else_branch=graph e2() -> (%x) {
+        }
+      }
+    }
+  }
+  %w = Concat(%y, %x) {axis=0}
+}
+)";
+
+TEST(Executable, IfBranchesRunPlannedOnFastKernelsWithoutAllocating) {
+  ScratchDir dir("exe_branches");
+  auto exe = load(dir, kBranches);
+  Tensor x(DType::f32, {4, 8});
+  for (int64_t i = 0; i < 32; ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 11) / 5.0f - 0.9f;
+  for (bool c : {true, false, true}) expect_same_as_interpreter(*exe, kBranches, {{"c", Tensor::scalar<bool>(c)}, {"x", x}});
+  auto out = exe->run({{"c", Tensor::scalar<bool>(false)}, {"x", x}});
+  EXPECT_NE(out.at("y").data<float>()[0], out.at("z").data<float>()[0]);
+  EXPECT_EQ(out.at("z").data<float>()[31], 0.5f);              // the else branch's weight
+  EXPECT_EQ(exe->cached_plans(), 1u);  // one plan serves both conditions
+
+  for (bool c : {true, false}) {
+    std::vector<Tensor> in = {Tensor::scalar<bool>(c), x}, outs;
+    const std::vector<StepTiming> steps = exe->profile_run(in, outs);
+    std::vector<std::string> ops;
+    for (const StepTiming& st : steps) {
+      ops.push_back(st.op);
+      EXPECT_TRUE(st.fast) << st.node << " (" << st.op << ") ran the reference kernel";
+    }
+    // The branch's steps come before the If that ran them; views (Identity, Reshape) take none.
+    const std::vector<std::string> want =
+        c ? std::vector<std::string>{"Softmax", "Softmax", "If", "Concat"}
+          : std::vector<std::string>{"Softmax", "Shape", "Gather", "Equal", "Transpose", "Softmax", "Transpose", "If",
+                                     "If", "Concat"};
+    EXPECT_EQ(ops, want);
+    EXPECT_EQ(steady_allocations(*exe, in, outs), 0) << "cond " << c;
+  }
 }
 
 }  // namespace

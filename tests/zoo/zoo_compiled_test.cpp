@@ -9,6 +9,8 @@
 #include <cstdio>
 
 #include "kiln/compiler/compile.h"
+#include "kiln/frontend/onnx.h"
+#include "kiln/runtime/interpreter.h"
 #include "kiln/runtime/executable.h"
 #include "zoo/zoo_parity.h"
 
@@ -60,6 +62,47 @@ TEST(ZooCompiled, Gpt2Decode) { expect_compiled_parity("gpt2_decode"); }
 TEST(ZooCompiled, SileroVadLegacy) { expect_compiled_parity("silero_vad_legacy"); }
 TEST(ZooCompiled, SileroVadV5) { expect_compiled_parity("silero_vad_v5"); }
 TEST(ZooCompiled, SileroVadV6) { expect_compiled_parity("silero_vad_v6"); }
+// Silero VAD as it is used: a stream of frames with the state fed back, at both sample rates
+// through one artifact (16 kHz: 512 samples, the top-level If's then branch; 8 kHz: 256, its else
+// branch, each with its nested rank-test Ifs): two plans, every branch on planned steps. Frame
+// by frame against the interpreter (itself checked against ORT above), probability and state:
+// max|Δ| <= 1e-4·max|ref|.
+TEST(ZooCompiled, SileroVadV5StreamsFramesAtBothSampleRates) {
+  const std::string model = "silero_vad_v5";
+  const fs::path dir = model_dir(model);
+  fs::path out_dir = fs::path(KILN_BINARY_DIR) / "zoo_compiled";
+  fs::create_directories(out_dir);
+  const std::string artifact = (out_dir / (model + ".stream.kiln")).string();
+  compiler::CompileOptions opt;
+  opt.cache_dir = (out_dir / "cache").string();
+  compiler::compile_file((dir / "model.onnx").string(), artifact, opt);
+  auto exe = Executable::load(artifact);
+  Model ref = import_onnx((dir / "model.onnx").string());
+  const Tensor audio = read_inputs(dir).at("input");  // [1, 512]
+  for (int64_t rate : {16000, 8000, 16000}) {
+    const int64_t n = rate == 16000 ? 512 : 256;
+    Tensor state(DType::f32, {2, 1, 128});
+    Tensor ref_state = state.clone();
+    for (int frame = 0; frame < 3; ++frame) {
+      Tensor x(DType::f32, {1, n});
+      for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = audio.data<float>()[(i + frame * 97) % 512] * (1.0f + frame);
+      std::map<std::string, Tensor> in = {{"input", x}, {"sr", Tensor::scalar<int64_t>(rate)}, {"state", state}};
+      std::map<std::string, Tensor> in_ref = in;
+      in_ref["state"] = ref_state;
+      auto got = exe->run(in);
+      auto want = run_model(ref, in_ref);
+      for (const char* name : {"output", "stateN"}) {
+        const OutputDiff d = compare(name, got.at(name), want.at(name));
+        ASSERT_TRUE(d.same_shape) << rate << " frame " << frame << " " << name;
+        EXPECT_LE(d.max_abs_diff, 1e-4 * d.max_abs_ref) << rate << " frame " << frame << " " << name;
+      }
+      state = got.at("stateN").clone();
+      ref_state = want.at("stateN").clone();
+    }
+  }
+  EXPECT_EQ(exe->cached_plans(), 2u);
+}
+
 // Every level compiles and runs: -O0 keeps the imported graph (canonicalised and packed only),
 // -O1 cleans up, -O3 adds the layout pass.
 TEST(ZooCompiled, ResNet18AtO0) { expect_compiled_parity("resnet18", 0); }

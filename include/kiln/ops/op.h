@@ -151,4 +151,10 @@ void infer_shapes(Model& m, const DimBindings& bindings = {});
 // `assume` are taken at that size (e.g. N=1 to report per-sample costs of a dynamic model).
 std::optional<Cost> node_cost(const Node& n, const DimBindings& assume = {});
 
+// The then_branch and else_branch of an ONNX If that the compiler optimizes and lowers like the
+// main graph and the compiled runtime runs as planned branches (both graphs present, without
+// inputs, with one output per If output); empty for every other node (Loop and Scan bodies run
+// on the reference kernels). Anything malformed is left to the If reference kernel's messages.
+std::vector<Graph*> compiled_branches(const Node& n);
+
 }  // namespace kiln::ops

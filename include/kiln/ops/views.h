@@ -20,6 +20,10 @@ struct StridedView {
 // Transpose of an input of dims x: perm (default: reversed), checked (throws naming the node).
 StridedView transpose_view(const Node& n, const std::vector<int64_t>& x);
 
+// What Shape returns for an input of dims x: x[start:end] (opset 15's range, clamped like Slice;
+// the whole of x before). Not a view, but read the same way by the reference and fast kernels.
+std::vector<int64_t> shape_op_dims(const Node& n, const std::vector<int64_t>& x);
+
 // Expand of an input of dims x to (x broadcast with `shape`): stride 0 along the broadcast dims;
 // throws naming the node when they do not broadcast.
 StridedView expand_view(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& shape);

@@ -84,6 +84,10 @@ struct PlanOptions {
   Order order = Order::Graph;
   // Workspace bytes a node's kernel needs while it runs (e.g. convolution panels); nullptr = none.
   std::function<int64_t(const Node&)> scratch_bytes;
+  // Planning a body (an If branch): whether an outer value's bytes stay where they are for the
+  // whole run of the body, so that a Reshape-like op of it can be a view (the view's alias is then
+  // a name of the enclosing plan). nullptr: outer values are always copied.
+  std::function<bool(const Value*)> outer_view_ok;
 };
 
 struct Plan {

@@ -27,7 +27,9 @@ namespace kiln {
 
 // 2: channel-blocked activations (nodes with x_blocked / y_blocked, lower/blocked_layout.cpp),
 // which a version-1 runtime would silently read as NCHW.
-constexpr int64_t kArtifactFormatVersion = 2;
+// 3: If branches lowered like the main graph (packed weights, generated kernels inside then/else
+// graphs), which a version-2 runtime ran on the reference kernels and failed on mid-run.
+constexpr int64_t kArtifactFormatVersion = 3;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

@@ -13,8 +13,16 @@ void check_cond(const InferContext& c) {
   if (s.is_static() && s.numel() != 1) c.fail(str_cat("cond must have one element, got shape ", s.str()));
 }
 
+// The branch a condition known during inference selects (0: then, 1: else), or -1.
+int known_branch(const InferContext& c) {
+  const Tensor* cond = c.in_const(0);
+  if (!cond || cond->dtype() != DType::boolean || cond->numel() != 1) return -1;
+  return cond->data<bool>()[0] ? 0 : 1;
+}
+
 // Branch output shapes were inferred by the driver (subgraphs first); the node's output
-// holds whatever both branches agree on.
+// holds whatever both branches agree on, or the taken branch's when the condition is known
+// (a shape test such as Silero VAD's rank checks: the other branch may not even be consistent).
 void infer_if(InferContext& c) {
   check_cond(c);
   const Graph& then_g = control::body_attr(c.node(), "then_branch");
@@ -23,9 +31,15 @@ void infer_if(InferContext& c) {
   if (then_g.outputs.size() != c.num_outputs() || else_g.outputs.size() != c.num_outputs())
     c.fail(str_cat("node has ", c.num_outputs(), " outputs but then_branch has ", then_g.outputs.size(),
                    " and else_branch ", else_g.outputs.size()));
+  const int taken = known_branch(c);
   for (size_t i = 0; i < c.num_outputs(); ++i) {
     const Value& t = *then_g.outputs[i];
     const Value& e = *else_g.outputs[i];
+    if (taken >= 0) {
+      const Value& b = taken == 0 ? t : e;
+      c.set_output(i, b.dtype, b.shape);
+      continue;
+    }
     DType dt = control::merge_dtypes(c, t.dtype, e.dtype, str_cat("output ", i, " of the branches"));
     c.set_output(i, dt, control::merge_shapes(t.shape, e.shape));
   }
@@ -40,6 +54,18 @@ void kernel_if(KernelContext& c) {
 }
 
 }  // namespace
+
+std::vector<Graph*> compiled_branches(const Node& n) {
+  if (!n.domain.empty() || n.op != "If") return {};
+  std::vector<Graph*> out;
+  for (const char* name : {"then_branch", "else_branch"}) {
+    const Attribute* a = n.find_attr(name);
+    Graph* g = a && a->kind() == AttrKind::Graph ? a->g().get() : nullptr;
+    if (!g || !g->inputs.empty() || g->outputs.size() != n.outputs.size()) return {};
+    out.push_back(g);
+  }
+  return out;
+}
 
 OpDef def_If() {
   return {.name = "If",

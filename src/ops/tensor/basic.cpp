@@ -1,4 +1,5 @@
 // Identity, Dropout (inference), Constant, ConstantOfShape, Shape, Size.
+#include "kiln/ops/views.h"
 #include "tensor_common.h"
 
 namespace kiln::ops {
@@ -102,10 +103,8 @@ void shape_infer(InferContext& c) {
 }
 
 void shape_kernel(KernelContext& k) {
-  const auto& d = k.input(0).dims();
-  auto [b, e] = shape_range(k.node(), static_cast<int64_t>(d.size()));
-  std::vector<int64_t> v(d.begin() + b, d.begin() + e);
-  k.set_output(0, Tensor::from_vector<int64_t>({e - b}, v));
+  std::vector<int64_t> v = shape_op_dims(k.node(), k.input(0).dims());
+  k.set_output(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
 }
 
 // ---- Size
@@ -120,6 +119,11 @@ Cost cost_metadata(const CostContext& c) {
 }
 
 }  // namespace
+
+std::vector<int64_t> shape_op_dims(const Node& n, const std::vector<int64_t>& x) {
+  auto [b, e] = shape_range(n, static_cast<int64_t>(x.size()));
+  return std::vector<int64_t>(x.begin() + b, x.begin() + e);
+}
 
 OpDef def_Identity() {
   return {.name = "Identity", .since = 1, .min_inputs = 1, .max_inputs = 1, .infer = infer_same_as_input0,
