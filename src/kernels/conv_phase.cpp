@@ -19,17 +19,18 @@ PhaseGeometry phase_geometry(const Conv2dShape& s) {
 
 void build_phase_planes(const KernelTable& t, const Conv2dShape& s, const PhaseGeometry& g, const float* x,
                         int64_t channels, float* out, bool borders_filled, float pad) {
-  // Only the phases some tap reads (a 1x1 stride-2 convolution reads one of four).
-  auto row_used = [&](int64_t a) {
-    for (int64_t r = 0; r < s.R; ++r)
-      if (r * s.dil_h % s.stride_h == a) return true;
+  // Only the phases some tap reads (a 1x1 stride-2 convolution reads one of four). Undilated,
+  // tap `phase` itself reads phase `phase`, and no tap reads one past the window: a test, not a
+  // walk over the taps per phase (Silero VAD's STFT, 256 taps at stride 128, spent 15 us of 25
+  // in that walk).
+  auto used = [](int64_t taps, int64_t dil, int64_t stride, int64_t phase) {
+    if (dil == 1) return phase < taps;
+    for (int64_t r = 0; r < taps; ++r)
+      if (r * dil % stride == phase) return true;
     return false;
   };
-  auto col_used = [&](int64_t b) {
-    for (int64_t c = 0; c < s.S; ++c)
-      if (c * s.dil_w % s.stride_w == b) return true;
-    return false;
-  };
+  auto row_used = [&](int64_t a) { return used(s.R, s.dil_h, s.stride_h, a); };
+  auto col_used = [&](int64_t b) { return used(s.S, s.dil_w, s.stride_w, b); };
   for (int64_t ch = 0; ch < channels; ++ch) {
     const float* src = x + ch * s.H * s.W;
     for (int64_t a = 0; a < s.stride_h; ++a)
