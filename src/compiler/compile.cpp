@@ -2,9 +2,11 @@
 // Each stage is a library of its own; this file only sequences them and writes the report.
 #include "kiln/compiler/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -61,12 +63,33 @@ struct PlanText {
   std::string json, report, note;
 };
 
+// The If branches' own arenas (runtime_branch_plans): how many, the main arena plus all of them
+// (what the runtime allocates for the shape), and the largest few.
+std::string branch_report(const Model& m, const plan::Plan& main) {
+  std::vector<BranchPlan> branches = runtime_branch_plans(m);
+  if (branches.empty()) return "";
+  int64_t total = main.arena_bytes;
+  for (const BranchPlan& b : branches) total += b.plan.arena_bytes;
+  std::stable_sort(branches.begin(), branches.end(),
+                   [](const BranchPlan& a, const BranchPlan& b) { return a.plan.arena_bytes > b.plan.arena_bytes; });
+  std::ostringstream s;
+  s << "If branches: " << branches.size() << " planned, each with an arena of its own; the main arena and theirs: "
+    << total << " bytes\n";
+  for (size_t i = 0; i < std::min<size_t>(branches.size(), 6); ++i) {
+    const plan::Plan& p = branches[i].plan;
+    s << "  " << std::left << std::setw(48) << branches[i].name << std::right << std::setw(5) << p.steps.size()
+      << " steps, arena " << p.arena_bytes << " bytes (lower bound " << p.lower_bound_bytes << ")\n";
+  }
+  if (branches.size() > 6) s << "  ... " << branches.size() - 6 << " more\n";
+  return s.str();
+}
+
 PlanText plan_for_report(const Model& m, const CompileOptions& opt) {
   std::vector<std::string> symbols = ops::input_dim_symbols(*m.graph);
   PlanText out;
   if (symbols.empty()) {
     plan::Plan p = runtime_plan(m);
-    return {p.to_json(), p.report(), ""};
+    return {p.to_json(), p.report() + branch_report(m, p), ""};
   }
   PrintOptions po;
   po.elide_weights = true;  // only shapes matter to the plan; elided weights read back as zero pages
@@ -82,7 +105,8 @@ PlanText plan_for_report(const Model& m, const CompileOptions& opt) {
     }
     ops::specialize_inputs(copy, spec);
     plan::Plan p = runtime_plan(copy);
-    return {p.to_json(), p.report(), "memory plan shown for " + at + " (dynamic dims; other shapes are planned on first run)"};
+    return {p.to_json(), p.report() + branch_report(copy, p),
+            "memory plan shown for " + at + " (dynamic dims; other shapes are planned on first run)"};
   } catch (const Error& e) {
     plan::Plan p = runtime_plan(m);
     return {p.to_json(), p.report(), std::string("memory plan with symbolic dims left dynamic: ") + e.what()};

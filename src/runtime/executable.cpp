@@ -160,6 +160,46 @@ plan::Plan runtime_plan(const Model& m) {
   return runtime::prepare_and_plan(m, *m.graph, nullptr, kernels::hardware_threads(), prepared);
 }
 
+namespace {
+
+// The branches of g's Ifs, planned as ShapeInstance plans them: outer values whose bytes stay put
+// (in the enclosing plans: inputs, weights, arena values and their views) may be viewed.
+void plan_branches(const Model& m, const Graph& g, std::vector<const plan::Plan*>& enclosing,
+                   std::vector<BranchPlan>& out) {
+  auto stable = [&enclosing](const Value* v) {
+    for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+      const int i = (*it)->index_of(v);
+      if (i < 0) continue;
+      const plan::ValueKind k = (*it)->values[i].kind;
+      return k == plan::ValueKind::Input || k == plan::ValueKind::Weight || k == plan::ValueKind::Arena ||
+             k == plan::ValueKind::View;
+    }
+    return false;
+  };
+  for (const auto& n : g.nodes()) {
+    const std::vector<Graph*> branches = ops::compiled_branches(*n);
+    for (size_t b = 0; b < branches.size(); ++b) {
+      std::unordered_map<const Node*, ShapeInstance::Prepared> prepared;
+      auto p = std::make_unique<plan::Plan>(
+          runtime::prepare_and_plan(m, *branches[b], nullptr, kernels::hardware_threads(), prepared, stable));
+      enclosing.push_back(p.get());
+      plan_branches(m, *branches[b], enclosing, out);
+      enclosing.pop_back();
+      out.push_back({n->name + (b == 0 ? ".then_branch" : ".else_branch"), std::move(*p)});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<BranchPlan> runtime_branch_plans(const Model& m) {
+  plan::Plan main = runtime_plan(m);
+  std::vector<const plan::Plan*> enclosing = {&main};
+  std::vector<BranchPlan> out;
+  plan_branches(m, *m.graph, enclosing, out);
+  return out;
+}
+
 std::unique_ptr<Executable> Executable::load(const std::string& path) {
   return std::make_unique<CompiledExecutable>(read_artifact(path, true, weight_memory_to_run()), path);
 }

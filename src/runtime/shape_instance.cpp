@@ -233,6 +233,13 @@ bool ShapeInstance::is_scratch_storage(const Tensor& t) const {
 
 void ShapeInstance::run_reference(Step& st, int threads) {
   const Node& n = *st.ctx.node;
+  // A lowered node whose fast kernel could not be planned: its shapes depend on values seen only
+  // at run time (a branch whose shapes inference could not settle, a data-dependent Reshape), and
+  // its packed weights mean nothing to the reference kernel.
+  KILN_CHECK(!n.has_attr("packed"), n.describe(), ": its input's shape (declared ",
+             n.inputs.empty() || !n.inputs[0] ? std::string("?") : n.inputs[0]->shape.str(),
+             ") depends on values seen only at run time, and its packed weights run only on the fast kernel, "
+             "which is planned by shape; fix the shapes with --shape or --dim when compiling");
   ops::KernelContext::SubgraphRunner runner;
   if (st.has_subgraphs) {
     runner = [this, threads](const Graph& sg, const std::vector<Tensor>& sin) {

@@ -161,5 +161,89 @@ TEST(Compile, BadInputFailsWithOneLineAndKeepsTheOldArtifact) {
   EXPECT_NO_THROW(Executable::load(out));
 }
 
+// If branches are compiled like the main graph: a Conv1d + bias + Relu (fused, lowered as a 2-D
+// convolution of height 1, packed), a MatMul with a constant weight (packed) and a Sigmoid
+// (generated code) in one branch, a strided Conv1d in the other. Every level gives the
+// interpreter's answers on both conditions and two batch sizes, and at -O2 every step of either
+// branch runs a fast kernel.
+constexpr const char* kBranchModel = R"(
+kiln.model ir=8 opset=14
+graph g(%c: bool[], %x: f32[N,3,16]) -> (%y) {
+  %w = init f32[4,3,3] dense<-0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2, 0.5, 0.1, -0.3, 0.4, 0, -0.4, 0.3, -0.1, -0.5, 0.2, -0.2>
+  %b = init f32[4] dense<0.1, -0.2, 0.3, -0.4>
+  %m = init f32[16,16] dense<-0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25, 5.55112e-17, 0.25, -0.15, 0.1, -0.3, -0.05, 0.2, -0.2, 0.05, 0.3, -0.1, 0.15, -0.25>
+  %w2 = init f32[4,3,4] dense<-0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4, 0.2, -0.6, 1.11022e-16, 0.6, -0.2, 0.4, -0.4>
+  %y = If(%c) {
+    then_branch=graph t() -> (%s) {
+      %cv = Conv(%x, %w, %b) {pads=[1,1]}
+      %r = Relu(%cv)
+      %mm = MatMul(%r, %m)
+      %s = Sigmoid(%mm)
+    },
+    else_branch=graph e() -> (%u) {
+      %u0 = Conv(%x, %w2) {strides=[2], pads=[1,1]}
+      %u = Concat(%u0, %u0) {axis=2}
+    }
+  }
+}
+)";
+
+TEST(Compile, IfBranchesCompileToFastKernelsWithTheInterpretersAnswers) {
+  Dir d;
+  std::string src = (d.path / "b.kir").string();
+  std::ofstream(src) << kBranchModel;
+  Model ref = parse_model(kBranchModel);
+  ops::verify_model(ref);
+  ops::infer_shapes(ref);
+  for (int level = 0; level <= 3; ++level) {
+    std::string out = (d.path / ("b" + std::to_string(level) + ".kiln")).string();
+    compile_file(src, out, options(d, level));
+    auto exe = Executable::load(out);
+    for (int64_t n : {1, 2})
+      for (bool c : {true, false}) {
+        Tensor x(DType::f32, {n, 3, 16});
+        for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 13) % 17) * 0.2f - 1.5f;
+        std::map<std::string, Tensor> in{{"c", Tensor::scalar<bool>(c)}, {"x", x}};
+        Tensor want = run_model(ref, in).at("y");
+        Tensor got = exe->run(in).at("y");
+        ASSERT_EQ(got.dims(), want.dims()) << "-O" << level << " cond " << c;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << "-O" << level << " cond " << c << " i=" << i;
+        if (level != 2) continue;
+        std::vector<Tensor> ins = {in.at("c"), x}, outs;
+        for (const StepTiming& st : exe->profile_run(ins, outs))
+          EXPECT_TRUE(st.fast) << st.node << " (" << st.op << ") ran the reference kernel, cond " << c;
+      }
+  }
+}
+
+// A packed convolution whose input shape depends on a value seen only at run time (a Reshape to
+// a shape given as an input) cannot be planned: one line saying so, not the reference kernel's
+// complaint about packed weights.
+TEST(Compile, PackedNodeOnRunTimeShapesFailsWithOneLine) {
+  Dir d;
+  std::string src = (d.path / "r.kir").string();
+  std::ofstream(src) << R"(
+kiln.model ir=8 opset=14
+graph g(%x: f32[1,32], %s: i64[4]) -> (%y) {
+  %w = init f32[2,2,3,3] dense<0.5>
+  %r = Reshape(%x, %s)
+  %y = Conv(%r, %w) {pads=[1,1,1,1]}
+}
+)";
+  std::string out = (d.path / "r.kiln").string();
+  compile_file(src, out, options(d, 2));
+  auto exe = Executable::load(out);
+  std::string msg;
+  try {
+    exe->run({{"x", Tensor(DType::f32, {1, 32})}, {"s", Tensor::from_vector<int64_t>({4}, {1, 2, 4, 4})}});
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("depends on values seen only at run time"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--shape or --dim"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace kiln::compiler

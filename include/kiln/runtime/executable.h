@@ -76,4 +76,12 @@ class Executable {
 // stores as plan.json and reports. Values whose shape is still symbolic come out Dynamic.
 plan::Plan runtime_plan(const Model& m);
 
+// The plans the runtime makes for the If branches in `m` (an arena each, beside the main one),
+// at the same shapes, depth first, named "<If node>.then_branch" / "<If node>.else_branch".
+struct BranchPlan {
+  std::string name;
+  plan::Plan plan;
+};
+std::vector<BranchPlan> runtime_branch_plans(const Model& m);
+
 }  // namespace kiln
