@@ -383,5 +383,50 @@ TEST(Executable, IfBranchesRunPlannedOnFastKernelsWithoutAllocating) {
   }
 }
 
+// Pad (reflect, edge, constant with its value, a negative pad that crops) runs on maps made once
+// per shape, and a Squeeze / Reshape that must have bytes of its own (a branch's output) is one
+// copy: same bytes as the interpreter, every step fast, no allocation a run.
+TEST(Executable, PadAndCopiedReshapesRunFastWithoutAllocating) {
+  const char* text = R"(
+kiln.model ir=8 opset=17
+graph main(%c: bool[], %x: f32[2,5], %v: f32[1,1,6]) -> (%r, %e, %k, %s) {
+  %p1 = init i64[4] dense<1, 3, 0, 2>
+  %p2 = init i64[4] dense<0, 1, 2, -1>
+  %p3 = init i64[6] dense<0, 0, 1, 0, 0, 2>
+  %val = init f32[] dense<-7.5>
+  %axes = init i64[2] dense<0, 1>
+  %six = init i64[1] dense<6>
+  %r = Pad(%x, %p1) {mode="reflect"}
+  %e = Pad(%x, %p2) {mode="edge"}
+  %k = Pad(%v, %p3, %val)
+  %s = If(%c) {
+    then_branch=graph t() -> (%q) {
+      %q = Squeeze(%v, %axes)
+    },
+    else_branch=graph e() -> (%q2) {
+      %q2 = Reshape(%v, %six)
+    }
+  }
+}
+)";
+  ScratchDir dir("exe_pad");
+  auto exe = load(dir, text);
+  Tensor x(DType::f32, {2, 5}), v(DType::f32, {1, 1, 6});
+  for (int64_t i = 0; i < 10; ++i) x.data<float>()[i] = static_cast<float>(i) - 3.5f;
+  for (int64_t i = 0; i < 6; ++i) v.data<float>()[i] = static_cast<float>(i * i);
+  for (bool c : {true, false}) expect_same_as_interpreter(*exe, text, {{"c", Tensor::scalar<bool>(c)}, {"x", x}, {"v", v}});
+  auto out = exe->run({{"c", Tensor::scalar<bool>(true)}, {"x", x}, {"v", v}});
+  EXPECT_EQ(out.at("r").dims(), (std::vector<int64_t>{3, 10}));
+  EXPECT_EQ(out.at("r").data<float>()[0], 4.5f);  // reflect: row 1 (x[1,3] = 4.5) at column 0
+  EXPECT_EQ(out.at("e").dims(), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(out.at("k").data<float>()[0], -7.5f);
+  for (bool c : {true, false}) {
+    std::vector<Tensor> in = {Tensor::scalar<bool>(c), x, v}, outs;
+    for (const StepTiming& st : exe->profile_run(in, outs))
+      EXPECT_TRUE(st.fast) << st.node << " (" << st.op << ") ran the reference kernel";
+    EXPECT_EQ(steady_allocations(*exe, in, outs), 0) << "cond " << c;
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -20,6 +20,21 @@ struct StridedView {
 // Transpose of an input of dims x: perm (default: reversed), checked (throws naming the node).
 StridedView transpose_view(const Node& n, const std::vector<int64_t>& x);
 
+// Pad (constant / reflect / edge; negative pads crop) of an input of dims x: the output dims, per
+// output dim each position's source index (-1: the fill value), and the fill as one element's
+// bytes. pads_input / value_input: inputs 1 and 2 (opset >= 11; the attributes before). Throws
+// naming the node on bad pads or an unknown mode. pad_copy writes the padded tensor row by row.
+constexpr int64_t kMaxPadRank = 8;
+struct PadPlan {
+  std::vector<int64_t> x, dims;
+  std::vector<std::vector<int64_t>> map;
+  std::vector<unsigned char> fill;
+  size_t elem = 0;
+};
+PadPlan pad_plan(const Node& n, int64_t opset, const std::vector<int64_t>& x, DType dtype, const Tensor* pads_input,
+                 const Tensor* value_input);
+void pad_copy(const PadPlan& p, const void* x, void* y);
+
 // What Shape returns for an input of dims x: x[start:end] (opset 15's range, clamped like Slice;
 // the whole of x before). Not a view, but read the same way by the reference and fast kernels.
 std::vector<int64_t> shape_op_dims(const Node& n, const std::vector<int64_t>& x);

@@ -3,6 +3,9 @@
 // per-dim table; rows of the innermost dim are copied with memcpy where contiguous.
 #include <algorithm>
 
+#include <cstring>
+
+#include "kiln/ops/views.h"
 #include "tensor_common.h"
 
 namespace kiln::ops {
@@ -65,48 +68,74 @@ int64_t source_index(int64_t o, int64_t n, int64_t before, PadMode mode) {
 
 void pad_kernel(KernelContext& k) {
   const Tensor& x = k.input(0);
-  const int64_t r = static_cast<int64_t>(x.rank());
-  auto pads = pads_of(k.node(), k.opset(), k.opset() >= 11 ? &k.input(1) : nullptr);
-  if (static_cast<int64_t>(pads->size()) != 2 * r)
-    k.fail(str_cat("pads has ", pads->size(), " entries for rank ", r, " (need ", 2 * r, ")"));
-  std::string m = k.node().attr_s("mode", "constant");
-  PadMode mode = m == "constant" ? PadMode::constant : m == "reflect" ? PadMode::reflect : PadMode::edge;
-  if (m != "constant" && m != "reflect" && m != "edge") k.fail(str_cat("unknown mode '", m, "'"));
+  const Tensor* value = k.opset() >= 11 && k.has_input(2) ? &k.input(2) : nullptr;
+  const PadPlan p = pad_plan(k.node(), k.opset(), x.dims(), x.dtype(), k.opset() >= 11 ? &k.input(1) : nullptr, value);
+  check_dims(p.dims, k);
+  Tensor& y = k.alloc_output(0, x.dtype(), p.dims);
+  pad_copy(p, x.raw(), y.raw());
+}
+
+}  // namespace
+
+PadPlan pad_plan(const Node& n, int64_t opset, const std::vector<int64_t>& x, DType dtype, const Tensor* pads_input,
+                 const Tensor* value_input) {
+  const int64_t r = static_cast<int64_t>(x.size());
+  auto pads = pads_of(n, opset, pads_input);
+  KILN_CHECK(pads.has_value(), n.describe(), ": pads are not known");
+  KILN_CHECK(static_cast<int64_t>(pads->size()) == 2 * r, n.describe(), ": pads has ", pads->size(),
+             " entries for rank ", r, " (need ", 2 * r, ")");
+  const std::string m = n.attr_s("mode", "constant");
+  KILN_CHECK(m == "constant" || m == "reflect" || m == "edge", n.describe(), ": unknown mode '", m, "'");
+  const PadMode mode = m == "constant" ? PadMode::constant : m == "reflect" ? PadMode::reflect : PadMode::edge;
+  PadPlan p;
+  p.elem = dtype_size(dtype);
+  p.x = x;
   // The fill value, as one element of x's dtype.
-  Tensor fill(x.dtype(), {});
-  if (k.opset() < 11) {
-    fill = Tensor::scalar<double>(k.node().attr_f("value", 0.f)).cast(x.dtype());
-  } else if (k.has_input(2) && k.input(2).numel() > 0) {
-    if (k.input(2).dtype() != x.dtype()) k.fail("constant_value and data differ in dtype");
-    fill = k.input(2);
+  Tensor fill(dtype, {});
+  if (opset < 11) {
+    fill = Tensor::scalar<double>(n.attr_f("value", 0.f)).cast(dtype);
+  } else if (value_input && value_input->numel() > 0) {
+    KILN_CHECK(value_input->dtype() == dtype, n.describe(), ": constant_value and data differ in dtype");
+    fill = *value_input;
   }
-  std::vector<int64_t> out(r);
+  p.fill.assign(static_cast<const unsigned char*>(fill.raw()), static_cast<const unsigned char*>(fill.raw()) + p.elem);
+  p.dims.resize(r);
   for (int64_t d = 0; d < r; ++d) {
     const int64_t a = (*pads)[d], b = (*pads)[d + r], lim = int64_t{1} << 40;
-    if (a < -lim || a > lim || b < -lim || b > lim) k.fail(str_cat("pads ", dims_str(*pads), " are out of range"));
-    out[d] = x.dim(d) + a + b;
-    if (out[d] < 0) k.fail(str_cat("pads ", dims_str(*pads), " crop dim ", d, " below zero"));
-    if (x.dim(d) == 0 && out[d] > 0 && mode != PadMode::constant)
-      k.fail(str_cat("cannot ", m, "-pad an empty dim ", d));
+    KILN_CHECK(a >= -lim && a <= lim && b >= -lim && b <= lim, n.describe(), ": pads ", dims_str(*pads),
+               " are out of range");
+    p.dims[d] = x[d] + a + b;
+    KILN_CHECK(p.dims[d] >= 0, n.describe(), ": pads ", dims_str(*pads), " crop dim ", d, " below zero");
+    KILN_CHECK(x[d] != 0 || p.dims[d] == 0 || mode == PadMode::constant, n.describe(), ": cannot ", m,
+               "-pad an empty dim ", d);
   }
-  check_dims(out, k);
-  std::vector<std::vector<int64_t>> map(r);  // per dim: output position -> source index / -1
+  p.map.resize(r);
   for (int64_t d = 0; d < r; ++d)
-    for (int64_t o = 0; o < out[d]; ++o) map[d].push_back(source_index(o, x.dim(d), (*pads)[d], mode));
-  Tensor& y = k.alloc_output(0, x.dtype(), out);
-  if (y.numel() == 0) return;
-  const int64_t es = static_cast<int64_t>(dtype_size(x.dtype()));
-  const auto* src = static_cast<const char*>(x.raw());
-  const auto* fv = static_cast<const char*>(fill.raw());
-  auto* dst = static_cast<char*>(y.raw());
+    for (int64_t o = 0; o < p.dims[d]; ++o) p.map[d].push_back(source_index(o, x[d], (*pads)[d], mode));
+  return p;
+}
+
+void pad_copy(const PadPlan& p, const void* x, void* y) {
+  const int64_t r = static_cast<int64_t>(p.dims.size());
+  int64_t total = 1;
+  for (int64_t d : p.dims) total *= d;
+  if (total == 0) return;
+  const int64_t es = static_cast<int64_t>(p.elem);
+  const auto* src = static_cast<const char*>(x);
+  auto* dst = static_cast<char*>(y);
   if (r == 0) return (void)std::memcpy(dst, src, es);
-  std::vector<int64_t> st = strides_of(x.dims()), pos(r - 1, 0);
-  const int64_t inner = out[r - 1];
-  const std::vector<int64_t>& last = map[r - 1];
-  for (int64_t row = 0, rows = y.numel() / inner; row < rows; ++row) {
+  KILN_CHECK(r <= kMaxPadRank, "Pad: rank ", r, " is above ", kMaxPadRank);
+  // The source's strides and the odometer over the outer output dims, on the stack.
+  int64_t st[kMaxPadRank], pos[kMaxPadRank] = {};
+  st[r - 1] = 1;
+  for (int64_t d = r - 2; d >= 0; --d) st[d] = st[d + 1] * p.x[d + 1];
+  const int64_t inner = p.dims[r - 1];
+  const std::vector<int64_t>& last = p.map[r - 1];
+  const char* fv = reinterpret_cast<const char*>(p.fill.data());
+  for (int64_t row = 0, rows = total / inner; row < rows; ++row) {
     int64_t base = 0;  // source row offset, or -1 when the row lies in constant padding
     for (int64_t d = 0; d < r - 1 && base >= 0; ++d) {
-      int64_t s = map[d][pos[d]];
+      int64_t s = p.map[d][pos[d]];
       base = s < 0 ? -1 : base + s * st[d];
     }
     for (int64_t j = 0; j < inner;) {
@@ -123,13 +152,11 @@ void pad_kernel(KernelContext& k) {
     }
     dst += inner * es;
     for (int64_t d = r - 2; d >= 0; --d) {
-      if (++pos[d] < out[d]) break;
+      if (++pos[d] < p.dims[d]) break;
       pos[d] = 0;
     }
   }
 }
-
-}  // namespace
 
 OpDef def_Pad() {
   return {.name = "Pad", .since = 1, .min_inputs = 1, .max_inputs = 3,
