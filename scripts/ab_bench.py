@@ -4,7 +4,7 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
 
   scripts/ab_bench.py model MODEL.onnx THREADS ROUNDS A B
       Each side compiles an artifact (kiln compile --dim N=1; DIM= in the environment to
-      change or drop it), then `kiln bench ARTIFACT --threads T --runs 20 --json` alternates.
+      change or drop it, several separated by spaces: DIM="seq=1 past=127"), then `kiln bench ARTIFACT --threads T --runs 20 --json` alternates.
   scripts/ab_bench.py conv FILTER ROUNDS A B
       build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark.
 
@@ -43,7 +43,7 @@ def model_ab(model, threads, rounds, sides):
     arts = []
     for i, (binary, env) in enumerate(sides):
         art = os.path.join(tmp, "%d.kiln" % i)
-        run([binary, "compile", model, "-o", art] + (["--dim", dim] if dim else []), env)
+        run([binary, "compile", model, "-o", art] + [f for d in dim.split() for f in ("--dim", d)], env)
         arts.append(art)
     ms = [[], []]
     for r in range(rounds):

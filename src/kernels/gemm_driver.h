@@ -52,6 +52,11 @@ size_t gemm_b_block_floats(const GemmBlocking& g);
 // Threads worth using for an M x N x K product (1 when waking the pool would not pay).
 int gemm_threads(int64_t M, int64_t N, int64_t K, bool b_prepacked, int threads);
 void gemm_run(const KernelTable& t, const GemmProblem& p, int threads);
+// C[0:N] = epilogue(a[0:K] · packed B) for one row of A (KernelTable::gemv_panels), the panels
+// split over the threads gemm_threads gives a streamed product, each part's epilogue on its
+// thread. False when the table has no GEMV kernel (the caller runs gemm_run).
+bool gemv_run(const KernelTable& t, int64_t N, int64_t K, const float* a, const float* packed_b, float* C,
+              const Epilogue* epi, int threads);
 
 // Packers (scalar code: they move data, the micro-kernel computes). Zero-pad to whole panels.
 // op(A) element (i, p) is A[i*lda + p], or A[p*lda + i] when trans; scaled by alpha.

@@ -22,6 +22,8 @@ void pack_b_on(const KernelTable& t, const float* B, int64_t ldb, bool trans_b, 
 
 void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                       const float* packed_b, float* C, int64_t ldc, const Epilogue& epi, int threads) {
+  // One row (a decode step's projections): the weights stream once, panel by panel.
+  if (M == 1 && detail::gemv_run(t, N, K, A, packed_b, C, &epi, threads)) return;
   detail::GemmProblem p;
   p.M = M, p.N = N, p.K = K;
   auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {

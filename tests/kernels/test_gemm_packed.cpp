@@ -85,6 +85,8 @@ TEST(GemmPacked, EpiloguesOnEveryIsa) {
         check(*t, w, {19, 45, 23, a, true, false, false, 1.f});
         check(*t, w, {19, 45, 23, a, true, true, true, 0.5f});
         check(*t, w, {3, 70, 9, a, false, false, true, -1.5f});
+        check(*t, w, {1, 45, 23, a, true, true, true, 0.5f});  // one row: KernelTable::gemv_panels
+        check(*t, w, {1, 70, 8, a, false, true, false, 1.f, 2});
       }
 }
 

@@ -197,6 +197,10 @@ struct KernelTable {
   // The same down whole panels of B read in place (tile_rows' rows, columns col .. col + NR).
   void (*tile_rows_col_strip)(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
                               float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
+  // c = a (one row of K floats, in place) · `panels` packed NR-column panels of B over the full K
+  // (K * NR floats apart), the last panel's first `last` columns stored: a GEMV streaming B once
+  // (gemm_packed_b with one row; gemm_driver.cpp, gemv_run).
+  void (*gemv_panels)(int64_t K, const float* a, const float* b, int64_t panels, float* c, int last) = nullptr;
   // out = NR-column panels (kc rows of NR floats each, zero past nc) of rows[q][col, col + nc)
   // for q < kc: B rows read in place, packed once per block for the tiles that reuse them.
   void (*pack_row_panels)(const float* const* rows, int64_t kc, int64_t col, int64_t nc, float* out) = nullptr;

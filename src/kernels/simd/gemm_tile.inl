@@ -199,6 +199,46 @@ void gemm_tile_rows_col_strip(int64_t kc, const float* a, int64_t a_stride, cons
   col_strip(kc, a, a_stride, RowPointers<false>{brows, col, V::W}, c, ldc, count, load_c, epi);
 }
 
+// KernelTable::gemv_panels: c = a · B over `panels` packed NR-column panels of the full K (K * NR
+// floats apart), the last one's first `last` columns stored. The one-row tile of the blocked
+// driver read its row of A from a packed panel MR floats a step (for K = 768, 43 KB beside each
+// 96 KB panel of B) and fetched B ahead in software; a panel read front to back with A in place
+// and no prefetch streamed GPT-2's weights at 21 -> 26 GB/s on one Zen 4 core (the plain read
+// loop: 26.8). Two K steps on two accumulator sets keep two FMA chains per vector in flight.
+void gemv_panels(int64_t K, const float* __restrict a, const float* __restrict b, int64_t panels, float* __restrict c,
+                 int last) {
+  constexpr int NV = NR / V::W;
+  for (int64_t q = 0; q < panels; ++q) {
+    const float* p = b + q * K * NR;
+    V s0[NV], s1[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) s0[v] = s1[v] = V::zero();
+    int64_t k = 0;
+    for (; k + 2 <= K; k += 2, p += 2 * NR) {
+      const V a0 = V::set1(a[k]), a1 = V::set1(a[k + 1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
+        s1[v] = fma(a1, V::load(p + NR + v * V::W), s1[v]);
+      }
+    }
+    if (k < K) {
+      const V a0 = V::set1(a[k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
+    }
+    const int cols = q + 1 == panels ? last : NR;
+    float* cq = c + q * NR;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const int col = v * V::W;
+      const V x = s0[v] + s1[v];
+      if (cols >= col + V::W) x.store(cq + col);
+      else if (cols > col) x.store_first(cq + col, cols - col);
+    }
+  }
+}
+
 // KernelTable::pack_row_panels: NR-column panels of kc rows given by pointer. Row by row, so
 // each row's nc floats are read front to back, one stream for the hardware prefetcher: panel by
 // panel (64 rows 12.5 KB apart: 64 streams) packing was 10% of a 64->256 1x1 at 56x56 with

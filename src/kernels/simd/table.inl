@@ -9,6 +9,7 @@ KernelTable make_table() {
   t.tile_rows_strip = gemm_tile_rows_strip;
   t.tile_col_strip = gemm_tile_col_strip;
   t.tile_rows_col_strip = gemm_tile_rows_col_strip;
+  t.gemv_panels = gemv_panels;
   t.pack_row_panels = pack_row_panels;
   fill_conv_tiles<MR, 1>(t);
   fill_conv_tiles<MR, 2>(t);
