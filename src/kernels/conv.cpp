@@ -186,8 +186,13 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, units);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
-  // One input channel: every lane reads image n's plane.
-  const int64_t x_plane = s.C == 1 ? 0 : s.H * s.W;
+  // One input channel: every lane reads image n's plane. Channel-blocked input / output
+  // ([N][C/8][H][W][8]): a block's channels start at its 8-channel block, whose pixels are 8
+  // floats apart, and x_plane / out_plane are the strides between 8-channel blocks.
+  KILN_CHECK(!(s.x_blocked || s.y_blocked) || (s.C % kConvBlock == 0 && s.K == s.C),
+             "channel-blocked depthwise convolution needs C == K, a multiple of ", kConvBlock);
+  const int64_t x_plane = s.x_blocked ? kConvBlock * s.H * s.W : s.C == 1 ? 0 : s.H * s.W;
+  const int64_t out_plane = s.y_blocked ? kConvBlock * OH * OW : OH * OW;
   for_depthwise_parts(g, split, units, slot, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
                                                           float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
@@ -197,16 +202,21 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
       const int nc = static_cast<int>(std::min(lanes, s.K - c0));
       const int64_t first = n * s.K + c0;
-      const TileEpilogue te =
-          depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, first * OH * OW + bd.out_offset, OH * OW);
-      t.depthwise_block(bd.g, x + depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset, x_plane, nc,
-                        w + c0 * RS, scratch, y + first * OH * OW + bd.out_offset, OH * OW, te);
+      // Where the block starts: element offsets of its first channel at the band's first pixel.
+      const int64_t xo = s.x_blocked ? n * s.C * s.H * s.W + c0 * s.H * s.W + bd.x_offset * kConvBlock
+                                     : depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset;
+      const int64_t yo = s.y_blocked ? first * OH * OW + bd.out_offset * kConvBlock : first * OH * OW + bd.out_offset;
+      const TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
+      t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, y + yo, out_plane, te, s.x_blocked,
+                        s.y_blocked);
     }
   });
 }
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
                     const Epilogue& epi, float* workspace, int threads) {
+  KILN_CHECK(depthwise_blocked(t) || !(s.x_blocked || s.y_blocked),
+             "channel-blocked activations need the blocked depthwise kernel (tables of 8 or more lanes)");
   if (depthwise_blocked(t)) {
     depthwise_blocks(t, s, x, w, y, epi, threads);
     return;
@@ -271,8 +281,11 @@ const char* conv_tactic_name(ConvTactic t) {
 }
 
 std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
-  if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct)
-    return "channel-blocked activations run only on the direct tactic";
+  if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct &&
+      !(t == ConvTactic::Depthwise && depthwise_blocked(kernel_table()) && s.group == s.C && s.K == s.C &&
+        s.C % kConvBlock == 0))
+    return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
+           "multiple of 8) the depthwise one";
   std::string bad = shape_problem(s);
   if (!bad.empty()) return bad;
   switch (t) {

@@ -1,5 +1,5 @@
-// Channel-blocked activations between direct convolutions (kernels/conv.h, Conv2dShape::
-// x_blocked / y_blocked). The direct tactic computes pixel-major register tiles: writing NCHW
+// Channel-blocked activations between direct and depthwise convolutions (kernels/conv.h,
+// Conv2dShape::x_blocked / y_blocked). The direct tactic computes pixel-major register tiles: writing NCHW
 // costs a transpose of every output, and the next direct convolution transposes its input
 // back into blocks of 8 channels for its padded copy. A tensor that only direct convolutions
 // produce and read skips both: its producer writes [N][C/8][H][W][8] and its readers copy
@@ -7,11 +7,13 @@
 // ~10% of the time.
 //
 // A tensor is blocked when
-//   - a packed direct kiln.FusedConv produces it, with output channels a multiple of 8, or a
-//     2-D f32 MaxPool the fast kernels run (kernels::max_pool_blocked);
+//   - a packed direct kiln.FusedConv produces it, with output channels a multiple of 8, a
+//     depthwise one (C == K a multiple of 8, on tables whose blocked depthwise kernel reads and
+//     writes blocks), or a 2-D f32 MaxPool the fast kernels run (kernels::max_pool_blocked);
 //   - it is not a graph output, and every reader is a packed direct kiln.FusedConv (group 1,
-//     input channels a multiple of 8) reading it as X or as the residual Z, such a MaxPool, or
-//     a GlobalAveragePool (whose [N, C, 1, 1] output is the same floats in either layout);
+//     input channels a multiple of 8) reading it as X or as the residual Z, such a depthwise
+//     one, such a MaxPool, or a GlobalAveragePool (whose [N, C, 1, 1] output is the same floats
+//     in either layout);
 //   - a convolution's residual and output agree: the epilogue reads Z in the output's layout,
 //     so a residual that must stay NCHW keeps the output NCHW, and the other way round; a
 //     MaxPool's input and output agree too.
@@ -53,6 +55,25 @@ bool residual_matches(const Node& n) {
   return z && z->shape == n.outputs[0]->shape;
 }
 
+// A depthwise kiln.FusedConv (group == C == K, a multiple of 8 channels) whose blocked kernel
+// this CPU has (KernelTable::depthwise_block reads and writes blocks on tables of 8 or more
+// lanes; conv_tactic_unsupported says so): its channels. Before lowering from the weight, after
+// from `w_shape` and the depthwise tactic.
+std::optional<int64_t> blocked_depthwise(const Node& n) {
+  if (n.domain != ops::kKilnDomain || n.op != "FusedConv") return std::nullopt;
+  if (n.has_attr("tactic") && n.attr_s("tactic", "") != kernels::conv_tactic_name(kernels::ConvTactic::Depthwise))
+    return std::nullopt;
+  std::vector<int64_t> w;
+  if (n.has_attr("packed")) w = n.attr_ints("w_shape", {});
+  else if (n.input(1) && n.input(1)->is_constant()) w = n.input(1)->initializer->dims();
+  if (w.size() != 4 || w[1] != 1 || n.attr_i("group", 1) != w[0] || w[0] % kernels::kConvBlock != 0)
+    return std::nullopt;
+  kernels::Conv2dShape s = ops::fused_conv_shape(n, {1, w[0], 8, 8}, w);
+  s.x_blocked = s.y_blocked = true;
+  if (!kernels::conv_tactic_unsupported(kernels::ConvTactic::Depthwise, s).empty()) return std::nullopt;
+  return w[0];
+}
+
 // A MaxPool the channel-blocked kernel runs (kernels::max_pool_blocked): blocked in and out.
 bool blocked_max_pool(const Node& n) {
   if (!n.domain.empty() || n.op != "MaxPool") return false;
@@ -73,15 +94,17 @@ bool blocked_global_average(const Node& n) {
 std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   auto writes_blocks = [&](const Node& p) {
     if (const auto c = direct(p)) return c->second % kernels::kConvBlock == 0 && (!p.input(3) || residual_matches(p));
+    if (blocked_depthwise(p)) return !p.input(3) || residual_matches(p);
     return blocked_max_pool(p);
   };
   auto reads_blocks = [&](const Node& u, size_t i) {
     if (const auto c = direct(u)) return (i == 0 && c->first % kernels::kConvBlock == 0) || (i == 3 && residual_matches(u));
+    if (blocked_depthwise(u)) return i == 0 || (i == 3 && residual_matches(u));
     return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
   };
   // Tensors that must share a layout: a convolution's residual and output, a pool's input and output.
   auto tied = [&](const Node& n) -> std::optional<std::pair<const Value*, const Value*>> {
-    if (direct(n) && n.input(3)) return std::pair{n.input(3), n.outputs[0]};
+    if ((direct(n) || blocked_depthwise(n)) && n.input(3)) return std::pair{n.input(3), n.outputs[0]};
     if (blocked_max_pool(n)) return std::pair{n.input(0), n.outputs[0]};
     return std::nullopt;
   };
@@ -173,7 +196,7 @@ int assign_blocked_layout(Graph& g) {
   const std::set<const Value*> blocked = solve(g, lowered_direct);
   for (const auto& up : g.nodes()) {
     Node& n = *up;
-    if (!lowered_direct(n) && !blocked_max_pool(n) && !blocked_global_average(n)) continue;
+    if (!lowered_direct(n) && !blocked_depthwise(n) && !blocked_max_pool(n) && !blocked_global_average(n)) continue;
     if (blocked.count(n.input(0))) n.attrs["x_blocked"] = int64_t{1};
     if (blocked.count(n.outputs[0])) n.attrs["y_blocked"] = int64_t{1};
   }

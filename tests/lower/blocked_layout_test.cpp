@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
@@ -61,6 +62,35 @@ graph g(%x: f32[1,16,28,28]) -> (%gp__P_OUT__) {
   %gp = GlobalAveragePool(%o) @gap
 }
 )";
+
+// MobileNetV2's inverted residual: a 1x1 expansion, a depthwise 3x3 and a 1x1 projection with
+// the block's input as residual, between a direct 3x3 and a global average. On AVX-512 the 1x1s
+// run direct and every tensor passes blocked, the depthwise reading and writing blocks; with the
+// depthwise output returned too (`d_out`) it stays NCHW, the projection keeps its cost's tactic
+// and NCHW output, its residual (the stem's output) is tied to that, and the expansion, between
+// two NCHW tensors, keeps its cost's tactic too: nothing is blocked.
+constexpr const char* kInverted = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,16,28,28]) -> (%y__D_OUT__) {
+  %ws = init f32[16,16,3,3] dense<0.01>
+  %we = init f32[32,16,1,1] dense<0.02>
+  %wd = init f32[32,1,3,3] dense<0.03>
+  %wp = init f32[16,32,1,1] dense<0.04>
+  %b16 = init f32[16] dense<0.1>
+  %b32 = init f32[32] dense<0.2>
+  %x1 = kiln::FusedConv(%x, %ws, %b16) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
+  %e = kiln::FusedConv(%x1, %we, %b32) {activation="Clip", act_alpha=0.0, act_beta=6.0} @ex
+  %d = kiln::FusedConv(%e, %wd, %b32) {group=32, kernel_shape=[3,3], pads=[1,1,1,1], activation="Clip", act_alpha=0.0, act_beta=6.0} @dw
+  %p = kiln::FusedConv(%d, %wp, %b16, %x1) @pr
+  %y = GlobalAveragePool(%p) @gap
+}
+)";
+
+std::string inverted(bool d_out) {
+  std::string s = kInverted;
+  s.replace(s.find("__D_OUT__"), 9, d_out ? ", %d" : "");
+  return s;
+}
 
 std::string pooled(bool p_out) {
   std::string s = kPooled;
@@ -141,6 +171,24 @@ TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirec
   if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-- mp:-- c1:-y pw:xy c2:x- gap:--");
 }
 
+TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
+  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
+  Model m = parse_inferred(inverted(false));
+  LowerReport r = lower_model(m);
+  std::map<std::string, std::string> tactic;
+  for (const auto& k : r.kernels) tactic[k.node] = k.tactic;
+  EXPECT_EQ(tactic["ex"], "direct");
+  EXPECT_EQ(tactic["dw"], "depthwise");
+  EXPECT_EQ(tactic["pr"], "direct");
+  EXPECT_EQ(marks(m), "s0:-y ex:xy dw:xy pr:xy gap:x-");
+  EXPECT_EQ(r.blocked_tensors, 4);
+  Model n = parse_inferred(inverted(true));
+  LowerReport rn = lower_model(n);
+  EXPECT_EQ(marks(n), "s0:-- ex:-- dw:-- pr:-- gap:--");
+  for (const auto& k : rn.kernels)
+    if (k.node == "pr" || k.node == "ex") EXPECT_NE(k.tactic, "direct") << k.node;
+}
+
 TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   Model unpacked = parse_inferred(chain(false));
   EXPECT_EQ(lower_model(unpacked, {.pack_weights = false}).blocked_tensors, 0);
@@ -153,10 +201,12 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   EXPECT_EQ(marks(off), "c0:-- c1:-- c2:-- c3:-- c4:-- c5:-- c6:--");
 }
 
-// The compiled chain (blocked between c0, c1, c2 and their readers) against the interpreter on
+// The compiled chains (blocked between c0, c1, c2 and their readers; the pools; the inverted
+// residual with its depthwise layer) against the interpreter on
 // the unlowered graph: max |diff| <= 1e-5 * max |ref| on every output, at 1 and 2 threads.
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
-  for (const std::string& text : {chain(false), chain(true), pooled(false), pooled(true)}) {
+  for (const std::string& text :
+       {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true)}) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);

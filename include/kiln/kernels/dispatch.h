@@ -255,8 +255,12 @@ struct KernelTable {
   // blocks); each output vector then holds one pixel's channels and sums R x S aligned loads
   // (any stride and dilation); the epilogue (`e`: bias[c] for channel c, a residual plane per
   // channel e.ldr floats apart) runs as groups of output pixels are transposed back.
+  // x_blocked / y_blocked (tables of 8 or 16 lanes): the input / the output and residual are
+  // channel-blocked, [C/8][pixels][8] (kConvBlock) from the block's first channel on, x_plane /
+  // out_plane and e.ldr then the strides between 8-channel blocks: no transpose on that side.
   void (*depthwise_block)(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w,
-                          float* scratch, float* out, int64_t out_plane, const TileEpilogue& e) = nullptr;
+                          float* scratch, float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked,
+                          bool y_blocked) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
   // out[j] = the maximum of rows[i][2j - pad_left + kw] over i < 3, kw < 3 for j < n, a column

@@ -14,6 +14,8 @@
 // What the epilogue needs, once per block: out[c * out_plane + pixel] = act(acc * alpha +
 // bias[c] + residual[c * ldr + pixel]) for the block's nc channels; bias[c] sits in lane c of
 // `bias` (zero without one), as the accumulators hold a pixel's channels.
+// Channel-blocked output (`blocked`): out and residual hold [C/8][pixels][8] from the block's
+// first channel on, out_plane and ldr being then the strides between 8-channel blocks.
 struct BlockOut {
   float* out;
   int64_t out_plane;
@@ -21,7 +23,30 @@ struct BlockOut {
   V alpha, bias, act_a, act_b;
   const float* residual;
   int64_t ldr;
+  bool blocked = false;
 };
+
+// One pixel's W channels from channel-blocked memory (kConvBlock = 8 floats per pixel and block):
+// lanes 0-7 at p, lanes 8-15 at p + block (zero past nc). Tables of 8 or 16 lanes only (the
+// blocked depthwise kernel's: conv.cpp, depthwise_blocked). (VV: V, a template parameter so that
+// only the branch for its width is compiled.)
+template <class VV = V>
+inline VV load_pixel_blocks(const float* p, int64_t block, int nc) {
+  if constexpr (VV::W == 16) return nc > 8 ? VV::load_halves(p, p + block) : VV::load_first(p, 8);
+  else if constexpr (VV::W == 8) return VV::load(p);
+  else return VV::load_first(p, nc);
+}
+template <class VV = V>
+inline void store_pixel_blocks(VV y, float* p, int64_t block, int nc) {
+  if constexpr (VV::W == 16) {
+    y.store_first(p, 8);
+    if (nc > 8) VV::high_halves(y, y).store_first(p + block, 8);
+  } else if constexpr (VV::W == 8) {
+    y.store(p);
+  } else {
+    y.store_first(p, nc);
+  }
+}
 
 // NP consecutive output pixels of one output row, their W channels in NP accumulators, scaled
 // and biased there (lane by lane: the plane kernel's fma(acc, alpha, bias)) and stored
@@ -61,6 +86,18 @@ inline void depthwise_block_pixels(const DepthwisePlane& g, int64_t Wp, const fl
 template <Act A, bool Full>
 inline void depthwise_block_store(const float* stage, int n, int64_t at, const BlockOut& bo) {
   constexpr int64_t kW = V::W;
+  if (bo.blocked) {  // a pixel's channels are already what the blocks hold: no transpose
+    constexpr int64_t kB = 8;  // kConvBlock
+#pragma GCC unroll 16
+    for (int p = 0; p < kW; ++p) {
+      if (!Full && p >= n) break;
+      V y = V::load(stage + p * kW);
+      if (bo.residual) y = y + load_pixel_blocks(bo.residual + (at + p) * kB, bo.ldr, bo.nc);
+      y = activate<A>(y, bo.act_a, bo.act_b);
+      store_pixel_blocks(y, bo.out + (at + p) * kB, bo.out_plane, bo.nc);
+    }
+    return;
+  }
   V r[kW];
 #pragma GCC unroll 16
   for (int p = 0; p < kW; ++p) r[p] = Full || p < n ? V::load(stage + p * kW) : V::zero();
@@ -86,10 +123,17 @@ inline void depthwise_block_store(const float* stage, int n, int64_t at, const B
 // transpose (lanes past nc zero). transpose_blocks(x + h * W, x_plane, nc, W, row, W) does the
 // same but stores each pixel through its partial-row checks: the 7x7 and 14x14 layers ran
 // 1.13-1.25x slower with it (Zen 3, conv_bench).
+// Channel-blocked input (`blocked`: x holds [C/8][H][W][8] from the block's first channel on,
+// x_plane the stride between 8-channel blocks): a pixel's lanes are two halves, no transpose.
 inline void depthwise_block_input_row(const DepthwisePlane& g, int64_t Wp, const float* x, int64_t x_plane, int nc,
-                                      int64_t h, float* plane) {
+                                      int64_t h, float* plane, bool blocked) {
   constexpr int64_t kW = V::W;
   float* dst = plane + ((g.pad_top + h) * Wp + g.pad_left) * kW;
+  if (blocked) {
+    const float* src = x + h * g.W * 8;
+    for (int64_t w = 0; w < g.W; ++w) load_pixel_blocks(src + w * 8, x_plane, nc).store(dst + w * kW);
+    return;
+  }
   for (int64_t w0 = 0; w0 < g.W; w0 += kW) {
     const int n = static_cast<int>(imin(kW, g.W - w0));
     V r[kW];
@@ -147,7 +191,7 @@ void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, con
 }
 
 void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
-                     float* out, int64_t out_plane, const TileEpilogue& e) {
+                     float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked, bool y_blocked) {
   constexpr int64_t kW = V::W;
   const DepthwiseBlockScratch sb = depthwise_block_scratch(g, kW);
   const int64_t RS = g.R * g.S;
@@ -158,13 +202,13 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   // The input's interior, all rows first (transposing each row just before the first output row
   // that reaches it, for locality, measured no better on Zen 3, within the runs' +-5%).
   float* plane = scratch + sb.plane;
-  for (int64_t h = 0; h < g.H; ++h) depthwise_block_input_row(g, sb.Wp, x, x_plane, nc, h, plane);
+  for (int64_t h = 0; h < g.H; ++h) depthwise_block_input_row(g, sb.Wp, x, x_plane, nc, h, plane, x_blocked);
   // The bias in lane order; lanes past nc stay zero and are never stored.
   alignas(64) float bias[kW] = {};
   if (e.bias)
     for (int c = 0; c < nc; ++c) bias[c] = e.bias[c];
-  const BlockOut bo{out, out_plane, nc, V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha), V::set1(e.act_beta),
-                    e.residual, e.ldr};
+  const BlockOut bo{out,        out_plane, nc,        V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha),
+                    V::set1(e.act_beta), e.residual, e.ldr, y_blocked};
   // 3x3 and 5x5 windows (stride 1 or 2, no dilation) with their tap loops unrolled: mobilenet_v2's
   // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3).
   const int k = g.R == g.S && g.dil_h == 1 && g.dil_w == 1 && (g.R == 3 || g.R == 5) ? static_cast<int>(g.R) : 0;
