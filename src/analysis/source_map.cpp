@@ -48,6 +48,16 @@ SourceMap map_sources(const Graph& original, const Graph& compiled) {
     }
     if (!nodes.empty()) out[cn->name] = std::move(nodes);
   }
+  // The steps of If branches (the compiled runtime times them too) map within their branches.
+  std::unordered_map<std::string, const Node*> by_name;
+  for (const auto& n : original.nodes()) by_name.emplace(n->name, n.get());
+  for (const auto& cn : compiled.nodes()) {
+    const std::vector<Graph*> cb = ops::compiled_branches(*cn);
+    const auto it = by_name.find(cn->name);
+    if (cb.empty() || it == by_name.end()) continue;
+    const std::vector<Graph*> ob = ops::compiled_branches(*it->second);
+    for (size_t b = 0; b < cb.size() && b < ob.size(); ++b) out.merge(map_sources(*ob[b], *cb[b]));
+  }
   return out;
 }
 

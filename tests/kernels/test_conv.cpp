@@ -465,5 +465,23 @@ TEST(Conv, TacticsSayWhyTheyDoNotApply) {
   EXPECT_STREQ(conv_tactic_name(ConvTactic::PixelGemm), "pixel-gemm");
 }
 
+// What the lowering asks for by cost (conv_preferred_tactic) on the shapes this session measured:
+// a single input channel with a small window stays depthwise, with a 256-tap one (Silero VAD's
+// STFT) it does not; a 1-D convolution's one output row goes direct however few pixels it has
+// (Silero's encoder: 129 -> 128, 3 taps, 4 outputs), where channels allow direct on this CPU.
+TEST(Conv, PreferredTacticsForOneChannelWindowsAndOneRowOutputs) {
+  EXPECT_EQ(conv_preferred_tactic(shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1)), ConvTactic::Depthwise);
+  Conv2dShape stft;
+  stft.N = 1, stft.C = 1, stft.H = 1, stft.W = 640, stft.K = 258, stft.R = 1, stft.S = 256, stft.stride_w = 128;
+  EXPECT_NE(conv_preferred_tactic(stft), ConvTactic::Depthwise);
+  Conv2dShape enc;
+  enc.N = 1, enc.C = 129, enc.H = 1, enc.W = 4, enc.K = 128, enc.R = 1, enc.S = 3, enc.pad_left = enc.pad_right = 1;
+  ASSERT_EQ(enc.out_h(), 1);
+  EXPECT_EQ(conv_preferred_tactic(enc), ConvTactic::Direct);
+  Conv2dShape two_rows = enc;  // the same window over 2 x 4: the rows rule, not the 1-D one
+  two_rows.H = 2;
+  EXPECT_NE(conv_preferred_tactic(two_rows), ConvTactic::Direct);
+}
+
 }  // namespace
 }  // namespace kiln::kernels
