@@ -189,8 +189,9 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   // One input channel: every lane reads image n's plane. Channel-blocked input / output
   // ([N][C/8][H][W][8]): a block's channels start at its 8-channel block, whose pixels are 8
   // floats apart, and x_plane / out_plane are the strides between 8-channel blocks.
-  KILN_CHECK(!(s.x_blocked || s.y_blocked) || (s.C % kConvBlock == 0 && s.K == s.C),
-             "channel-blocked depthwise convolution needs C == K, a multiple of ", kConvBlock);
+  KILN_CHECK(!(s.x_blocked || s.y_blocked) || (s.K % kConvBlock == 0 && (s.K == s.C || (s.C == 1 && !s.x_blocked))),
+             "channel-blocked depthwise convolution needs C == K, or one input channel (output blocked only), K a "
+             "multiple of ", kConvBlock);
   const int64_t x_plane = s.x_blocked ? kConvBlock * s.H * s.W : s.C == 1 ? 0 : s.H * s.W;
   const int64_t out_plane = s.y_blocked ? kConvBlock * OH * OW : OH * OW;
   for_depthwise_parts(g, split, units, slot, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
@@ -281,9 +282,11 @@ const char* conv_tactic_name(ConvTactic t) {
 }
 
 std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
-  if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct &&
-      !(t == ConvTactic::Depthwise && depthwise_blocked(kernel_table()) && s.group == s.C && s.K == s.C &&
-        s.C % kConvBlock == 0))
+  // Depthwise: C == K (blocked in and out), or one input channel into K (blocked out only: every
+  // lane reads the one plane), K a multiple of 8.
+  const bool depthwise_blocks = t == ConvTactic::Depthwise && depthwise_blocked(kernel_table()) && s.group == s.C &&
+                                s.K % kConvBlock == 0 && (s.K == s.C || (s.C == 1 && !s.x_blocked));
+  if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct && !depthwise_blocks)
     return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
            "multiple of 8) the depthwise one";
   std::string bad = shape_problem(s);

@@ -16,7 +16,8 @@
 //     in either layout);
 //   - a convolution's residual and output agree: the epilogue reads Z in the output's layout,
 //     so a residual that must stay NCHW keeps the output NCHW, and the other way round; a
-//     MaxPool's input and output agree too.
+//     MaxPool writes blocks only from blocks (it may read blocks and write NCHW: digits_cnn's
+//     pool before its Flatten).
 // The last rule is solved by dropping tensors until nothing changes (the largest set that
 // keeps it). A tensor a subgraph reads (Graph::users looks inside bodies) is not blocked: no
 // node in a body is a packed convolution.
@@ -58,18 +59,20 @@ bool residual_matches(const Node& n) {
 // A depthwise kiln.FusedConv (group == C == K, a multiple of 8 channels) whose blocked kernel
 // this CPU has (KernelTable::depthwise_block reads and writes blocks on tables of 8 or more
 // lanes; conv_tactic_unsupported says so): its channels. Before lowering from the weight, after
-// from `w_shape` and the depthwise tactic.
-std::optional<int64_t> blocked_depthwise(const Node& n) {
+// from `w_shape` and the depthwise tactic. `one_channel` instead: one input channel into K
+// (digits_cnn's 1 -> 16), which writes blocks but reads its one plane.
+std::optional<int64_t> blocked_depthwise(const Node& n, bool one_channel = false) {
   if (n.domain != ops::kKilnDomain || n.op != "FusedConv") return std::nullopt;
   if (n.has_attr("tactic") && n.attr_s("tactic", "") != kernels::conv_tactic_name(kernels::ConvTactic::Depthwise))
     return std::nullopt;
   std::vector<int64_t> w;
   if (n.has_attr("packed")) w = n.attr_ints("w_shape", {});
   else if (n.input(1) && n.input(1)->is_constant()) w = n.input(1)->initializer->dims();
-  if (w.size() != 4 || w[1] != 1 || n.attr_i("group", 1) != w[0] || w[0] % kernels::kConvBlock != 0)
+  const int64_t group = n.attr_i("group", 1);
+  if (w.size() != 4 || w[1] != 1 || w[0] % kernels::kConvBlock != 0 || group != (one_channel ? 1 : w[0]))
     return std::nullopt;
-  kernels::Conv2dShape s = ops::fused_conv_shape(n, {1, w[0], 8, 8}, w);
-  s.x_blocked = s.y_blocked = true;
+  kernels::Conv2dShape s = ops::fused_conv_shape(n, {1, one_channel ? 1 : w[0], 8, 8}, w);
+  s.x_blocked = !one_channel, s.y_blocked = true;
   if (!kernels::conv_tactic_unsupported(kernels::ConvTactic::Depthwise, s).empty()) return std::nullopt;
   return w[0];
 }
@@ -94,7 +97,7 @@ bool blocked_global_average(const Node& n) {
 std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   auto writes_blocks = [&](const Node& p) {
     if (const auto c = direct(p)) return c->second % kernels::kConvBlock == 0 && (!p.input(3) || residual_matches(p));
-    if (blocked_depthwise(p)) return !p.input(3) || residual_matches(p);
+    if (blocked_depthwise(p) || blocked_depthwise(p, true)) return !p.input(3) || residual_matches(p);
     return blocked_max_pool(p);
   };
   auto reads_blocks = [&](const Node& u, size_t i) {
@@ -102,10 +105,10 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
     if (blocked_depthwise(u)) return i == 0 || (i == 3 && residual_matches(u));
     return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
   };
-  // Tensors that must share a layout: a convolution's residual and output, a pool's input and output.
+  // Tensors that must share a layout: a convolution's residual and output.
   auto tied = [&](const Node& n) -> std::optional<std::pair<const Value*, const Value*>> {
-    if ((direct(n) || blocked_depthwise(n)) && n.input(3)) return std::pair{n.input(3), n.outputs[0]};
-    if (blocked_max_pool(n)) return std::pair{n.input(0), n.outputs[0]};
+    if ((direct(n) || blocked_depthwise(n) || blocked_depthwise(n, true)) && n.input(3))
+      return std::pair{n.input(3), n.outputs[0]};
     return std::nullopt;
   };
   const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
@@ -125,6 +128,11 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& up : g.nodes()) {
+      // A pool writes blocks only from blocks (it may read blocks and write NCHW).
+      if (blocked_max_pool(*up) && blocked.count(up->outputs[0]) && !blocked.count(up->input(0))) {
+        blocked.erase(up->outputs[0]);
+        changed = true;
+      }
       const auto t = tied(*up);
       if (!t) continue;
       const bool a = blocked.count(t->first) > 0, b = blocked.count(t->second) > 0;
@@ -196,7 +204,9 @@ int assign_blocked_layout(Graph& g) {
   const std::set<const Value*> blocked = solve(g, lowered_direct);
   for (const auto& up : g.nodes()) {
     Node& n = *up;
-    if (!lowered_direct(n) && !blocked_depthwise(n) && !blocked_max_pool(n) && !blocked_global_average(n)) continue;
+    if (!lowered_direct(n) && !blocked_depthwise(n) && !blocked_depthwise(n, true) && !blocked_max_pool(n) &&
+        !blocked_global_average(n))
+      continue;
     if (blocked.count(n.input(0))) n.attrs["x_blocked"] = int64_t{1};
     if (blocked.count(n.outputs[0])) n.attrs["y_blocked"] = int64_t{1};
   }

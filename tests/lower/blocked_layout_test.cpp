@@ -86,6 +86,20 @@ graph g(%x: f32[1,16,28,28]) -> (%y__D_OUT__) {
 }
 )";
 
+// digits_cnn's first two layers: one input channel into 16 (the depthwise tactic, every lane
+// reading the one plane) writes blocks for the 3x3 after it, which reads them.
+constexpr const char* kOneChannel = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[3,1,8,8]) -> (%y) {
+  %w1 = init f32[16,1,3,3] dense<0.01>
+  %w2 = init f32[32,16,3,3] dense<0.02>
+  %b16 = init f32[16] dense<0.1>
+  %b32 = init f32[32] dense<0.2>
+  %h = kiln::FusedConv(%x, %w1, %b16) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @d0
+  %y = kiln::FusedConv(%h, %w2, %b32) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c1
+}
+)";
+
 std::string inverted(bool d_out) {
   std::string s = kInverted;
   s.replace(s.find("__D_OUT__"), 9, d_out ? ", %d" : "");
@@ -164,11 +178,11 @@ TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirec
     EXPECT_NE(pw, "direct");
     EXPECT_EQ(marks(m), "s0:-y mp:xy c1:x- pw:-- c2:-y gap:x-");
   }
-  // The pool's output returned too: it stays NCHW, and so do the stem's (tied through the pool)
-  // and c2's (tied through the residual).
+  // The pool's output returned too: it stays NCHW (the pool reads blocks and writes NCHW), and so
+  // does c2's (tied to it through the residual).
   Model n = parse_inferred(pooled(true));
   lower_model(n);
-  if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-- mp:-- c1:-y pw:xy c2:x- gap:--");
+  if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-y mp:x- c1:-y pw:xy c2:x- gap:--");
 }
 
 TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
@@ -189,6 +203,17 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
     if (k.node == "pr" || k.node == "ex") EXPECT_NE(k.tactic, "direct") << k.node;
 }
 
+TEST(BlockedLayout, OneInputChannelIntoManyWritesBlocks) {
+  Model m = parse_inferred(kOneChannel);
+  LowerReport r = lower_model(m);
+  std::map<std::string, std::string> tactic;
+  for (const auto& k : r.kernels) tactic[k.node] = k.tactic;
+  ASSERT_EQ(tactic["d0"], "depthwise");
+  if (tactic["c1"] != "direct") GTEST_SKIP() << "c1 runs " << tactic["c1"] << " on this CPU";
+  EXPECT_EQ(marks(m), "d0:-y c1:x-");
+  EXPECT_EQ(r.blocked_tensors, 1);
+}
+
 TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   Model unpacked = parse_inferred(chain(false));
   EXPECT_EQ(lower_model(unpacked, {.pack_weights = false}).blocked_tensors, 0);
@@ -206,7 +231,8 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
 // the unlowered graph: max |diff| <= 1e-5 * max |ref| on every output, at 1 and 2 threads.
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
-       {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true)}) {
+       {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),
+        std::string(kOneChannel)}) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);
@@ -220,7 +246,7 @@ TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
     write_artifact(path, man, m);
     auto exe = Executable::load(path);
     std::filesystem::remove_all(dir);
-    Tensor x(DType::f32, {1, 16, 28, 28});
+    Tensor x(DType::f32, m.graph->inputs[0]->shape.static_dims());
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
     Model ref = parse_inferred(text);
     auto want = run_model(ref, {{"x", x}});
