@@ -50,15 +50,12 @@ void try_evaluate(const Node& n, const OpDef& def, int64_t opset, InferContext::
 
 // An If whose condition is known here passes on what is known of the taken branch's outputs
 // (a shape computed in a branch, as Silero VAD's rank tests compute them).
-void pass_known_branch_outputs(const Node& n, InferContext::KnownValues& known) {
-  const Value* c = n.input(0);
-  const Tensor* cond = c && c->initializer ? &*c->initializer : nullptr;
-  if (!cond && c && known.count(c)) cond = &known.at(c);
-  if (!cond || cond->dtype() != DType::boolean || cond->numel() != 1) return;
-  const Attribute* a = n.find_attr(cond->data<bool>()[0] ? "then_branch" : "else_branch");
-  if (!a || a->kind() != AttrKind::Graph || !a->g() || a->g()->outputs.size() != n.outputs.size()) return;
+void pass_known_branch_outputs(const Node& n, int64_t opset, InferContext::KnownValues& known) {
+  const std::vector<Graph*> branches = compiled_branches(n);
+  const int taken = branches.empty() ? -1 : control::known_branch(InferContext(n, opset, &known));
+  if (taken < 0) return;
   for (size_t i = 0; i < n.outputs.size(); ++i) {
-    const Value* b = a->g()->outputs[i];
+    const Value* b = branches[taken]->outputs[i];
     if (!n.outputs[i] || !b) continue;
     if (b->initializer) known[n.outputs[i]] = *b->initializer;
     else if (auto it = known.find(b); it != known.end()) known[n.outputs[i]] = it->second;
@@ -118,7 +115,7 @@ void infer_graph(Graph& g, int64_t opset, const DimBindings& b, InferContext::Kn
       if (o->dtype == DType::undefined) o->dtype = declared[i].first;
       o->shape = merge_shapes(o->shape, declared[i].second);
     }
-    if (n.op == "If" && n.domain.empty()) pass_known_branch_outputs(n, known);
+    if (n.op == "If" && n.domain.empty()) pass_known_branch_outputs(n, opset, known);
     refine_with_symbolic(n, known, sv);
     if (!known.count(n.outputs.empty() ? nullptr : n.outputs[0])) try_evaluate(n, *def, opset, known);
     // A computed constant pins the output's shape exactly.

@@ -64,6 +64,7 @@ void ShapeInstance::run_if(Step& st, int threads, StepTrace* trace) {
   KILN_CHECK(cond.dtype() == DType::boolean && cond.numel() == 1, n.describe(), ": cond must be one bool, got ",
              dtype_name(cond.dtype()), dims_str(cond.dims()));
   const int which = cond.data<bool>()[0] ? 0 : 1;
+  const char* branch_name = which == 0 ? "then_branch" : "else_branch";
   ShapeInstance& b = *st.branch[which];
   b.run_steps(threads, trace);
   for (size_t k = 0; k < st.out_values.size(); ++k) {
@@ -72,15 +73,15 @@ void ShapeInstance::run_if(Step& st, int threads, StepTrace* trace) {
     const Tensor& src = *b.branch_outputs_[k];
     Tensor& dst = *st.ctx.outputs[k];
     const plan::ValuePlan& vp = plan_.values[vi];
-    KILN_CHECK(src.defined(), n.describe(), ": ", which == 0 ? "then_branch" : "else_branch", " left output '",
+    KILN_CHECK(src.defined(), n.describe(), ": ", branch_name, " left output '",
                vp.name, "' undefined");
     if (vp.kind == plan::ValueKind::Dynamic) {
       dst = src.clone();  // the branch's bytes are reused by its next run
       continue;
     }
-    KILN_CHECK(src.dtype() == dst.dtype() && src.dims() == dst.dims(), n.describe(), ": ",
-               which == 0 ? "then_branch" : "else_branch", " produced ", dtype_name(src.dtype()), dims_str(src.dims()),
-               " for output '", vp.name, "', the plan has ", dtype_name(dst.dtype()), dims_str(dst.dims()));
+    KILN_CHECK(src.dtype() == dst.dtype() && src.dims() == dst.dims(), n.describe(), ": ", branch_name, " produced ",
+               dtype_name(src.dtype()), dims_str(src.dims()), " for output '", vp.name, "', the plan has ",
+               dtype_name(dst.dtype()), dims_str(dst.dims()));
     if (dst.nbytes() != 0) std::memcpy(dst.raw(), src.raw(), dst.nbytes());
   }
   // Values of run-time shape are made anew by every run; do not hold them in between.

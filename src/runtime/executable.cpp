@@ -163,16 +163,14 @@ plan::Plan runtime_plan(const Model& m) {
 namespace {
 
 // The branches of g's Ifs, planned as ShapeInstance plans them: outer values whose bytes stay put
-// (in the enclosing plans: inputs, weights, arena values and their views) may be viewed.
+// in the enclosing plans (runtime::bytes_stay_put) may be viewed.
 void plan_branches(const Model& m, const Graph& g, std::vector<const plan::Plan*>& enclosing,
                    std::vector<BranchPlan>& out) {
   auto stable = [&enclosing](const Value* v) {
     for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
       const int i = (*it)->index_of(v);
       if (i < 0) continue;
-      const plan::ValueKind k = (*it)->values[i].kind;
-      return k == plan::ValueKind::Input || k == plan::ValueKind::Weight || k == plan::ValueKind::Arena ||
-             k == plan::ValueKind::View;
+      return runtime::bytes_stay_put((*it)->values[i].kind);
     }
     return false;
   };

@@ -202,13 +202,7 @@ void ShapeInstance::make_steps(const KernelLibrary* library, int max_threads) {
 bool ShapeInstance::stable_bytes(const Value* v) const {
   const int i = plan_.index_of(v);
   if (i < 0) return outer_ && outer_->stable_bytes(v);
-  switch (plan_.values[i].kind) {
-    case plan::ValueKind::Input:
-    case plan::ValueKind::Weight:
-    case plan::ValueKind::Arena:
-    case plan::ValueKind::View: return true;
-    default: return false;  // Dynamic and Output tensors are replaced between runs
-  }
+  return bytes_stay_put(plan_.values[i].kind);
 }
 
 Tensor* ShapeInstance::find_slot(const Value* v) const {

@@ -36,6 +36,14 @@ class BorrowedBuffer : public Buffer {
   size_t size_;
 };
 
+// Whether a value of this kind keeps its bytes where they are for a whole run (a graph input, a
+// weight, the arena, or a view of those), so that a branch may view it instead of copying it;
+// Dynamic and Output tensors are replaced between runs.
+inline bool bytes_stay_put(plan::ValueKind k) {
+  return k == plan::ValueKind::Input || k == plan::ValueKind::Weight || k == plan::ValueKind::Arena ||
+         k == plan::ValueKind::View;
+}
+
 // What profile_run records: every step that ran, branch steps included, with the time since the
 // start of the run at which it ended (an If's own entry comes after its branch's steps).
 struct StepTrace {

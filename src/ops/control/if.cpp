@@ -3,6 +3,12 @@
 #include "subgraph.h"
 
 namespace kiln::ops {
+int control::known_branch(const InferContext& c) {
+  const Tensor* cond = c.in_const(0);
+  if (!cond || cond->dtype() != DType::boolean || cond->numel() != 1) return -1;
+  return cond->data<bool>()[0] ? 0 : 1;
+}
+
 namespace {
 
 void check_cond(const InferContext& c) {
@@ -11,13 +17,6 @@ void check_cond(const InferContext& c) {
     c.fail(str_cat("cond must be bool, got ", dtype_name(dt)));
   const Shape& s = c.in_shape(0);
   if (s.is_static() && s.numel() != 1) c.fail(str_cat("cond must have one element, got shape ", s.str()));
-}
-
-// The branch a condition known during inference selects (0: then, 1: else), or -1.
-int known_branch(const InferContext& c) {
-  const Tensor* cond = c.in_const(0);
-  if (!cond || cond->dtype() != DType::boolean || cond->numel() != 1) return -1;
-  return cond->data<bool>()[0] ? 0 : 1;
 }
 
 // Branch output shapes were inferred by the driver (subgraphs first); the node's output
@@ -31,7 +30,7 @@ void infer_if(InferContext& c) {
   if (then_g.outputs.size() != c.num_outputs() || else_g.outputs.size() != c.num_outputs())
     c.fail(str_cat("node has ", c.num_outputs(), " outputs but then_branch has ", then_g.outputs.size(),
                    " and else_branch ", else_g.outputs.size()));
-  const int taken = known_branch(c);
+  const int taken = control::known_branch(c);
   for (size_t i = 0; i < c.num_outputs(); ++i) {
     const Value& t = *then_g.outputs[i];
     const Value& e = *else_g.outputs[i];

@@ -23,6 +23,10 @@ DType merge_dtypes(const InferContext& c, DType a, DType b, const std::string& w
 std::vector<Tensor> run_body(const KernelContext& c, const Graph& body, const std::string& what,
                              const std::vector<Tensor>& inputs, size_t expected_outputs);
 
+// The If branch (0: then, 1: else) that a condition known during inference selects (input 0 as
+// an initializer or a value inference computed), or -1.
+int known_branch(const InferContext& c);
+
 // Reads a 1-element tensor as bool / int64; fails naming `what` otherwise.
 bool read_bool(const KernelContext& c, const Tensor& t, const std::string& what);
 int64_t read_i64(const KernelContext& c, const Tensor& t, const std::string& what);
