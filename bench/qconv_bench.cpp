@@ -8,6 +8,7 @@
 //   build/bench/qconv_bench --benchmark_min_time=1
 //   build/bench/qconv_bench --benchmark_filter=Narrow
 //   build/bench/qconv_bench --benchmark_filter=Mobilenet
+//   build/bench/qconv_bench --benchmark_filter='Full/.*/1/0/[01]/'   (one thread, NCHW vs NHWC)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ void run(benchmark::State& st, int limit) {
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = s.R / 2;
   const int threads = static_cast<int>(st.range(5));
   if (st.range(6) != 0) s.group = s.K = s.C;
+  // args[7] (resnet50 rows): 1 = pixel-major input and output (Conv2dShape::x_nhwc / y_nhwc).
+  if (st.range(7) != 0) s.x_nhwc = s.y_nhwc = true;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> ux(0, 255), uw(-limit, limit);
   std::vector<uint8_t> x(s.C * s.H * s.W);
@@ -38,6 +41,10 @@ void run(benchmark::State& st, int limit) {
   for (auto& v : x) v = static_cast<uint8_t>(ux(rng));
   for (auto& v : w) v = static_cast<int8_t>(uw(rng));
   const QKernels& k = qkernels_for_signed(w.data(), static_cast<int64_t>(w.size()));
+  if ((s.x_nhwc || s.y_nhwc) && !qconv_nhwc_supported(k, s)) {
+    st.SkipWithError("no pixel-major path for this shape on this CPU");
+    return;
+  }
   std::vector<uint8_t> packed(qconv_packed_weight_bytes(k, s)), ws(qconv_workspace_bytes(k, s, threads));
   qconv_pack_weight(k, s, w.data(), packed.data());
   std::vector<int32_t> bias(s.K, -1000);
@@ -55,8 +62,8 @@ void run(benchmark::State& st, int limit) {
   const double ops = 2.0 * s.K * s.out_h() * s.out_w() * (s.C / s.group) * s.R * s.S;
   st.counters["GOPs"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["best_GOPs"] = ops * 1e-9 / best;
-  st.SetLabel(qisa_name(k.isa) + std::string(k.narrow_signed ? " narrow" : "") +
-              (qconv_is_depthwise(k, s) ? " depthwise" : ""));
+  st.SetLabel(qisa_name(k.isa) + std::string(k.narrow_signed ? " narrow" : "") + " " +
+              qconv_tactic_name(k, s, false));
 }
 
 void BM_QConvNarrow(benchmark::State& st) { run(st, 63); }
@@ -72,7 +79,8 @@ void resnet50(benchmark::internal::Benchmark* b) {
       {512, 28, 1024, 1, 2},
   };
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th, 0});
+    for (const auto& l : layers)
+      for (int64_t nhwc : {0, 1}) b->Args({l[0], l[1], l[2], l[3], l[4], th, 0, nhwc});
 }
 
 // {C, H, K, R, stride, depthwise}: each distinct layer once.
@@ -86,7 +94,7 @@ void mobilenet_v2(benchmark::internal::Benchmark* b) {
       {320, 7, 1280, 1, 1, 0},
   };
   for (int64_t th : {1, 2})
-    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th, l[5]});
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], l[4], th, l[5], 0});
 }
 
 BENCHMARK(BM_QConvNarrow)->Name("Narrow")->Apply(resnet50)->UseRealTime()->Unit(benchmark::kMicrosecond);

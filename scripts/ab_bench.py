@@ -5,6 +5,9 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
   scripts/ab_bench.py model MODEL.onnx THREADS ROUNDS A B
       Each side compiles an artifact (kiln compile --dim N=1; DIM= in the environment to
       change or drop it, several separated by spaces: DIM="seq=1 past=127"), then `kiln bench ARTIFACT --threads T --runs 20 --json` alternates.
+  scripts/ab_bench.py int8 MODEL.onnx THREADS ROUNDS A B
+      The same with INT8 artifacts: each side runs kiln quantize MODEL --calib-random 16 --seed 1
+      (the same calibration on both sides) with the DIM flags.
   scripts/ab_bench.py conv FILTER ROUNDS A B
       build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark.
 
@@ -37,13 +40,14 @@ def run(cmd, env):
     return p.stdout
 
 
-def model_ab(model, threads, rounds, sides):
+def model_ab(model, threads, rounds, sides, int8=False):
     tmp = tempfile.mkdtemp(prefix="ab_bench_")
     dim = os.environ.get("DIM", "N=1")
     arts = []
     for i, (binary, env) in enumerate(sides):
         art = os.path.join(tmp, "%d.kiln" % i)
-        run([binary, "compile", model, "-o", art] + [f for d in dim.split() for f in ("--dim", d)], env)
+        verb = ["quantize", model, "-o", art, "--calib-random", "16", "--seed", "1"] if int8 else ["compile", model, "-o", art]
+        run([binary] + verb + [f for d in dim.split() for f in ("--dim", d)], env)
         arts.append(art)
     ms = [[], []]
     for r in range(rounds):
@@ -77,8 +81,8 @@ def report(title, series):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 6 and a[0] == "model":
-        model_ab(a[1], int(a[2]), int(a[3]), [side(a[4]), side(a[5])])
+    if len(a) == 6 and a[0] in ("model", "int8"):
+        model_ab(a[1], int(a[2]), int(a[3]), [side(a[4]), side(a[5])], a[0] == "int8")
     elif len(a) == 5 and a[0] == "conv":
         conv_ab(a[1], int(a[2]), [side(a[3]), side(a[4])])
     else:

@@ -258,6 +258,25 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
   });
 }
 
+void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
+  if (threads <= 0) threads = default_threads();
+  // Pieces of (image, 64 channels): each channel's sum in double, pixel by pixel in order, as
+  // global_average_pool sums a plane (the same floats).
+  constexpr int64_t kPiece = 64;
+  const int64_t pieces = (C + kPiece - 1) / kPiece;
+  const double count = static_cast<double>(size);
+  parallel_for(N * pieces, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t n = item / pieces, c0 = item % pieces * kPiece, nc = std::min(kPiece, C - c0);
+      double acc[kPiece] = {};
+      const float* p = x + n * size * C + c0;
+      for (int64_t i = 0; i < size; ++i, p += C)
+        for (int64_t l = 0; l < nc; ++l) acc[l] += p[l];
+      for (int64_t l = 0; l < nc; ++l) y[n * C + c0 + l] = static_cast<float>(acc[l] / count);
+    }
+  });
+}
+
 void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads) {
   max_pool_blocked_on(kernel_table(), s, x, y, threads);
 }

@@ -105,6 +105,7 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
   if (opt.pack_weights) {
     drop_unused_initializers(g);
     r.blocked_tensors += assign_blocked_layout(g);
+    r.nhwc_tensors += assign_int8_nhwc_layout(g);
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();
     for (size_t i = first; i < r.kernels.size(); ++i) {
@@ -116,6 +117,10 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       if (x || y)
         c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
                  " (NCHW8c, shared with the direct convolutions and pools next to it)";
+      const bool xn = n->attr_i("x_nhwc", 0) != 0, yn = n->attr_i("y_nhwc", 0) != 0;
+      if (xn || yn)
+        c.why += std::string("; pixel-major ") + (xn && yn ? "input and output" : xn ? "input" : "output") +
+                 " (NHWC, shared with the INT8 convolutions next to it)";
     }
   }
   for (const auto& n : g.nodes())

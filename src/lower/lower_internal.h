@@ -35,6 +35,12 @@ KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes);
 // (attributes x_blocked / y_blocked on the convolutions; blocked_layout.cpp); returns how many.
 int assign_blocked_layout(Graph& g);
 
+// Marks the INT8 tensors that pass between kiln.QConvs on the pixels path only as pixel-major
+// (attributes x_nhwc / y_nhwc and tactic "nhwc" on the convolutions; int8_nhwc_layout.cpp);
+// returns how many. KILN_INT8_NHWC=0 turns it off (for A/B runs).
+int assign_int8_nhwc_layout(Graph& g);
+bool int8_nhwc_enabled();
+
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct
 // or such 1x1s, so the activations around them stay channel-blocked. AVX-512 only (measured there).

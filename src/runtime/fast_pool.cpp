@@ -67,29 +67,37 @@ void run_pool(StepContext& ctx) {
 struct GlobalState {
   int64_t planes = 0, size = 0;
   int64_t N = 0, C = 0;
-  bool blocked = false;
+  bool blocked = false, pixel_major = false;
 };
 
 bool prepare_global(StepContext& ctx) {
   const Value* x = ctx.node->input(0);
   const bool in_blocks = blocked(*ctx.node);
+  // Pixel-major [N][H][W][C] floats (lower/int8_nhwc_layout.cpp: a dequantized INT8 output).
+  const bool pixel_major = ctx.node->attr_i("x_nhwc", 0) != 0;
   const bool fast = x && x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() >= 3;
   if (in_blocks)
     KILN_CHECK(fast && x->shape[1].value % kernels::kConvBlock == 0, ctx.node->describe(),
                ": a channel-blocked input needs a static f32 one with a multiple of ", kernels::kConvBlock, " channels");
+  KILN_CHECK(!pixel_major || fast, ctx.node->describe(), ": a pixel-major input needs a static f32 one");
   if (!fast) return false;
   const std::vector<int64_t> d = x->shape.static_dims();
   auto s = std::make_shared<GlobalState>();
   s->planes = d[0] * d[1];
-  s->N = d[0], s->C = d[1], s->blocked = in_blocks;
+  s->N = d[0], s->C = d[1], s->blocked = in_blocks, s->pixel_major = pixel_major;
   s->size = dims_product(d, 2, d.size());
-  if (s->size == 0 && !in_blocks) return false;
+  if (s->size == 0 && !in_blocks && !pixel_major) return false;
   ctx.state = s;
   return true;
 }
 
 void run_global(StepContext& ctx) {
   const GlobalState& s = *static_cast<const GlobalState*>(ctx.state.get());
+  if (s.pixel_major) {
+    kernels::global_average_pool_pixel_major(ctx.in(0).data<float>(), s.N, s.C, s.size, ctx.out(0).data<float>(),
+                                              ctx.threads);
+    return;
+  }
   if (s.blocked) {
     kernels::global_average_pool_blocked(ctx.in(0).data<float>(), s.N, s.C, s.size, ctx.out(0).data<float>(),
                                          ctx.threads);

@@ -634,3 +634,103 @@ TEST(Int8Kernels, MaxPoolMatchesNaiveWindowsWithPaddingIgnored) {
 
 }  // namespace
 }  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+namespace {
+
+// [C][HW] planes -> [HW][C] pixel rows of `elem`-byte elements (and back with the roles swapped).
+std::vector<uint8_t> planes_to_pixels(const std::vector<uint8_t>& v, int64_t C, int64_t HW, size_t elem) {
+  std::vector<uint8_t> out(v.size());
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t p = 0; p < HW; ++p) std::memcpy(&out[(p * C + c) * elem], &v[(c * HW + p) * elem], elem);
+  return out;
+}
+
+// Pixel-major activations (Conv2dShape::x_nhwc / y_nhwc, the pixels path's fused epilogue on
+// the tables that have it): every combination of input and output layout, u8 and flipped s8
+// inputs, every output and residual type with and without the f32 bias, over 1x1 (read in place),
+// strided, padded and dilated windows with ragged pixel tiles and channel panels, on two images
+// and two threads, gives the NCHW run's bytes (transposed), which
+// ConvEpilogueMatchesTheFormulaForEveryType checks against the formula.
+TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
+  auto shape = [](int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t st, int64_t pad, int64_t dil) {
+    Conv2dShape s;
+    s.N = 2, s.C = C, s.H = H, s.W = W, s.K = K, s.R = s.S = R;
+    s.stride_h = s.stride_w = st;
+    s.dil_h = s.dil_w = dil;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    return s;
+  };
+  const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0, 1), shape(12, 10, 14, 40, 1, 2, 0, 1),
+                                shape(8, 6, 5, 33, 3, 1, 1, 1), shape(16, 9, 9, 64, 3, 2, 1, 1),
+                                shape(8, 9, 8, 12, 3, 1, 2, 2)};
+  int tested = 0;
+  for (const QKernels* k : all_qkernels())
+    for (const Conv2dShape& base : shapes) {
+      if (!qconv_nhwc_supported(*k, base)) continue;
+      const int64_t Kc = base.C * base.R * base.S, P = base.out_h() * base.out_w(), HW = base.H * base.W;
+      const std::vector<int8_t> w = random_weights(base.K * Kc, 41, false);
+      std::vector<int32_t> sums(base.K), comp(base.K);
+      row_sums_s8(w.data(), base.K, Kc, sums.data());
+      for (int64_t m = 0; m < base.K; ++m) comp[m] = static_cast<int32_t>(m % 5) * 40 - 100 * sums[m];
+      auto scale = random_floats(base.K, 42, 1e-4f, 1e-3f), bias_f = random_floats(base.K, 43, -1.f, 1.f);
+      auto x = random_bytes(base.N * base.C * HW, 44);
+      auto res_b = random_bytes(base.N * base.K * P, 45);
+      auto res_f = random_floats(base.N * base.K * P, 46, -2.f, 2.f);
+      // Per image, the pixel-major copies of x and the residuals.
+      auto per_image = [](const std::vector<uint8_t>& v, int64_t N, int64_t C, int64_t HW, size_t elem) {
+        std::vector<uint8_t> out;
+        const size_t image = static_cast<size_t>(C * HW) * elem;
+        for (int64_t n = 0; n < N; ++n) {
+          const std::vector<uint8_t> one(v.begin() + n * image, v.begin() + (n + 1) * image);
+          const auto t = planes_to_pixels(one, C, HW, elem);
+          out.insert(out.end(), t.begin(), t.end());
+        }
+        return out;
+      };
+      const auto x_t = per_image(x, base.N, base.C, HW, 1), res_b_t = per_image(res_b, base.N, base.K, P, 1);
+      std::vector<uint8_t> res_f_bytes(res_f.size() * 4);
+      std::memcpy(res_f_bytes.data(), res_f.data(), res_f_bytes.size());
+      const auto res_f_t_bytes = per_image(res_f_bytes, base.N, base.K, P, 4);
+      std::vector<float> res_f_t(res_f.size());
+      std::memcpy(res_f_t.data(), res_f_t_bytes.data(), res_f_t_bytes.size());
+      std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base));
+      qconv_pack_weight(*k, base, w.data(), pw.data());
+      for (uint8_t flip : {0, 0x80})
+        for (QType out : {QType::U8, QType::S8, QType::F32})
+          for (int res = 0; res < 4; ++res)
+            for (bool with_bias_f : {false, true}) {
+              const QEpilogue e = every_type_epilogue(out, res, with_bias_f, comp, scale, bias_f, res_b, res_f, P, -1.f);
+              const size_t osize = out == QType::F32 ? 4 : 1;
+              std::vector<uint8_t> ws(qconv_workspace_bytes(*k, base, 2)), want(base.N * base.K * P * osize);
+              qconv2d(*k, base, x.data(), flip, 7, pw.data(), e, want.data(), ws.data(), 2);
+              const auto want_t = per_image(want, base.N, base.K, P, osize);
+              for (int layout = 1; layout < 4; ++layout) {
+                Conv2dShape s = base;
+                s.x_nhwc = (layout & 1) != 0, s.y_nhwc = (layout & 2) != 0;
+                ASSERT_TRUE(qconv_nhwc_supported(*k, s));
+                ASSERT_STREQ(qconv_tactic_name(*k, s, flip != 0), "nhwc");
+                std::vector<uint8_t> pw2(qconv_packed_weight_bytes(*k, s));  // the pixels path's layout
+                qconv_pack_weight(*k, s, w.data(), pw2.data());
+                QEpilogue es = e;
+                if (s.y_nhwc && res > 0)
+                  es.residual = res == 3 ? static_cast<const void*>(res_f_t.data()) : res_b_t.data();
+                std::vector<uint8_t> ws2(qconv_workspace_bytes(*k, s, 2)), y(want.size(), 0xAB);
+                qconv2d(*k, s, s.x_nhwc ? x_t.data() : x.data(), flip, 7, pw2.data(), es, y.data(), ws2.data(), 2);
+                ASSERT_EQ(0, std::memcmp(y.data(), (s.y_nhwc ? want_t : want).data(), y.size()))
+                    << qisa_name(k->isa) << " C" << s.C << " K" << s.K << " R" << s.R << " stride " << s.stride_h
+                    << " x_nhwc " << s.x_nhwc << " y_nhwc " << s.y_nhwc << " flip " << int(flip) << " out "
+                    << int(out) << " residual " << res << " bias_f " << with_bias_f;
+              }
+              ++tested;
+            }
+    }
+  // Every AVX-512 VNNI table has the fused pixels epilogue.
+  if (qkernels_for(QIsa::Avx512Vnni)) EXPECT_GT(tested, 0);
+  Conv2dShape grouped = shape(8, 6, 6, 8, 3, 1, 1, 1);
+  grouped.group = 2;
+  for (const QKernels* k : all_qkernels()) EXPECT_FALSE(qconv_nhwc_supported(*k, grouped));
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8

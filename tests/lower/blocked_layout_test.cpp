@@ -16,6 +16,7 @@
 #include "kiln/runtime/artifact.h"
 #include "kiln/runtime/executable.h"
 #include "kiln/runtime/interpreter.h"
+#include "lower/lowered_artifact.h"
 
 namespace kiln::lower {
 namespace {
@@ -121,16 +122,10 @@ std::string chain(bool relu_of_o) {
 
 // Weights and biases of varied values (the text gives one value per tensor): 0.05 sin(1.3 i + k).
 Model parse_inferred(const std::string& text) {
-  Model m = parse_model(text);
-  float k = 0;
-  for (Value* v : m.graph->initializers) {
-    Tensor& t = *v->initializer;
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.05f * std::sin(1.3f * static_cast<float>(i) + k);
-    k += 1;
-  }
-  ops::verify_model(m);
-  ops::infer_shapes(m);
-  return m;
+  return parse_filled(text, [](Tensor& t, int k) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] = 0.05f * std::sin(1.3f * static_cast<float>(i) + static_cast<float>(k));
+  });
 }
 
 // "c0:-y c1:xy ..." : per convolution, x when it reads a blocked input, y when it writes a
@@ -236,16 +231,7 @@ TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);
-    const auto dir = std::filesystem::temp_directory_path() / ("kiln_blocked_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const std::string path = (dir / "m.kiln").string();
-    ArtifactManifest man;
-    man.source_model = "chain.onnx";
-    man.target_isa = kernels::gemm_isa();
-    man.passes = {"none"};
-    write_artifact(path, man, m);
-    auto exe = Executable::load(path);
-    std::filesystem::remove_all(dir);
+    auto exe = load_lowered(m, "blocked");
     Tensor x(DType::f32, m.graph->inputs[0]->shape.static_dims());
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
     Model ref = parse_inferred(text);

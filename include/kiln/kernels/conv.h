@@ -34,6 +34,12 @@ struct Conv2dShape {
   // two direct convolutions the output's transpose into NCHW and the next layer's transpose
   // back into blocks both disappear (lower/blocked_layout.cpp decides). Direct tactic only.
   bool x_blocked = false, y_blocked = false;
+  // Pixel-major activations, [N][H][W][C] (a pixel's channels consecutive), for the input
+  // (x_nhwc) or the output and residual (y_nhwc): between INT8 convolutions on the "pixels" path,
+  // whose tiles read pixels' channels in place and compute pixels x channels, the NCHW input's
+  // transpose and the output's transposed epilogue both disappear (lower/int8_nhwc_layout.cpp
+  // decides). INT8 convolutions with group 1 only (qconv_nhwc_supported).
+  bool x_nhwc = false, y_nhwc = false;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
 };

@@ -178,6 +178,14 @@ struct QKernels {
   // may also write acc[j * ldb + r] for r in [mr, 8) (the ymm tables transpose 8 x 8 blocks).
   void (*tile_u8s8_pixels)(const uint8_t* const* rows, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
                            const uint8_t* cols, int32_t* acc, int64_t ldb) = nullptr;
+  // Optional (nullptr: no pixel-major int8 activations, Conv2dShape::y_nhwc): tile_u8s8_pixels
+  // over the output pixels [p0, p1) (tiles of mr; pixel p's row at image + pixel_offsets[p],
+  // pixels past p1 - 1 reading its row) with the epilogue applied in registers, for epilogues
+  // with per-column channels (per_row false): out(p, col0 + j) for p in [p0, p1), j < cols_valid,
+  // the residual at p * e.ldr + col0 + j. Bit-identical to the tiles + epilogue.
+  void (*pixels_epilogue_strip)(const uint8_t* image, const int64_t* pixel_offsets, int64_t p0, int64_t p1,
+                                const int64_t* run_offsets, int64_t runs, int64_t run_groups, const uint8_t* cols,
+                                int cols_valid, const QEpilogue& e, int64_t col0, void* out, int64_t ldo) = nullptr;
   // Optional (nullptr: tile_s8u8_epilogue per panel): tile_s8u8_epilogue over `count` consecutive
   // packed panels (panel_bytes apart, GEMM columns col0 + p * nr; ncols columns valid from col0),
   // the epilogue's set-up paid once. Bit-identical to the tiles one by one.
@@ -248,14 +256,21 @@ bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s);
 // The path qconv2d takes for s on table k (signed_input: s8 activations), for reports and
 // profiles: "depthwise" (channel-blocked), "pixels" (output pixels as the GEMM's rows, windows
 // read in place), "quads" (channel quads read in place), "planes" (a
-// 1x1 convolution reading its input planes as they are) or "im2col" (phase planes packed into
-// panels).
+// 1x1 convolution reading its input planes as they are), "im2col" (phase planes packed into
+// panels) or "nhwc" (the pixels path reading or writing pixel-major activations).
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input);
+// Whether qconv2d can read (input) and write (output and residual) s pixel-major
+// (Conv2dShape::x_nhwc / y_nhwc) on table k: group 1, input channels in quads, and the
+// "pixels" path with its fused epilogue (QKernels::pixels_epilogue_strip). Such a shape runs
+// on that path whatever qconv_uses_pixels would pick for NCHW, tactic "nhwc".
+bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s);
 // Scratch bytes of one qconv2d call.
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads);
 // y [N, K, out_h, out_w] = epilogue(conv(x ^ flip, w)) with padding taps reading `pad` (the
 // activations' zero point, after the flip). e.per_row must be true (channel = output channel);
-// e.residual, when set, has y's layout.
+// e.residual, when set, has y's layout: NCHW planes e.ldr apart, or pixel-major with y (y_nhwc:
+// the kernel sets its stride). With s.x_nhwc / s.y_nhwc, x / y (and the residual) are
+// [N, H, W, C] bytes (qconv_nhwc_supported must hold).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
 

@@ -45,5 +45,8 @@ void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int thread
 // global_average_pool_blocked: y [N, C] (the NCHW [N, C, 1, 1]), summed in double like
 // global_average_pool.
 void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads);
+// The same on pixel-major activations [N][size][C] (an INT8 network's last convolution output,
+// dequantized: lower/int8_nhwc_layout.cpp): y [N, C], the same floats as global_average_pool.
+void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads);
 
 }  // namespace kiln::kernels

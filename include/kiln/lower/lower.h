@@ -30,6 +30,7 @@ struct LowerReport {
   double packed_bytes = 0;       // bytes of packed weights written
   int reference_nodes = 0;       // nodes left to reference kernels
   int blocked_tensors = 0;       // activations kept channel-blocked between direct convolutions
+  int nhwc_tensors = 0;          // INT8 activations kept pixel-major between QConvs (int8_nhwc_layout.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 

@@ -194,6 +194,7 @@ int64_t qconv_packed_columns(const Conv2dShape& s) { return Geometry(s, 0).N; }
 }  // namespace detail
 
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input) {
+  if (s.x_nhwc || s.y_nhwc) return "nhwc";
   if (qconv_is_depthwise(k, s)) return "depthwise";
   if (detail::qconv_uses_pixels(k, s)) return "pixels";
   if (detail::qconv_uses_quads(k, s)) return "quads";

@@ -196,7 +196,51 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
   });
 }
 
+// The group's image from a pixel-major input (Conv2dShape::x_nhwc, group 1): each input row's
+// W * C bytes are already the image row's interior, so the fill is a copy (XOR flip) plus the
+// padding border.
+void copy_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, uint8_t flip, uint8_t pad, uint8_t* img,
+                int threads) {
+  const int64_t row = g.Wp * g.Cg, inner = s.W * g.Cg;
+  parallel_for(g.Hp, threads_for_work(static_cast<double>(g.Hp) * row, threads), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      uint8_t* d = img + i * row;
+      const int64_t ih = i - s.pad_top;
+      if (ih < 0 || ih >= s.H) {
+        std::memset(d, pad, static_cast<size_t>(row));
+        continue;
+      }
+      std::memset(d, pad, static_cast<size_t>(s.pad_left * g.Cg));
+      std::memset(d + s.pad_left * g.Cg + inner, pad, static_cast<size_t>(s.pad_right * g.Cg));
+      const uint8_t* src = x + ih * inner;
+      uint8_t* dst = d + s.pad_left * g.Cg;
+      if (flip == 0) {
+        std::memcpy(dst, src, static_cast<size_t>(inner));
+        continue;
+      }
+      int64_t j = 0;
+#if defined(__SSE2__)
+      const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+      for (; j + 16 <= inner; j += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                         _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j)), f));
+#endif
+      for (; j < inner; ++j) dst[j] = static_cast<uint8_t>(src[j] ^ flip);
+    }
+  });
+}
+
 }  // namespace
+
+}  // namespace kiln::kernels::int8::detail
+
+namespace kiln::kernels::int8 {
+bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s) {
+  return k.tile_u8s8_pixels != nullptr && k.pixels_epilogue_strip != nullptr && s.group == 1 && s.C % 4 == 0;
+}
+}  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8::detail {
 
 // The choice compares the share of each path's tiles that is wasted: the column-major paths
 // compute their grid's columns in panels of nr (a panel at most half valid costs half) and round
@@ -222,6 +266,7 @@ void fill_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 // (qconv_bench, 5 paired rounds); the larger maps' (28x28, 14x14) stay on the column paths by the
 // waste rule below (they ran 1.04-1.5x here).
 bool qconv_uses_pixels(const QKernels& k, const Conv2dShape& s) {
+  if (s.x_nhwc || s.y_nhwc) return true;  // qconv_nhwc_supported holds (the caller's contract)
   if (k.tile_u8s8_pixels == nullptr || (s.C / s.group) % 4 != 0) return false;
   const int64_t P = s.out_h() * s.out_w(), Mg = s.K / s.group, half = k.nr / 2;
   const bool in_place_1x1 = s.R * s.S == 1 && s.stride_h == 1 && s.stride_w == 1;
@@ -259,15 +304,17 @@ namespace {
 // 282; 512 -> 512 at 7x7 (2.4 MB of weights) 220 / 240. In a model the weights come from L3, so
 // reading all of them costs more than in the benchmark: resnet50's 256 -> 256 layers at 14x14
 // (590 KB of weights, a 65 KB image) ran 0.184 -> 0.206 ms run-major (kiln profile).
+// A pixel-major output (y_nhwc) is always split run-major: a channel panel is 32 bytes of each
+// pixel's row, so two threads on neighbouring panels would write halves of the same lines.
 struct PixelWork {
   int64_t panels, tiles, runs, per_run, items;
   int slots;
   bool pixel_major;
-  PixelWork(const QKernels& k, const PixelGeometry& g, int threads)
+  PixelWork(const QKernels& k, const Conv2dShape& s, const PixelGeometry& g, int threads)
       : panels(ceil_div(g.Mg, k.nr)), tiles(ceil_div(g.P, k.mr)) {
     const int t = threads_for_work(static_cast<double>(g.Mg) * g.P * g.kc(), threads);
     runs = ceil_div(tiles, kTilesPerItem);
-    pixel_major = t > 1 && tiles >= t && g.Mg * g.kc() <= g.image_bytes();
+    pixel_major = t > 1 && tiles >= t && (s.y_nhwc || g.Mg * g.kc() <= g.image_bytes());
     if (pixel_major) {
       runs = std::min(tiles, round_up(std::max<int64_t>(runs, t), t));
       per_run = ceil_div(tiles, runs);
@@ -283,6 +330,37 @@ struct PixelWork {
 };
 }  // namespace
 
+namespace {
+// Image n's tiles with the epilogue in registers (QKernels::pixels_epilogue_strip), each
+// pixel's channels stored as a row of the pixel-major output y [N, OH, OW, K] (group 1); the
+// residual is pixel-major too. The channels are the epilogue's columns.
+void run_pixel_major_output(const QKernels& k, const Conv2dShape& s, const PixelGeometry& g, const PixelWork& work,
+                            const uint8_t* image, const int64_t* run_offsets, int64_t runs, int64_t run_groups,
+                            const int64_t* pixel_offsets, const uint8_t* wg, int64_t panel_bytes, const QEpilogue& e,
+                            int64_t n, void* y) {
+  QEpilogue en = e;
+  en.per_row = false;
+  const int64_t first = n * g.P * s.K;  // element (n, 0, 0, 0)
+  if (e.residual) {
+    en.residual = static_cast<const char*>(e.residual) + first * (e.residual_type == QType::F32 ? 4 : 1);
+    en.ldr = s.K;
+  }
+  void* yn = static_cast<char*>(y) + first * (e.out == QType::F32 ? 4 : 1);
+  const int slots = work.slots;
+  parallel_for(slots, slots, [&](int64_t sb, int64_t se) {
+    for (int64_t slot = sb; slot < se; ++slot)
+      for (int64_t item = work.items * slot / slots; item < work.items * (slot + 1) / slots; ++item) {
+        const int64_t panel = work.panel(item), t0 = work.run(item) * work.per_run;
+        const int64_t t1 = std::min(work.tiles, t0 + work.per_run);
+        const int channels = static_cast<int>(std::min<int64_t>(k.nr, g.Mg - panel * k.nr));
+        const uint8_t* cols = wg + panel * panel_bytes;
+        k.pixels_epilogue_strip(image, pixel_offsets, t0 * k.mr, std::min(g.P, t1 * k.mr), run_offsets, runs,
+                                run_groups, cols, channels, en, panel * k.nr, yn, s.K);
+      }
+  });
+}
+}  // namespace
+
 size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int /*threads*/) {
   return static_cast<size_t>(PixelLayout(k, PixelGeometry(s)).total());
 }
@@ -292,7 +370,7 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
   const PixelGeometry g(s);
   const PixelLayout l(k, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  const PixelWork work(k, g, threads);
+  const PixelWork work(k, s, g, threads);
   const int slots = work.slots;
   uint8_t* img = workspace;
   // The window as runs of contiguous bytes: with no horizontal dilation a kernel row's taps
@@ -307,11 +385,21 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
   for (int64_t p = 0; p < g.P; ++p) pixel_offsets[p] = g.pixel_offset(s, p);
   const size_t w_per_group = packed_cols_bytes(k, g.kc(), g.Mg);
   const int64_t panel_bytes = (g.kc() / 4) * k.nr * 4, ldb = buffer_row(k);
+  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
-      fill_image(s, g, x + (n * s.C + gi * g.Cg) * s.H * s.W, flip, pad, img, threads);
-      const GroupOutput go = group_output(e, s, n, gi, 0, y);
+      // The image the tiles read: a pixel-major unpadded input as it is (group 1), else filled.
+      const uint8_t* image = img;
+      if (!s.x_nhwc) fill_image(s, g, x + (n * s.C + gi * g.Cg) * s.H * s.W, flip, pad, img, threads);
+      else if (unpadded && flip == 0) image = x + n * s.H * s.W * s.C;
+      else copy_image(s, g, x + n * s.H * s.W * s.C, flip, pad, img, threads);
       const uint8_t* wg = packed_w + gi * w_per_group;
+      if (s.y_nhwc) {
+        run_pixel_major_output(k, s, g, work, image, run_offsets, runs, run_groups, pixel_offsets, wg, panel_bytes, e,
+                               n, y);
+        continue;
+      }
+      const GroupOutput go = group_output(e, s, n, gi, 0, y);
       parallel_for(slots, slots, [&](int64_t sb, int64_t se) {
         int32_t* buf = reinterpret_cast<int32_t*>(thread_scratch(l.per_slot));
         for (int64_t slot = sb; slot < se; ++slot) {
@@ -322,7 +410,7 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
             const uint8_t* cols = wg + panel * panel_bytes;
             for (int64_t t = t0; t < t1; ++t) {
               const uint8_t* rows[16];  // mr <= 16; rows past the last pixel repeat it
-              for (int r = 0; r < k.mr; ++r) rows[r] = img + pixel_offsets[std::min(t * k.mr + r, g.P - 1)];
+              for (int r = 0; r < k.mr; ++r) rows[r] = image + pixel_offsets[std::min(t * k.mr + r, g.P - 1)];
               k.tile_u8s8_pixels(rows, run_offsets, runs, run_groups, cols, buf + (t * k.mr - p0), ldb);
             }
             const int pixels = static_cast<int>(std::min(g.P, t1 * k.mr) - p0);

@@ -263,6 +263,64 @@ void zmm_tile_pixels(const uint8_t* const* rows, const int64_t* run_offsets, int
     }
 }
 
+// QKernels::pixels_epilogue_strip on the 8 x 32 tile: the pixels' accumulators requantized
+// from registers with per-column (per-channel) constants set up once per strip, each pixel's
+// channels stored as one row of the pixel-major output (the residual read the same way). Per
+// tile, the call, the dispatch and the constants cost as much as a 64-channel 1x1's products
+// (resnet50's 64 -> 256 at 56x56: 501 us a tile at a time, one thread).
+struct PixelsEpilogue {
+  template <QType Out, Res R>
+  static void call(const uint8_t* image, const int64_t* pixel_offsets, int64_t p0, int64_t p1,
+                   const int64_t* run_offsets, int64_t runs, int64_t run_groups, const uint8_t* cols, int cols_valid,
+                   const QEpilogue* ep, int64_t col0, void* out, int64_t ldo) {
+    const QEpilogue& e = *ep;
+    const __mmask16 mask0 = lane_mask(cols_valid), mask1 = lane_mask(cols_valid - QV_LANES);
+    for (int64_t t = p0; t < p1; t += QV_MR) {
+      const uint8_t* rows[QV_MR];  // rows past the strip's last pixel repeat it
+#pragma GCC unroll 16
+      for (int r = 0; r < QV_MR; ++r) rows[r] = image + pixel_offsets[std::min<int64_t>(t + r, p1 - 1)];
+      QV c[QV_MR][QV_NV];
+      vnni_accumulate_pixels(rows, run_offsets, runs, run_groups, cols, c);
+      // The constants are loaded after the products, per tile: held across them, with the 16
+      // accumulators, they spilled into the k loop (1.3-1.5x the time).
+      const EpiConsts k(e);
+      __m512i bias[QV_NV];
+      __m512 scale[QV_NV], bf[QV_NV];
+      const __mmask16 mask[QV_NV] = {mask0, mask1};
+#pragma GCC unroll 4
+      for (int v = 0; v < QV_NV; ++v) {
+        const int64_t col = col0 + v * QV_LANES;
+        bias[v] = e.bias ? _mm512_maskz_loadu_epi32(mask[v], e.bias + col) : _mm512_setzero_si512();
+        scale[v] = _mm512_maskz_loadu_ps(mask[v], e.scale + col);
+        bf[v] = e.bias_f ? _mm512_maskz_loadu_ps(mask[v], e.bias_f + col) : _mm512_setzero_ps();
+      }
+      const int rows_valid = static_cast<int>(std::min<int64_t>(QV_MR, p1 - t));
+#pragma GCC unroll 16
+      for (int r = 0; r < QV_MR; ++r) {
+        if (r >= rows_valid) break;
+        const int64_t row = t + r;
+#pragma GCC unroll 4
+        for (int v = 0; v < QV_NV; ++v) {
+          if (mask[v] == 0) break;
+          const int64_t col = col0 + v * QV_LANES;
+          const void* rp =
+              R == Res::None ? nullptr : static_cast<const char*>(e.residual) + (row * e.ldr + col) * res_size(R);
+          epilogue_lanes<Out, R>(k, _mm512_add_epi32(c[r][v], bias[v]), scale[v], e.bias_f, bf[v], rp,
+                                 static_cast<char*>(out) + (row * ldo + col) * out_size(Out), mask[v]);
+        }
+      }
+    }
+  }
+};
+
+void zmm_pixels_epilogue_strip(const uint8_t* image, const int64_t* pixel_offsets, int64_t p0, int64_t p1,
+                               const int64_t* run_offsets, int64_t runs, int64_t run_groups, const uint8_t* cols,
+                               int cols_valid, const QEpilogue& e_in, int64_t col0, void* out, int64_t ldo) {
+  const QEpilogue e = e_in;
+  detail::dispatch_epilogue<PixelsEpilogue>(e, image, pixel_offsets, p0, p1, run_offsets, runs, run_groups, cols,
+                                            cols_valid, &e, col0, out, ldo);
+}
+
 }  // namespace
 
 QKernels make_avx512vnni_qkernels() {
@@ -272,6 +330,7 @@ QKernels make_avx512vnni_qkernels() {
   k.tile_epilogue_grid = true;
   k.tile_s8u8_epilogue_strip = tile_s8u8_epilogue_strip_avx512;
   k.tile_u8s8_pixels = zmm_tile_pixels;
+  k.pixels_epilogue_strip = zmm_pixels_epilogue_strip;
   return k;
 }
 

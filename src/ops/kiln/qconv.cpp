@@ -20,6 +20,9 @@ void infer_qconv(InferContext& c) {
 }
 
 void qconv_kernel(KernelContext& c) {
+  if (c.node().attr_i("x_nhwc", 0) != 0 || c.node().attr_i("y_nhwc", 0) != 0)
+    c.fail("pixel-major (NHWC) activations run only on the compiled INT8 kernels, which this CPU or shape does not "
+           "allow; recompile the model on this machine");
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
   if (x.dtype() != DType::u8 && x.dtype() != DType::i8) c.fail(str_cat("X must be u8 or i8, got ", dtype_name(x.dtype())));
@@ -44,6 +47,9 @@ std::vector<AttrSpec> qconv_attrs() {
                              {"kernel_shape", AttrKind::Ints}, {"pads", AttrKind::Ints}, {"strides", AttrKind::Ints}};
   for (const AttrSpec& s : quant_attr_specs()) a.push_back(s);
   a.push_back({"tactic", AttrKind::String});  // set by lowering: the INT8 path it takes (profiles show it)
+  // set by lowering (lower/int8_nhwc_layout.cpp): X, or Y and Z, are [N, H, W, C] bytes
+  a.push_back({"x_nhwc", AttrKind::Int});
+  a.push_back({"y_nhwc", AttrKind::Int});
   return a;
 }
 

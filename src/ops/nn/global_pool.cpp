@@ -18,6 +18,10 @@ void infer_global_pool(InferContext& c) {
 
 void global_pool_kernel(KernelContext& c) {
   const Node& n = c.node();
+  // Set by lowering for the compiled runtime's kernels (channel-blocked or pixel-major input):
+  // these loops read NCHW.
+  if (n.attr_i("x_blocked", 0) != 0 || n.attr_i("x_nhwc", 0) != 0)
+    c.fail("a channel-blocked or pixel-major input runs only on the compiled kernels; recompile the model");
   DType dt = c.input(0).dtype();
   Tensor X = nn::compute_input(c.input(0));
   KILN_CHECK(X.rank() >= 2, n.describe(), ": input ", dims_str(X.dims()), " must have rank >= 2");
