@@ -17,8 +17,10 @@
 //     GlobalAveragePools read (dequantize_to_pools: its output is pixel-major too, and the pools
 //     get x_nhwc);
 //   - a convolution's residual and its output agree (the epilogue reads Z in the output's
-//     layout), and so do a DequantizeLinear's input and output; solved by dropping tensors until
-//     nothing changes.
+//     layout), and so do a DequantizeLinear's input and output;
+//   - a convolution reading pixel-major writes pixel-major (the other way needs a transposing
+//     buffer); and each convolution's output channels fill whole column panels of the tile;
+// solved by dropping tensors until nothing changes.
 // The reference kernels refuse a QConv or GlobalAveragePool marked so (they read NCHW), so a
 // step the fast kernel declined fails with one line instead of computing on transposed bytes.
 #include <cstdlib>
@@ -62,6 +64,9 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
   QConvPlan p{&kernels::int8::qkernels_for_signed(wt.data<int8_t>(), wt.numel()),
               ops::fused_conv_shape(n, x->shape.static_dims(), wt.dims())};
   if (!kernels::int8::qconv_nhwc_supported(*p.k, p.s)) return std::nullopt;
+  // Output channels in whole panels of the tile's columns: mobilenet_v2's 16-, 24- and
+  // 40-channel layers would compute 32 or 64.
+  if (p.s.K % p.k->nr != 0) return std::nullopt;
   return p;
 }
 
@@ -131,8 +136,18 @@ int assign_int8_nhwc_layout(Graph& g) {
       nhwc.erase(a ? a_v : b_v);
       changed = true;
     };
-    for (const Node* n : capable)
+    for (const Node* n : capable) {
       if (const Value* z = n->input(4)) tie(z, n->outputs[0]);
+      // A convolution that reads pixel-major writes pixel-major: writing NCHW from the pixel
+      // tiles goes through a transposing buffer and a second epilogue pass, which cost a
+      // 16 -> 96 1x1 at 112x112 (mobilenet_v2's expansion, read by a depthwise layer) 3.8x
+      // its planes path's time. A convolution may still read NCHW and write pixel-major (the
+      // first of a chain, transposing its input once: resnet50's layer1 after the max pool).
+      if (nhwc.count(n->input(0)) && !nhwc.count(n->outputs[0])) {
+        nhwc.erase(n->input(0));
+        changed = true;
+      }
+    }
     for (const Node* d : dequantize) tie(d->input(0), d->outputs[0]);
   }
   for (const Node* d : dequantize) {

@@ -23,27 +23,29 @@
 namespace kiln::lower {
 namespace {
 
-// A bottleneck on 8 channels at 10x10, u8 activations except c1's output (i8: c2 reads it with
-// the sign bit flipped, a copy rather than in place):
+// A bottleneck on 32 channels (one column panel of the AVX-512 tile) at 10x10, u8 activations
+// except c1's output (i8: c2 reads it with the sign bit flipped, a copy rather than in place),
+// ending in a classifier's head (__POOL__: DequantizeLinear, GlobalAveragePool):
 //   qx (QuantizeLinear) -> q: read by c0                  -> NCHW (not a QConv's output)
 //   c0 -> a: read by c1 (X) and c2 (residual)             -> pixel-major
 //   c1 -> h (i8): read by c2 (X)                          -> pixel-major
 //   c2 -> o = conv1x1(h) + a: read by c3 (X, stride 2)    -> pixel-major (its residual a is)
-//   c3 -> p: read by a DequantizeLinear                   -> NCHW
-// With o also dequantized (__O_OUT__), o stays NCHW, and so does a, tied to it as c2's residual.
-// With a GlobalAveragePool after the DequantizeLinear (__POOL__, a classifier's head), p and
-// the floats dequantized from it are pixel-major too, and the pool reads them so (gap:x-).
+//   c3 -> p: dequantized into the pool                    -> pixel-major, and the floats too (gap:x-)
+// Without the pool, p is a DequantizeLinear's graph output: NCHW, so c3 reads NCHW too (a
+// convolution reading pixel-major writes pixel-major), and so on up the chain: nothing is marked.
+// With o also dequantized (__O_OUT__), o stays NCHW, and so does a, tied to it as c2's residual;
+// c2 then reads NCHW, so h does too; p still passes pixel-major into the pool.
 constexpr const char* kBottleneck = R"(
 kiln.model ir=8 opset=13 opset.kiln=1
-graph g(%x: f32[2,8,10,10]) -> (%y__O_OUT__) {
+graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
   %xs = init f32[] dense<0.05>
   %xz = init u8[] dense<128>
   %ys = init f32[] dense<0.1>
   %yz = init u8[] dense<3>
-  %w3 = init i8[8,8,3,3] dense<1>
-  %w1 = init i8[8,8,1,1] dense<1>
-  %ws = init f32[8] dense<0.01>
-  %b = init i32[8] dense<10>
+  %w3 = init i8[32,32,3,3] dense<1>
+  %w1 = init i8[32,32,1,1] dense<1>
+  %ws = init f32[32] dense<0.002>
+  %b = init i32[32] dense<10>
   %q = QuantizeLinear(%x, %xs, %xz) @qx
   %a = kiln::QConv(%q, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.05, x_zero_point=128, y_scale=0.1, y_zero_point=0} @c0
   %h = kiln::QConv(%a, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], out_dtype="i8", x_scale=0.1, x_zero_point=0, y_scale=0.08, y_zero_point=-5} @c1
@@ -84,55 +86,68 @@ std::string marks(const Model& m) {
 bool cpu_has_nhwc() { return kernels::int8::qkernels().pixels_epilogue_strip != nullptr; }
 
 TEST(Int8NhwcLayout, MarksTensorsOnlyQConvsProduceAndRead) {
-  Model m = parse_inferred(bottleneck(false));
+  Model m = parse_inferred(bottleneck(false, true));
   LowerReport r = lower_model(m);
   ops::verify_model(m);  // the attributes are in QConv's schema
   if (!cpu_has_nhwc()) {
-    EXPECT_EQ(marks(m), "c0:-- c1:-- c2:-- c3:--");
+    EXPECT_EQ(marks(m), "c0:-- c1:-- c2:-- c3:-- gap:--");
     GTEST_SKIP() << "this CPU's INT8 table has no fused pixels epilogue (AVX-512 VNNI)";
   }
-  EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:x-");
-  EXPECT_EQ(r.nhwc_tensors, 3);
+  EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:xy gap:x-");
+  EXPECT_EQ(r.nhwc_tensors, 5);  // a, h, o, p and the dequantized floats
   for (const auto& n : m.graph->nodes())
     if (n->op == "QConv") EXPECT_EQ(n->attr_s("tactic", ""), "nhwc") << n->name;
   for (const auto& k : r.kernels)
     if (k.node == "c2") EXPECT_NE(k.why.find("pixel-major input and output"), std::string::npos) << k.why;
 }
 
-TEST(Int8NhwcLayout, ADequantizeLinearIntoPoolsPassesPixelMajorFloats) {
+TEST(Int8NhwcLayout, AConvolutionReadingPixelMajorWritesPixelMajor) {
   if (!cpu_has_nhwc()) GTEST_SKIP() << "no fused pixels epilogue on this CPU";
-  Model m = parse_inferred(bottleneck(false, true));
-  LowerReport r = lower_model(m);
-  EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:xy gap:x-");
-  EXPECT_EQ(r.nhwc_tensors, 5);  // a, h, o, p and the dequantized floats
-  // o dequantized as a graph output too: o and a stay NCHW, p still passes pixel-major.
-  Model n = parse_inferred(bottleneck(true, true));
-  lower_model(n);
-  EXPECT_EQ(marks(n), "c0:-- c1:-y c2:x- c3:-y gap:x-");
+  Model m = parse_inferred(bottleneck(false, false));
+  EXPECT_EQ(lower_model(m).nhwc_tensors, 0);
+  EXPECT_EQ(marks(m), "c0:-- c1:-- c2:-- c3:--");
 }
 
 TEST(Int8NhwcLayout, AResidualAndItsOutputAgree) {
   if (!cpu_has_nhwc()) GTEST_SKIP() << "no fused pixels epilogue on this CPU";
-  Model m = parse_inferred(bottleneck(true));
+  Model m = parse_inferred(bottleneck(true, true));
   LowerReport r = lower_model(m);
-  EXPECT_EQ(marks(m), "c0:-- c1:-y c2:x- c3:--");
-  EXPECT_EQ(r.nhwc_tensors, 1);
+  EXPECT_EQ(marks(m), "c0:-- c1:-- c2:-- c3:-y gap:x-");
+  EXPECT_EQ(r.nhwc_tensors, 2);
+}
+
+TEST(Int8NhwcLayout, OutputChannelsFillWholePanels) {
+  if (!cpu_has_nhwc()) GTEST_SKIP() << "no fused pixels epilogue on this CPU";
+  // c1 with 24 output channels (c2's 1x1 reads 24): c1 neither reads nor writes pixel-major,
+  // so a stays NCHW, and o with it (c2's residual); only p passes pixel-major into the pool.
+  std::string text = bottleneck(false, true);
+  for (const char* from : {"%w3 = init i8[32,32,3,3] dense<1>\n", "%w1 = init i8[32,32,1,1] dense<1>\n"}) {
+    const std::string f = from;
+    const std::string to = f.find("w3") != std::string::npos ? f + "  %w3n = init i8[24,32,3,3] dense<1>\n  %wsn = init f32[24] dense<0.002>\n  %bn = init i32[24] dense<10>\n"
+                                                                : f + "  %w1n = init i8[32,24,1,1] dense<1>\n";
+    text.replace(text.find(f), f.size(), to);
+  }
+  text.replace(text.find("%h = kiln::QConv(%a, %w3, %ws, %b)"), 35, "%h = kiln::QConv(%a, %w3n, %wsn, %bn)");
+  text.replace(text.find("%o = kiln::QConv(%h, %w1,"), 25, "%o = kiln::QConv(%h, %w1n,");
+  Model m = parse_inferred(text);
+  lower_model(m);
+  EXPECT_EQ(marks(m), "c0:-- c1:-- c2:-- c3:-y gap:x-");
 }
 
 TEST(Int8NhwcLayout, NothingChangesWhenSwitchedOff) {
   ::setenv("KILN_INT8_NHWC", "0", 1);
-  Model off = parse_inferred(bottleneck(false));
+  Model off = parse_inferred(bottleneck(false, true));
   const int n = lower_model(off).nhwc_tensors;
   ::unsetenv("KILN_INT8_NHWC");
   EXPECT_EQ(n, 0);
-  EXPECT_EQ(marks(off), "c0:-- c1:-- c2:-- c3:--");
+  EXPECT_EQ(marks(off), "c0:-- c1:-- c2:-- c3:-- gap:--");
 }
 
 TEST(Int8NhwcLayout, TheReferenceKernelRefusesAMarkedNode) {
   if (!cpu_has_nhwc()) GTEST_SKIP() << "no fused pixels epilogue on this CPU";
-  Model m = parse_inferred(bottleneck(false));
+  Model m = parse_inferred(bottleneck(false, true));
   lower_model(m);
-  Tensor x(DType::f32, {2, 8, 10, 10});
+  Tensor x(DType::f32, {2, 32, 10, 10});
   try {
     run_model(m, {{"x", x}});
     FAIL() << "the interpreter ran pixel-major QConvs";
@@ -152,7 +167,7 @@ TEST(Int8NhwcLayout, CompiledBottleneckEqualsTheInterpreter) {
     Model m = parse_inferred(text);
     lower_model(m);
     auto exe = load_lowered(m, "nhwc");
-    Tensor x(DType::f32, {2, 8, 10, 10});
+    Tensor x(DType::f32, {2, 32, 10, 10});
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 3.f * std::sin(0.37f * static_cast<float>(i));
     auto want = run_model(parse_inferred(text), {{"x", x}});
     for (int threads : {1, 2}) {
