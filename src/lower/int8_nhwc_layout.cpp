@@ -8,6 +8,8 @@
 // 0.83-1.0x the time on one thread, 0.76-1.04x on two.
 //
 // A tensor is pixel-major when
+//   - an int8 MaxPool on the fast kernel produces it (ops::qmax_pool_geometry: it pools its NCHW
+//     input, then transposes the pooled bytes; resnets' layer1 then starts pixel-major), or
 //   - a kiln.QConv the compiled runtime runs on its INT8 kernels produces it (nhwc_capable:
 //     static 4-D u8/i8 input, constant i8 weight and f32 scales, Relu/Clip at most, a residual of
 //     the output's shape) and this CPU's table has the fused pixels epilogue
@@ -105,16 +107,19 @@ bool int8_nhwc_enabled() {
 int assign_int8_nhwc_layout(Graph& g) {
   if (!int8_nhwc_enabled()) return 0;
   const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
-  std::set<const Node*> capable, dequantize, own;
+  std::set<const Node*> capable, dequantize, pools, own;
   for (const auto& up : g.nodes()) {
     own.insert(up.get());
     if (fast_qconv(*up)) capable.insert(up.get());
     else if (dequantize_to_pools(g, *up, outputs)) dequantize.insert(up.get());
+    else if (ops::qmax_pool_geometry(*up)) pools.insert(up.get());
   }
-  // Candidates: what such a QConv writes and only such QConvs (X or Z) or such a
-  // DequantizeLinear read; a DequantizeLinear's output (its pools read it).
+  // Candidates: what such a QConv or an int8 max pool writes and only such QConvs (X or Z) or
+  // such a DequantizeLinear read; a DequantizeLinear's output (its pools read it).
   std::set<const Value*> nhwc;
-  for (const Node* p : capable) {
+  std::set<const Node*> producers = capable;
+  producers.insert(pools.begin(), pools.end());
+  for (const Node* p : producers) {
     const Value* v = p->outputs[0];
     if (outputs.count(v)) continue;
     const std::vector<Node*> users = g.users(v);
@@ -156,6 +161,7 @@ int assign_int8_nhwc_layout(Graph& g) {
   }
   for (const auto& up : g.nodes()) {
     Node& n = *up;
+    if (pools.count(&n) && nhwc.count(n.outputs[0])) n.attrs["y_nhwc"] = int64_t{1};
     if (!capable.count(&n)) continue;
     const bool x = nhwc.count(n.input(0)) > 0, y = nhwc.count(n.outputs[0]) > 0;
     if (!x && !y) continue;

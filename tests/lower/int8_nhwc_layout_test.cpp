@@ -55,6 +55,28 @@ graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
 }
 )";
 
+// A resnet's first block: the stem's int8 max pool feeds a 3x3 and is the 1x1's residual; it
+// writes pixel-major (mp:-y) for both.
+constexpr const char* kPooledStem = R"(
+kiln.model ir=8 opset=13 opset.kiln=1
+graph g(%x: f32[2,32,12,12]) -> (%y) {
+  %xs = init f32[] dense<0.05>
+  %xz = init u8[] dense<128>
+  %ys = init f32[] dense<0.1>
+  %yz = init u8[] dense<3>
+  %w3 = init i8[32,32,3,3] dense<1>
+  %w1 = init i8[32,32,1,1] dense<1>
+  %ws = init f32[32] dense<0.002>
+  %b = init i32[32] dense<10>
+  %q = QuantizeLinear(%x, %xs, %xz) @qx
+  %m = MaxPool(%q) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @mp
+  %a = kiln::QConv(%m, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.05, x_zero_point=128, y_scale=0.1, y_zero_point=0} @c0
+  %o = kiln::QConv(%a, %w1, %ws, %b, %m) {activation="Relu", out_dtype="u8", x_scale=0.1, x_zero_point=0, y_scale=0.1, y_zero_point=0, z_scale=0.05, z_zero_point=128} @c1
+  %yd = DequantizeLinear(%o, %ys, %yz) @dq
+  %y = GlobalAveragePool(%yd) @gap
+}
+)";
+
 std::string bottleneck(bool o_out, bool pool = false) {
   std::string s = kBottleneck;
   s.replace(s.find("__O_OUT__"), 9, o_out ? ", %yo" : "");
@@ -77,7 +99,7 @@ Model parse_inferred(const std::string& text) {
 std::string marks(const Model& m) {
   std::string s;
   for (const auto& n : m.graph->nodes()) {
-    if (n->op != "QConv" && n->op != "GlobalAveragePool") continue;
+    if (n->op != "QConv" && n->op != "GlobalAveragePool" && n->op != "MaxPool") continue;
     s += (s.empty() ? "" : " ") + n->name + ":" + (n->attr_i("x_nhwc", 0) ? "x" : "-") + (n->attr_i("y_nhwc", 0) ? "y" : "-");
   }
   return s;
@@ -99,6 +121,14 @@ TEST(Int8NhwcLayout, MarksTensorsOnlyQConvsProduceAndRead) {
     if (n->op == "QConv") EXPECT_EQ(n->attr_s("tactic", ""), "nhwc") << n->name;
   for (const auto& k : r.kernels)
     if (k.node == "c2") EXPECT_NE(k.why.find("pixel-major input and output"), std::string::npos) << k.why;
+}
+
+TEST(Int8NhwcLayout, AnInt8MaxPoolWritesPixelMajorForItsConvolutions) {
+  if (!cpu_has_nhwc()) GTEST_SKIP() << "no fused pixels epilogue on this CPU";
+  Model m = parse_inferred(kPooledStem);
+  LowerReport r = lower_model(m);
+  EXPECT_EQ(marks(m), "mp:-y c0:xy c1:xy gap:x-");
+  EXPECT_EQ(r.nhwc_tensors, 4);  // m, a, o and the dequantized floats
 }
 
 TEST(Int8NhwcLayout, AConvolutionReadingPixelMajorWritesPixelMajor) {
@@ -158,16 +188,17 @@ TEST(Int8NhwcLayout, TheReferenceKernelRefusesAMarkedNode) {
   }
 }
 
-// The compiled bottleneck (pixel-major between c0, c1, c2 and c3; into the pool) against the interpreter on
+// The compiled bottleneck (pixel-major between c0, c1, c2 and c3; into the pool) and the pooled
+// stem against the interpreter on
 // the unlowered graph: the same bytes (the INT8 kernels' accumulation is exact and their
 // epilogue the reference's arithmetic), at 1 and 2 threads, both images.
 TEST(Int8NhwcLayout, CompiledBottleneckEqualsTheInterpreter) {
-  for (int variant = 0; variant < 4; ++variant) {
-    const std::string text = bottleneck(variant & 1, variant & 2);
+  for (int variant = 0; variant < 5; ++variant) {
+    const std::string text = variant < 4 ? bottleneck(variant & 1, variant & 2) : std::string(kPooledStem);
     Model m = parse_inferred(text);
     lower_model(m);
     auto exe = load_lowered(m, "nhwc");
-    Tensor x(DType::f32, {2, 32, 10, 10});
+    Tensor x(DType::f32, m.graph->inputs[0]->shape.static_dims());
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 3.f * std::sin(0.37f * static_cast<float>(i));
     auto want = run_model(parse_inferred(text), {{"x", x}});
     for (int threads : {1, 2}) {

@@ -264,6 +264,9 @@ const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool sign
 // "pixels" path with its fused epilogue (QKernels::pixels_epilogue_strip). Such a shape runs
 // on that path whatever qconv_uses_pixels would pick for NCHW, tactic "nhwc".
 bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s);
+// y [N][H][W][C] = x [N][C][H][W] bytes (16 x 16 and 32 x 16 byte transposes): an int8 max
+// pool's output for pixel-major readers (lower/int8_nhwc_layout.cpp).
+void planes_to_pixels(const uint8_t* x, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* y, int threads);
 // Scratch bytes of one qconv2d call.
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads);
 // y [N, K, out_h, out_w] = epilogue(conv(x ^ flip, w)) with padding taps reading `pad` (the

@@ -54,6 +54,7 @@ float apply_activation(Activation a, float x, float alpha, float beta);
 
 #include "kiln/ir/graph.h"
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/int8.h"
 #include "kiln/kernels/pool.h"
 
 namespace kiln::ops {
@@ -81,5 +82,11 @@ struct PoolGeometry {
   bool count_include_pad = false;
 };
 std::optional<PoolGeometry> pool_geometry(const Node& n);
+
+// The int8 max pool kernel's geometry (kernels::int8::max_pool_2d) for a MaxPool of a static
+// 4-D u8/i8 tensor (2-D window, dilation 1, explicit or VALID padding, no indices output; the
+// output size from shape inference), or nothing when the node runs the reference kernel. Read
+// by the runtime (runtime/fast_qmax_pool.cpp) and the lowering (lower/int8_nhwc_layout.cpp).
+std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n);
 
 }  // namespace kiln::ops

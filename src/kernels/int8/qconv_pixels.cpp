@@ -235,6 +235,15 @@ void copy_image(const Conv2dShape& s, const PixelGeometry& g, const uint8_t* x, 
 }  // namespace kiln::kernels::int8::detail
 
 namespace kiln::kernels::int8 {
+void planes_to_pixels(const uint8_t* x, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* y, int threads) {
+  // An unpadded 1x1 convolution's image is the input pixel-major.
+  Conv2dShape s;
+  s.C = s.K = C, s.H = H, s.W = W;
+  const detail::PixelGeometry g(s);
+  threads = std::max(1, threads <= 0 ? default_threads() : threads);
+  for (int64_t n = 0; n < N; ++n) detail::fill_image(s, g, x + n * C * H * W, 0, 0, y + n * C * H * W, threads);
+}
+
 bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s) {
   return k.tile_u8s8_pixels != nullptr && k.pixels_epilogue_strip != nullptr && s.group == 1 && s.C % 4 == 0;
 }
