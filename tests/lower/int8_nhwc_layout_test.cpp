@@ -35,10 +35,8 @@ namespace {
 // convolution reading pixel-major writes pixel-major), and so on up the chain: nothing is marked.
 // With o also dequantized (__O_OUT__), o stays NCHW, and so does a, tied to it as c2's residual;
 // c2 then reads NCHW, so h does too; p still passes pixel-major into the pool.
-constexpr const char* kBottleneck = R"(
-kiln.model ir=8 opset=13 opset.kiln=1
-graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
-  %xs = init f32[] dense<0.05>
+// Both graphs' constants and input quantization.
+constexpr const char* kInits = R"(  %xs = init f32[] dense<0.05>
   %xz = init u8[] dense<128>
   %ys = init f32[] dense<0.1>
   %yz = init u8[] dense<3>
@@ -46,7 +44,12 @@ graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
   %w1 = init i8[32,32,1,1] dense<1>
   %ws = init f32[32] dense<0.002>
   %b = init i32[32] dense<10>
-  %q = QuantizeLinear(%x, %xs, %xz) @qx
+  %q = QuantizeLinear(%x, %xs, %xz) @qx)";
+
+constexpr const char* kBottleneck = R"(
+kiln.model ir=8 opset=13 opset.kiln=1
+graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
+__INITS__
   %a = kiln::QConv(%q, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.05, x_zero_point=128, y_scale=0.1, y_zero_point=0} @c0
   %h = kiln::QConv(%a, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], out_dtype="i8", x_scale=0.1, x_zero_point=0, y_scale=0.08, y_zero_point=-5} @c1
   %o = kiln::QConv(%h, %w1, %ws, %b, %a) {activation="Relu", out_dtype="u8", x_scale=0.08, x_zero_point=-5, y_scale=0.1, y_zero_point=0, z_scale=0.1, z_zero_point=0} @c2
@@ -57,18 +60,10 @@ graph g(%x: f32[2,32,10,10]) -> (%y__O_OUT__) {
 
 // A resnet's first block: the stem's int8 max pool feeds a 3x3 and is the 1x1's residual; it
 // writes pixel-major (mp:-y) for both.
-constexpr const char* kPooledStem = R"(
+constexpr const char* kPooledStemText = R"(
 kiln.model ir=8 opset=13 opset.kiln=1
 graph g(%x: f32[2,32,12,12]) -> (%y) {
-  %xs = init f32[] dense<0.05>
-  %xz = init u8[] dense<128>
-  %ys = init f32[] dense<0.1>
-  %yz = init u8[] dense<3>
-  %w3 = init i8[32,32,3,3] dense<1>
-  %w1 = init i8[32,32,1,1] dense<1>
-  %ws = init f32[32] dense<0.002>
-  %b = init i32[32] dense<10>
-  %q = QuantizeLinear(%x, %xs, %xz) @qx
+__INITS__
   %m = MaxPool(%q) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @mp
   %a = kiln::QConv(%m, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.05, x_zero_point=128, y_scale=0.1, y_zero_point=0} @c0
   %o = kiln::QConv(%a, %w1, %ws, %b, %m) {activation="Relu", out_dtype="u8", x_scale=0.1, x_zero_point=0, y_scale=0.1, y_zero_point=0, z_scale=0.05, z_zero_point=128} @c1
@@ -77,8 +72,14 @@ graph g(%x: f32[2,32,12,12]) -> (%y) {
 }
 )";
 
+std::string with_inits(std::string s) {
+  s.replace(s.find("__INITS__"), 9, kInits);
+  return s;
+}
+const std::string kPooledStem = with_inits(kPooledStemText);
+
 std::string bottleneck(bool o_out, bool pool = false) {
-  std::string s = kBottleneck;
+  std::string s = with_inits(kBottleneck);
   s.replace(s.find("__O_OUT__"), 9, o_out ? ", %yo" : "");
   s.replace(s.find("__POOL__"), 8, pool ? "d" : "");
   s.replace(s.find("__O_NODE__"), 10,
@@ -194,7 +195,7 @@ TEST(Int8NhwcLayout, TheReferenceKernelRefusesAMarkedNode) {
 // epilogue the reference's arithmetic), at 1 and 2 threads, both images.
 TEST(Int8NhwcLayout, CompiledBottleneckEqualsTheInterpreter) {
   for (int variant = 0; variant < 5; ++variant) {
-    const std::string text = variant < 4 ? bottleneck(variant & 1, variant & 2) : std::string(kPooledStem);
+    const std::string text = variant < 4 ? bottleneck(variant & 1, variant & 2) : kPooledStem;
     Model m = parse_inferred(text);
     lower_model(m);
     auto exe = load_lowered(m, "nhwc");
