@@ -11,7 +11,7 @@
 //   - an int8 MaxPool on the fast kernel produces it (ops::qmax_pool_geometry: it pools its NCHW
 //     input, then transposes the pooled bytes; resnets' layer1 then starts pixel-major), or
 //   - a kiln.QConv the compiled runtime runs on its INT8 kernels produces it (nhwc_capable:
-//     static 4-D u8/i8 input, constant i8 weight and f32 scales, Relu/Clip at most, a residual of
+//     4-D u8/i8 input, static but for the batch, constant i8 weight and f32 scales, Relu/Clip at most, a residual of
 //     the output's shape) and this CPU's table has the fused pixels epilogue
 //     (qconv_nhwc_supported: group 1, input channels in quads);
 //   - it is not a graph output and every reader is such a QConv of this graph, reading it as X
@@ -26,7 +26,9 @@
 // The reference kernels refuse a QConv or GlobalAveragePool marked so (they read NCHW), so a
 // step the fast kernel declined fails with one line instead of computing on transposed bytes.
 #include <cstdlib>
+#include <optional>
 #include <set>
+#include <vector>
 #include <string>
 
 #include "kiln/kernels/int8.h"
@@ -36,6 +38,19 @@
 
 namespace kiln::lower {
 namespace {
+
+// A 4-D shape's dims with a symbolic batch counted as 1 (the layout does not depend on it: the
+// runtime plans each batch's shapes, and the kernels loop over images), or nothing when another
+// dim is not known.
+std::optional<std::vector<int64_t>> dims_any_batch(const Shape& s) {
+  if (!s.rank_known || s.rank() != 4) return std::nullopt;
+  std::vector<int64_t> d = {1};
+  for (size_t i = 1; i < 4; ++i) {
+    if (!s[i].is_static()) return std::nullopt;
+    d.push_back(s[i].value);
+  }
+  return d;
+}
 
 // The shape the compiled runtime's QConv kernel would run n with (runtime/fast_qconv.cpp's
 // conditions), with its table, or nullopt.
@@ -49,8 +64,8 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
   const Value* w = n.input(1);
   const Value* sc = n.input(2);
   if (!x || !w || !sc || !w->is_constant() || !sc->is_constant()) return std::nullopt;
-  if (!x->shape.is_static() || x->shape.rank() != 4 || (x->dtype != DType::u8 && x->dtype != DType::i8))
-    return std::nullopt;
+  const std::optional<std::vector<int64_t>> xd = dims_any_batch(x->shape);
+  if (!xd || (x->dtype != DType::u8 && x->dtype != DType::i8)) return std::nullopt;
   const Tensor& wt = *w->initializer;
   if (wt.dtype() != DType::i8 || wt.dims().size() != 4) return std::nullopt;
   const int64_t channels = wt.dim(0);
@@ -64,7 +79,7 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
   if (!ops::quant_attrs(n).clamp_only) return std::nullopt;
   if (const Value* z = n.input(4); z && z->shape != n.outputs[0]->shape) return std::nullopt;
   QConvPlan p{&kernels::int8::qkernels_for_signed(wt.data<int8_t>(), wt.numel()),
-              ops::fused_conv_shape(n, x->shape.static_dims(), wt.dims())};
+              ops::fused_conv_shape(n, *xd, wt.dims())};
   if (!kernels::int8::qconv_nhwc_supported(*p.k, p.s)) return std::nullopt;
   // Output channels in whole panels of the tile's columns: mobilenet_v2's 16-, 24- and
   // 40-channel layers would compute 32 or 64.
@@ -82,8 +97,7 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
 bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Value*>& outputs) {
   if (!n.domain.empty() || n.op != "DequantizeLinear" || n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Value* x = n.input(0);
-  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !x->shape.is_static() || x->shape.rank() != 4)
-    return false;
+  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !dims_any_batch(x->shape)) return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
     if (const Value* v = n.input(i); v && (!v->is_constant() || v->initializer->numel() != 1)) return false;
   const Value* y = n.outputs[0];
@@ -92,7 +106,7 @@ bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Val
   if (users.empty()) return false;
   for (const Node* u : users) {
     if (!u->domain.empty() || u->op != "GlobalAveragePool" || u->input(0) != y) return false;
-    if (y->dtype != DType::f32 || !y->shape.is_static() || y->shape.rank() != 4) return false;
+    if (y->dtype != DType::f32 || !dims_any_batch(y->shape)) return false;
   }
   return true;
 }
@@ -112,7 +126,7 @@ int assign_int8_nhwc_layout(Graph& g) {
     own.insert(up.get());
     if (fast_qconv(*up)) capable.insert(up.get());
     else if (dequantize_to_pools(g, *up, outputs)) dequantize.insert(up.get());
-    else if (ops::qmax_pool_geometry(*up)) pools.insert(up.get());
+    else if (ops::qmax_pool_geometry(*up, true)) pools.insert(up.get());
   }
   // Candidates: what such a QConv or an int8 max pool writes and only such QConvs (X or Z) or
   // such a DequantizeLinear read; a DequantizeLinear's output (its pools read it).

@@ -86,7 +86,8 @@ std::optional<PoolGeometry> pool_geometry(const Node& n);
 // The int8 max pool kernel's geometry (kernels::int8::max_pool_2d) for a MaxPool of a static
 // 4-D u8/i8 tensor (2-D window, dilation 1, explicit or VALID padding, no indices output; the
 // output size from shape inference), or nothing when the node runs the reference kernel. Read
-// by the runtime (runtime/fast_qmax_pool.cpp) and the lowering (lower/int8_nhwc_layout.cpp).
-std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n);
+// by the runtime (runtime/fast_qmax_pool.cpp) and the lowering (lower/int8_nhwc_layout.cpp,
+// any_batch: a symbolic batch counts as 1, since the runtime plans each batch's shapes).
+std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n, bool any_batch = false);
 
 }  // namespace kiln::ops

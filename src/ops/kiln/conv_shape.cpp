@@ -85,12 +85,20 @@ std::optional<PoolGeometry> pool_geometry(const Node& n) {
   return s;
 }
 
-std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n) {
+std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n, bool any_batch) {
   if (!n.domain.empty() || n.op != "MaxPool" || n.outputs.empty() || !n.outputs[0]) return std::nullopt;
   const Value* x = n.input(0);
   const Value* y = n.outputs[0];
-  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !x->shape.is_static() || x->shape.rank() != 4 ||
-      !y->shape.is_static() || (n.outputs.size() > 1 && n.outputs[1]))
+  // Static shapes, or (any_batch) static but for a symbolic batch, which counts as 1.
+  auto known = [&](const Shape& s) {
+    if (s.is_static()) return true;
+    if (!any_batch || !s.rank_known || s.rank() == 0) return false;
+    for (size_t i = 1; i < s.rank(); ++i)
+      if (!s[i].is_static()) return false;
+    return true;
+  };
+  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !known(x->shape) || x->shape.rank() != 4 ||
+      !known(y->shape) || (n.outputs.size() > 1 && n.outputs[1]))
     return std::nullopt;
   const std::vector<int64_t> k = n.attr_ints("kernel_shape", {}), s = n.attr_ints("strides", {1, 1}),
                              d = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
@@ -98,7 +106,12 @@ std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n) {
   if (k.size() != 2 || s.size() != 2 || d != std::vector<int64_t>{1, 1} || pads.size() != 4 ||
       (auto_pad != "NOTSET" && auto_pad != "VALID"))
     return std::nullopt;
-  const auto xd = x->shape.static_dims(), yd = y->shape.static_dims();
+  auto dims = [](const Shape& s) {
+    std::vector<int64_t> d = {s[0].is_static() ? s[0].value : 1};
+    for (size_t i = 1; i < s.rank(); ++i) d.push_back(s[i].value);
+    return d;
+  };
+  const auto xd = dims(x->shape), yd = dims(y->shape);
   kernels::int8::Pool2d p;
   p.planes = xd[0] * xd[1], p.H = xd[2], p.W = xd[3], p.OH = yd[2], p.OW = yd[3];
   p.kh = k[0], p.kw = k[1], p.stride_h = s[0], p.stride_w = s[1];
