@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <limits>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "conv_phase.h"
 #include "kiln/ir/error.h"
@@ -268,10 +271,21 @@ void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64
   parallel_for(N * pieces, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
       const int64_t n = item / pieces, c0 = item % pieces * kPiece, nc = std::min(kPiece, C - c0);
-      double acc[kPiece] = {};
+      alignas(16) double acc[kPiece] = {};
       const float* p = x + n * size * C + c0;
-      for (int64_t i = 0; i < size; ++i, p += C)
-        for (int64_t l = 0; l < nc; ++l) acc[l] += p[l];
+      const int64_t quads = nc / 4 * 4;
+      for (int64_t i = 0; i < size; ++i, p += C) {
+        int64_t l = 0;
+#if defined(__SSE2__)
+        // Each lane's double sum as the scalar loop adds it (the build's -O2 leaves it scalar).
+        for (; l < quads; l += 4) {
+          const __m128 v = _mm_loadu_ps(p + l);
+          _mm_store_pd(acc + l, _mm_add_pd(_mm_load_pd(acc + l), _mm_cvtps_pd(v)));
+          _mm_store_pd(acc + l + 2, _mm_add_pd(_mm_load_pd(acc + l + 2), _mm_cvtps_pd(_mm_movehl_ps(v, v))));
+        }
+#endif
+        for (; l < nc; ++l) acc[l] += p[l];
+      }
       for (int64_t l = 0; l < nc; ++l) y[n * C + c0 + l] = static_cast<float>(acc[l] / count);
     }
   });

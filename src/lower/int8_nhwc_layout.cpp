@@ -21,7 +21,9 @@
 //   - a convolution's residual and its output agree (the epilogue reads Z in the output's
 //     layout), and so do a DequantizeLinear's input and output;
 //   - a convolution reading pixel-major writes pixel-major (the other way needs a transposing
-//     buffer); and each convolution's output channels fill whole column panels of the tile;
+//     buffer); a depthwise one (kernels' depthwise_nhwc, mobilenet_v2's) reads pixel-major
+//     exactly when it writes it; and a non-depthwise convolution's output channels fill whole
+//     column panels of the tile;
 // solved by dropping tensors until nothing changes.
 // The reference kernels refuse a QConv or GlobalAveragePool marked so (they read NCHW), so a
 // step the fast kernel declined fails with one line instead of computing on transposed bytes.
@@ -82,8 +84,9 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
               ops::fused_conv_shape(n, *xd, wt.dims())};
   if (!kernels::int8::qconv_nhwc_supported(*p.k, p.s)) return std::nullopt;
   // Output channels in whole panels of the tile's columns: mobilenet_v2's 16-, 24- and
-  // 40-channel layers would compute 32 or 64.
-  if (p.s.K % p.k->nr != 0) return std::nullopt;
+  // 40-channel layers would compute 32 or 64. (Depthwise layers take 16 channels a vector,
+  // masked past the last.)
+  if (p.s.group == 1 && p.s.K % p.k->nr != 0) return std::nullopt;
   return p;
 }
 
@@ -166,6 +169,8 @@ int assign_int8_nhwc_layout(Graph& g) {
         nhwc.erase(n->input(0));
         changed = true;
       }
+      // A depthwise one (QKernels::depthwise_nhwc) reads and writes pixel-major or neither.
+      if (n->attr_i("group", 1) != 1) tie(n->input(0), n->outputs[0]);
     }
     for (const Node* d : dequantize) tie(d->input(0), d->outputs[0]);
   }

@@ -646,6 +646,76 @@ std::vector<uint8_t> planes_to_pixels(const std::vector<uint8_t>& v, int64_t C, 
   return out;
 }
 
+// Each of N images' [C][HW] planes -> [HW][C] pixel rows.
+std::vector<uint8_t> images_to_pixels(const std::vector<uint8_t>& v, int64_t N, int64_t C, int64_t HW, size_t elem) {
+  std::vector<uint8_t> out;
+  const size_t image = static_cast<size_t>(C * HW) * elem;
+  for (int64_t n = 0; n < N; ++n) {
+    const auto t = planes_to_pixels(std::vector<uint8_t>(v.begin() + n * image, v.begin() + (n + 1) * image), C, HW, elem);
+    out.insert(out.end(), t.begin(), t.end());
+  }
+  return out;
+}
+std::vector<float> images_to_pixels(const std::vector<float>& v, int64_t N, int64_t C, int64_t HW) {
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  const auto t = images_to_pixels(bytes, N, C, HW, 4);
+  std::vector<float> out(v.size());
+  std::memcpy(out.data(), t.data(), t.size());
+  return out;
+}
+
+// One convolution's random operands in both layouts: weights (row sums folded into the int32
+// bias with a -100 zero point), per-channel scales and f32 biases, input, u8 and f32 residuals,
+// and the pixel-major copies of the input and residuals.
+struct PixelMajorCase {
+  std::vector<int8_t> w;
+  std::vector<int32_t> comp;
+  std::vector<float> scale, bias_f, res_f, res_f_t;
+  std::vector<uint8_t> x, res_b, x_t, res_b_t;
+  PixelMajorCase(const Conv2dShape& s, unsigned seed, float scale_lo, float scale_hi) {
+    const int64_t Kc = s.C / s.group * s.R * s.S, P = s.out_h() * s.out_w(), HW = s.H * s.W;
+    w = random_weights(s.K * Kc, seed, false);
+    std::vector<int32_t> sums(s.K);
+    comp.resize(s.K);
+    row_sums_s8(w.data(), s.K, Kc, sums.data());
+    for (int64_t m = 0; m < s.K; ++m) comp[m] = static_cast<int32_t>(m % 5) * 40 - 100 * sums[m];
+    scale = random_floats(s.K, seed + 1, scale_lo, scale_hi), bias_f = random_floats(s.K, seed + 2, -1.f, 1.f);
+    x = random_bytes(s.N * s.C * HW, seed + 3);
+    res_b = random_bytes(s.N * s.K * P, seed + 4);
+    res_f = random_floats(s.N * s.K * P, seed + 5, -2.f, 2.f);
+    x_t = images_to_pixels(x, s.N, s.C, HW, 1), res_b_t = images_to_pixels(res_b, s.N, s.K, P, 1);
+    res_f_t = images_to_pixels(res_f, s.N, s.K, P);
+  }
+};
+
+// Every input flip, output and residual type, with and without the f32 bias, on `base` (NCHW):
+// the epilogue e, the same with its residual pixel-major (es), and the NCHW run's bytes (want)
+// and their pixel-major copy (want_t), for check(flip, what, e, es, want, want_t).
+template <class Check>
+void for_every_epilogue(const QKernels& k, const Conv2dShape& base, const PixelMajorCase& c,
+                        const std::vector<uint8_t>& pw, uint8_t pad, const Check& check) {
+  const int64_t P = base.out_h() * base.out_w();
+  for (uint8_t flip : {0, 0x80})
+    for (QType out : {QType::U8, QType::S8, QType::F32})
+      for (int res = 0; res < 4; ++res)
+        for (bool with_bias_f : {false, true}) {
+          const QEpilogue e =
+              every_type_epilogue(out, res, with_bias_f, c.comp, c.scale, c.bias_f, c.res_b, c.res_f, P, -1.f);
+          const size_t osize = out == QType::F32 ? 4 : 1;
+          std::vector<uint8_t> ws(qconv_workspace_bytes(k, base, 2)), want(base.N * base.K * P * osize);
+          qconv2d(k, base, c.x.data(), flip, pad, pw.data(), e, want.data(), ws.data(), 2);
+          QEpilogue es = e;
+          if (res > 0) es.residual = res == 3 ? static_cast<const void*>(c.res_f_t.data()) : c.res_b_t.data();
+          const std::string what = std::string(qisa_name(k.isa)) + " C" + std::to_string(base.C) + " K" +
+                                   std::to_string(base.K) + " R" + std::to_string(base.R) + " stride " +
+                                   std::to_string(base.stride_h) + " flip " + std::to_string(flip) + " out " +
+                                   std::to_string(static_cast<int>(out)) + " residual " + std::to_string(res) +
+                                   " bias_f " + std::to_string(with_bias_f);
+          check(flip, what, e, es, want, images_to_pixels(want, base.N, base.K, P, osize));
+        }
+}
+
 // Pixel-major activations (Conv2dShape::x_nhwc / y_nhwc, the pixels path's fused epilogue on
 // the tables that have it): every combination of input and output layout, u8 and flipped s8
 // inputs, every output and residual type with and without the f32 bias, over 1x1 (read in place),
@@ -668,68 +738,83 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   for (const QKernels* k : all_qkernels())
     for (const Conv2dShape& base : shapes) {
       if (!qconv_nhwc_supported(*k, base)) continue;
-      const int64_t Kc = base.C * base.R * base.S, P = base.out_h() * base.out_w(), HW = base.H * base.W;
-      const std::vector<int8_t> w = random_weights(base.K * Kc, 41, false);
-      std::vector<int32_t> sums(base.K), comp(base.K);
-      row_sums_s8(w.data(), base.K, Kc, sums.data());
-      for (int64_t m = 0; m < base.K; ++m) comp[m] = static_cast<int32_t>(m % 5) * 40 - 100 * sums[m];
-      auto scale = random_floats(base.K, 42, 1e-4f, 1e-3f), bias_f = random_floats(base.K, 43, -1.f, 1.f);
-      auto x = random_bytes(base.N * base.C * HW, 44);
-      auto res_b = random_bytes(base.N * base.K * P, 45);
-      auto res_f = random_floats(base.N * base.K * P, 46, -2.f, 2.f);
-      // Per image, the pixel-major copies of x and the residuals.
-      auto per_image = [](const std::vector<uint8_t>& v, int64_t N, int64_t C, int64_t HW, size_t elem) {
-        std::vector<uint8_t> out;
-        const size_t image = static_cast<size_t>(C * HW) * elem;
-        for (int64_t n = 0; n < N; ++n) {
-          const std::vector<uint8_t> one(v.begin() + n * image, v.begin() + (n + 1) * image);
-          const auto t = planes_to_pixels(one, C, HW, elem);
-          out.insert(out.end(), t.begin(), t.end());
-        }
-        return out;
-      };
-      const auto x_t = per_image(x, base.N, base.C, HW, 1), res_b_t = per_image(res_b, base.N, base.K, P, 1);
-      std::vector<uint8_t> res_f_bytes(res_f.size() * 4);
-      std::memcpy(res_f_bytes.data(), res_f.data(), res_f_bytes.size());
-      const auto res_f_t_bytes = per_image(res_f_bytes, base.N, base.K, P, 4);
-      std::vector<float> res_f_t(res_f.size());
-      std::memcpy(res_f_t.data(), res_f_t_bytes.data(), res_f_t_bytes.size());
+      const int64_t P = base.out_h() * base.out_w();
+      const PixelMajorCase c(base, 41, 1e-4f, 1e-3f);
       std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base));
-      qconv_pack_weight(*k, base, w.data(), pw.data());
-      for (uint8_t flip : {0, 0x80})
-        for (QType out : {QType::U8, QType::S8, QType::F32})
-          for (int res = 0; res < 4; ++res)
-            for (bool with_bias_f : {false, true}) {
-              const QEpilogue e = every_type_epilogue(out, res, with_bias_f, comp, scale, bias_f, res_b, res_f, P, -1.f);
-              const size_t osize = out == QType::F32 ? 4 : 1;
-              std::vector<uint8_t> ws(qconv_workspace_bytes(*k, base, 2)), want(base.N * base.K * P * osize);
-              qconv2d(*k, base, x.data(), flip, 7, pw.data(), e, want.data(), ws.data(), 2);
-              const auto want_t = per_image(want, base.N, base.K, P, osize);
-              for (int layout = 1; layout < 4; ++layout) {
-                Conv2dShape s = base;
-                s.x_nhwc = (layout & 1) != 0, s.y_nhwc = (layout & 2) != 0;
-                ASSERT_TRUE(qconv_nhwc_supported(*k, s));
-                ASSERT_STREQ(qconv_tactic_name(*k, s, flip != 0), "nhwc");
-                std::vector<uint8_t> pw2(qconv_packed_weight_bytes(*k, s));  // the pixels path's layout
-                qconv_pack_weight(*k, s, w.data(), pw2.data());
-                QEpilogue es = e;
-                if (s.y_nhwc && res > 0)
-                  es.residual = res == 3 ? static_cast<const void*>(res_f_t.data()) : res_b_t.data();
-                std::vector<uint8_t> ws2(qconv_workspace_bytes(*k, s, 2)), y(want.size(), 0xAB);
-                qconv2d(*k, s, s.x_nhwc ? x_t.data() : x.data(), flip, 7, pw2.data(), es, y.data(), ws2.data(), 2);
-                ASSERT_EQ(0, std::memcmp(y.data(), (s.y_nhwc ? want_t : want).data(), y.size()))
-                    << qisa_name(k->isa) << " C" << s.C << " K" << s.K << " R" << s.R << " stride " << s.stride_h
-                    << " x_nhwc " << s.x_nhwc << " y_nhwc " << s.y_nhwc << " flip " << int(flip) << " out "
-                    << int(out) << " residual " << res << " bias_f " << with_bias_f;
-              }
-              ++tested;
-            }
+      qconv_pack_weight(*k, base, c.w.data(), pw.data());
+      for_every_epilogue(*k, base, c, pw, 7, [&](uint8_t flip, const std::string& what, const QEpilogue& e,
+                                                 const QEpilogue& es, const std::vector<uint8_t>& want,
+                                                 const std::vector<uint8_t>& want_t) {
+        for (int layout = 1; layout < 4; ++layout) {
+          Conv2dShape s = base;
+          s.x_nhwc = (layout & 1) != 0, s.y_nhwc = (layout & 2) != 0;
+          ASSERT_TRUE(qconv_nhwc_supported(*k, s));
+          ASSERT_STREQ(qconv_tactic_name(*k, s, flip != 0), "nhwc");
+          std::vector<uint8_t> pw2(qconv_packed_weight_bytes(*k, s));  // the pixels path's layout
+          qconv_pack_weight(*k, s, c.w.data(), pw2.data());
+          std::vector<uint8_t> ws2(qconv_workspace_bytes(*k, s, 2)), y(want.size(), 0xAB);
+          qconv2d(*k, s, s.x_nhwc ? c.x_t.data() : c.x.data(), flip, 7, pw2.data(), s.y_nhwc ? es : e, y.data(),
+                  ws2.data(), 2);
+          ASSERT_EQ(0, std::memcmp(y.data(), (s.y_nhwc ? want_t : want).data(), y.size()))
+              << what << " x_nhwc " << s.x_nhwc << " y_nhwc " << s.y_nhwc;
+        }
+        ++tested;
+      });
     }
   // Every AVX-512 VNNI table has the fused pixels epilogue.
   if (qkernels_for(QIsa::Avx512Vnni)) EXPECT_GT(tested, 0);
   Conv2dShape grouped = shape(8, 6, 6, 8, 3, 1, 1, 1);
   grouped.group = 2;
   for (const QKernels* k : all_qkernels()) EXPECT_FALSE(qconv_nhwc_supported(*k, grouped));
+}
+
+}  // namespace
+}  // namespace kiln::kernels::int8
+
+namespace kiln::kernels::int8 {
+namespace {
+
+// The pixel-major depthwise kernel (QKernels::depthwise_nhwc, AVX-512) gives the NCHW
+// channel-blocked kernel's bytes, transposed, for every output and residual type (with and
+// without the f32 bias), u8 and flipped s8 inputs, 3x3 and 5x5 windows at strides 1 and 2,
+// dilation, ragged 16-channel blocks (40 channels) and rows (9 and 14 wide), two images, two
+// threads. The NCHW kernel is checked against the formula by DepthwiseEpilogueMatchesTheFormulaForEveryType.
+TEST(Int8Kernels, PixelMajorDepthwiseEqualsTheNchwKernelBitForBit) {
+  auto shape = [](int64_t C, int64_t H, int64_t W, int64_t R, int64_t st, int64_t pad, int64_t dil) {
+    Conv2dShape s;
+    s.N = 2, s.C = s.K = s.group = C, s.H = H, s.W = W, s.R = s.S = R;
+    s.stride_h = s.stride_w = st;
+    s.dil_h = s.dil_w = dil;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    return s;
+  };
+  const Conv2dShape shapes[] = {shape(40, 9, 9, 3, 1, 1, 1), shape(32, 14, 14, 3, 2, 1, 1), shape(16, 11, 14, 5, 1, 2, 1),
+                                shape(48, 13, 13, 5, 2, 2, 1), shape(24, 12, 9, 3, 1, 2, 2)};
+  int tested = 0;
+  for (const QKernels* k : all_qkernels())
+    for (const Conv2dShape& base : shapes) {
+      Conv2dShape s = base;
+      s.x_nhwc = s.y_nhwc = true;
+      if (!qconv_nhwc_supported(*k, s)) continue;
+      ASSERT_STREQ(qconv_tactic_name(*k, s, false), "nhwc");
+      const int64_t P = s.out_h() * s.out_w();
+      const PixelMajorCase c(base, 51, 1e-3f, 1e-2f);
+      std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base)), pw16(qconv_packed_weight_bytes(*k, s));
+      qconv_pack_weight(*k, base, c.w.data(), pw.data());
+      qconv_pack_weight(*k, s, c.w.data(), pw16.data());  // blocks of 16 channels
+      for_every_epilogue(*k, base, c, pw, 9, [&](uint8_t flip, const std::string& what, const QEpilogue&,
+                                                 const QEpilogue& es, const std::vector<uint8_t>& want,
+                                                 const std::vector<uint8_t>& want_t) {
+        for (int threads : {1, 2}) {
+          std::vector<uint8_t> ws2(qconv_workspace_bytes(*k, s, threads)), y(want.size(), 0xAB);
+          qconv2d(*k, s, c.x_t.data(), flip, 9, pw16.data(), es, y.data(), ws2.data(), threads);
+          ASSERT_EQ(0, std::memcmp(y.data(), want_t.data(), y.size()))
+              << what << " dil " << s.dil_h << " threads " << threads;
+        }
+        ++tested;
+      });
+    }
+  if (qkernels_for(QIsa::Avx512Vnni)) EXPECT_GT(tested, 0);
 }
 
 }  // namespace

@@ -204,6 +204,13 @@ struct QKernels {
   // the block's first channel (residual planes e.ldr apart, indexed like the output).
   void (*depthwise_block)(const DepthwisePlane& g, const uint8_t* x, int64_t x_plane, int nc, uint8_t flip,
                           const float* w, float* scratch, const QEpilogue& e, void* out, int64_t out_plane) = nullptr;
+  // Optional (nullptr: depthwise convolutions stay NCHW): a depthwise convolution (group == C ==
+  // K) whose input and output are both pixel-major (Conv2dShape::x_nhwc and y_nhwc), 16 channels
+  // a vector read and written in place; packed_w as qconv_pack_weight packs that shape (blocks of
+  // 16 channels, [R*S][16] floats each); e per channel, its
+  // residual pixel-major like y. Bit-identical to depthwise_block's bytes, transposed.
+  void (*depthwise_nhwc)(const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad, const float* packed_w,
+                         const QEpilogue& e, void* y, int threads) = nullptr;
 };
 // 255 * 127 * taps < 2^24: the f32 sums of the channel-blocked depthwise kernel stay exact.
 constexpr int64_t qdepthwise_max_taps = 518;
@@ -261,8 +268,9 @@ bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s);
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input);
 // Whether qconv2d can read (input) and write (output and residual) s pixel-major
 // (Conv2dShape::x_nhwc / y_nhwc) on table k: group 1, input channels in quads, and the
-// "pixels" path with its fused epilogue (QKernels::pixels_epilogue_strip). Such a shape runs
-// on that path whatever qconv_uses_pixels would pick for NCHW, tactic "nhwc".
+// "pixels" path with its fused epilogue (QKernels::pixels_epilogue_strip), where such a shape
+// runs whatever qconv_uses_pixels would pick for NCHW; or a depthwise shape (qconv_is_depthwise,
+// C == K) on QKernels::depthwise_nhwc, which needs x_nhwc and y_nhwc together. Tactic "nhwc".
 bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s);
 // y [N][H][W][C] = x [N][C][H][W] bytes (16 x 16 and 32 x 16 byte transposes): an int8 max
 // pool's output for pixel-major readers (lower/int8_nhwc_layout.cpp).

@@ -16,6 +16,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "kiln/ir/error.h"
 #include "kiln/kernels/int8.h"
 #include "kiln/kernels/parallel.h"
 #include "qconv_internal.h"
@@ -278,8 +279,14 @@ bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads, bool
 // then packs every panel), whichever balances better (split_by_panels).
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
-  if (qconv_is_depthwise(k, s))
+  if (qconv_is_depthwise(k, s)) {
+    if (s.x_nhwc || s.y_nhwc) {
+      KILN_CHECK(s.x_nhwc && s.y_nhwc && k.depthwise_nhwc, "int8 depthwise: pixel-major needs both sides and ",
+                 "this CPU's kernel (AVX-512)");
+      return k.depthwise_nhwc(s, x, flip, pad, reinterpret_cast<const float*>(packed_w), e, y, threads);
+    }
     return detail::qdepthwise(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
+  }
   if (detail::qconv_uses_pixels(k, s))
     return detail::qconv2d_pixels(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv2d_quads(k, s, x, flip, pad, packed_w, e, y, workspace, threads);

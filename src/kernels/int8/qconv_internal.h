@@ -102,12 +102,18 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, u
 
 // The depthwise path (qdepthwise.cpp; qconv_is_depthwise says when): channel blocks of 8 through
 // QKernels::depthwise_block, shared out as the f32 depthwise kernels are (depthwise_parts.h).
-// The packed weight: blocks of 8 channels, each [R*S][8] floats (tap-major, zero past K).
+// The packed weight: blocks of 8 channels, each [R*S][8] floats (tap-major, zero past K); of 16
+// for a pixel-major one (Conv2dShape::x_nhwc, QKernels::depthwise_nhwc).
 size_t qdepthwise_packed_weight_bytes(const Conv2dShape& s);
 void qdepthwise_pack_weight(const Conv2dShape& s, const int8_t* w, uint8_t* packed);
 size_t qdepthwise_workspace_bytes(const Conv2dShape& s, int threads);
 void qdepthwise(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
                 const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads);
+// QKernels::depthwise_nhwc on AVX-512 (qdepthwise_nhwc_avx512.cpp): a depthwise convolution
+// whose input and output are both pixel-major; packed_w as qdepthwise_pack_weight packs it
+// (blocks of 16 channels).
+void qdepthwise_nhwc_avx512(const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad, const float* packed_w,
+                            const QEpilogue& e, void* y, int threads);
 #if defined(__x86_64__)
 // quantize_floats on AVX2 (qquantize_avx2.cpp): the values [0, returned count) in steps of 32;
 // the caller finishes the rest.

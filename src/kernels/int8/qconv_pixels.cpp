@@ -245,7 +245,8 @@ void planes_to_pixels(const uint8_t* x, int64_t N, int64_t C, int64_t H, int64_t
 }
 
 bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s) {
-  return k.tile_u8s8_pixels != nullptr && k.pixels_epilogue_strip != nullptr && s.group == 1 && s.C % 4 == 0;
+  if (s.group != 1) return k.depthwise_nhwc != nullptr && s.group == s.C && s.C == s.K && qconv_is_depthwise(k, s);
+  return k.tile_u8s8_pixels != nullptr && k.pixels_epilogue_strip != nullptr && s.C % 4 == 0;
 }
 }  // namespace kiln::kernels::int8
 

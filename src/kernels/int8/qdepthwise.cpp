@@ -21,16 +21,21 @@ bool qconv_is_depthwise(const QKernels& k, const Conv2dShape& s) {
 
 namespace detail {
 
+// Channels per packed block: 8 for the channel-blocked NCHW kernel, 16 for the pixel-major one
+// (QKernels::depthwise_nhwc, a zmm of one pixel's channels).
+int64_t packed_lanes(const Conv2dShape& s) { return s.x_nhwc || s.y_nhwc ? 16 : kLanes; }
+
 size_t qdepthwise_packed_weight_bytes(const Conv2dShape& s) {
-  return sizeof(float) * static_cast<size_t>(ceil_div(s.K, kLanes) * kLanes * s.R * s.S);
+  const int64_t lanes = packed_lanes(s);
+  return sizeof(float) * static_cast<size_t>(ceil_div(s.K, lanes) * lanes * s.R * s.S);
 }
 
 void qdepthwise_pack_weight(const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
-  const int64_t RS = s.R * s.S;
+  const int64_t RS = s.R * s.S, lanes = packed_lanes(s);
   float* out = reinterpret_cast<float*>(packed);
-  std::fill(out, out + ceil_div(s.K, kLanes) * kLanes * RS, 0.f);  // lanes past K stay zero
+  std::fill(out, out + ceil_div(s.K, lanes) * lanes * RS, 0.f);  // lanes past K stay zero
   for (int64_t c = 0; c < s.K; ++c)
-    for (int64_t t = 0; t < RS; ++t) out[((c / kLanes) * RS + t) * kLanes + c % kLanes] = w[c * RS + t];
+    for (int64_t t = 0; t < RS; ++t) out[((c / lanes) * RS + t) * lanes + c % lanes] = w[c * RS + t];
 }
 
 // None: the parts run on their threads' own scratch (for_depthwise_parts says why).
