@@ -738,7 +738,6 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   for (const QKernels* k : all_qkernels())
     for (const Conv2dShape& base : shapes) {
       if (!qconv_nhwc_supported(*k, base)) continue;
-      const int64_t P = base.out_h() * base.out_w();
       const PixelMajorCase c(base, 41, 1e-4f, 1e-3f);
       std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base));
       qconv_pack_weight(*k, base, c.w.data(), pw.data());
@@ -762,7 +761,9 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
       });
     }
   // Every AVX-512 VNNI table has the fused pixels epilogue.
-  if (qkernels_for(QIsa::Avx512Vnni)) EXPECT_GT(tested, 0);
+  if (qkernels_for(QIsa::Avx512Vnni)) {
+    EXPECT_GT(tested, 0);
+  }
   Conv2dShape grouped = shape(8, 6, 6, 8, 3, 1, 1, 1);
   grouped.group = 2;
   for (const QKernels* k : all_qkernels()) EXPECT_FALSE(qconv_nhwc_supported(*k, grouped));
@@ -797,7 +798,6 @@ TEST(Int8Kernels, PixelMajorDepthwiseEqualsTheNchwKernelBitForBit) {
       s.x_nhwc = s.y_nhwc = true;
       if (!qconv_nhwc_supported(*k, s)) continue;
       ASSERT_STREQ(qconv_tactic_name(*k, s, false), "nhwc");
-      const int64_t P = s.out_h() * s.out_w();
       const PixelMajorCase c(base, 51, 1e-3f, 1e-2f);
       std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base)), pw16(qconv_packed_weight_bytes(*k, s));
       qconv_pack_weight(*k, base, c.w.data(), pw.data());
@@ -814,7 +814,9 @@ TEST(Int8Kernels, PixelMajorDepthwiseEqualsTheNchwKernelBitForBit) {
         ++tested;
       });
     }
-  if (qkernels_for(QIsa::Avx512Vnni)) EXPECT_GT(tested, 0);
+  if (qkernels_for(QIsa::Avx512Vnni)) {
+    EXPECT_GT(tested, 0);
+  }
 }
 
 }  // namespace
