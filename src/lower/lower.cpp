@@ -24,6 +24,9 @@ KernelChoice choice_for_other(const Node& n) {
       return {n.name, "kiln::" + n.op, "bf16", "16-bit weights: AVX512-BF16 or f32 kernels (kernels/bf16.h)"};
   }
   if (n.op == "Softmax") return {n.name, n.op, "rows", "one pass per row"};
+  if (n.domain.empty() && n.op == "MaxPool" && n.input(0) &&
+      (n.input(0)->dtype == DType::u8 || n.input(0)->dtype == DType::i8))
+    return {n.name, n.op, "pool", "int8 windows, separable and exact (2-D, static, no Indices output; else reference)"};
   if (n.domain.empty() && (n.op == "MaxPool" || n.op == "AveragePool"))
     return {n.name, n.op, "pool", "vector windows on stride-phase planes (2-D, f32, no Indices output; else reference)"};
   if (n.domain.empty() && n.op == "GlobalAveragePool") return {n.name, n.op, "rows", "one vector sum per plane"};

@@ -37,9 +37,8 @@ int assign_blocked_layout(Graph& g);
 
 // Marks the INT8 tensors that pass between kiln.QConvs on the pixels path only as pixel-major
 // (attributes x_nhwc / y_nhwc and tactic "nhwc" on the convolutions; int8_nhwc_layout.cpp);
-// returns how many. KILN_INT8_NHWC=0 turns it off (for A/B runs).
+// returns how many. KILN_INT8_NHWC=0 turns it off (for A/B runs; int8_nhwc_enabled in lower.h).
 int assign_int8_nhwc_layout(Graph& g);
-bool int8_nhwc_enabled();
 
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct

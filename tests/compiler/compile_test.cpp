@@ -3,6 +3,8 @@
 // options that change the result are not; bad input fails with one line and keeps an old artifact.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 
@@ -126,6 +128,15 @@ TEST(Compile, UnchangedRecompileIsACacheHitOtherOptionsAreNot) {
   CompileOptions dims = options(d, 1);
   dims.inputs.dims["N"] = 4;
   EXPECT_FALSE(compile_file(src, out, dims).cache_hit);
+  // Nor is one with a layout switched off (they change the lowering, not the options).
+  EXPECT_TRUE(compile_file(src, out, dims).cache_hit);
+  for (const char* env : {"KILN_BLOCKED_LAYOUT", "KILN_INT8_NHWC"}) {
+    ::setenv(env, "0", 1);
+    const bool hit = compile_file(src, out, dims).cache_hit;
+    ::unsetenv(env);
+    EXPECT_FALSE(hit) << env;
+    EXPECT_FALSE(compile_file(src, out, dims).cache_hit) << env << " back on";
+  }
   // A changed source is not a hit either.
   std::ofstream(src, std::ios::app) << "# changed\n";
   EXPECT_FALSE(compile_file(src, out, dims).cache_hit);

@@ -44,6 +44,8 @@ LowerReport lower_model(Model& m, const LowerOptions& opt = {});
 // False when the environment sets KILN_BLOCKED_LAYOUT=0: every activation then stays NCHW
 // (for A/B measurements and bisecting; the compile cache keys on it).
 bool blocked_layout_enabled();
+// KILN_INT8_NHWC=0 turns off pixel-major INT8 activations (lower/int8_nhwc_layout.cpp).
+bool int8_nhwc_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);
