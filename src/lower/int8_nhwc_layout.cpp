@@ -1,19 +1,20 @@
-// Pixel-major INT8 activations between convolutions on the "pixels" path (kernels/int8.h,
-// Conv2dShape::x_nhwc / y_nhwc). That path computes output pixels x channels: reading an NCHW
-// input it first transposes it into a pixel-major image, and writing NCHW it transposes every
-// tile through a buffer before its epilogue. A tensor that only such convolutions produce and
-// read skips both: its producer requantizes straight from the registers into [N][H][W][C] rows,
-// and its readers take their windows in place (a copy with the padding border when padded).
-// qconv_bench (AVX-512 VNNI, Zen 4, resnet50's shapes, NHWC in and out against the NCHW paths):
-// 0.83-1.0x the time on one thread, 0.76-1.04x on two.
+// Pixel-major INT8 activations between convolutions (kernels/int8.h, Conv2dShape::x_nhwc /
+// y_nhwc). The "pixels" path computes output pixels x channels: reading an NCHW input it first
+// transposes it into a pixel-major image, and writing NCHW it transposes every tile through a
+// buffer before its epilogue. A tensor that only such convolutions produce and read skips both:
+// its producer requantizes straight from the registers into [N][H][W][C] rows, and its readers
+// take their windows in place (a copy with the padding border when padded). qconv_bench (AVX-512
+// VNNI, Zen 4, resnet50's shapes, NHWC in and out against the NCHW paths): 0.83-1.0x the time on
+// one thread, 0.76-1.04x on two.
 //
 // A tensor is pixel-major when
-//   - an int8 MaxPool on the fast kernel produces it (ops::qmax_pool_geometry: it pools its NCHW
-//     input, then transposes the pooled bytes; resnets' layer1 then starts pixel-major), or
-//   - a kiln.QConv the compiled runtime runs on its INT8 kernels produces it (nhwc_capable:
-//     4-D u8/i8 input, static but for the batch, constant i8 weight and f32 scales, Relu/Clip at most, a residual of
-//     the output's shape) and this CPU's table has the fused pixels epilogue
-//     (qconv_nhwc_supported: group 1, input channels in quads);
+//   - it is produced by an int8 MaxPool on the fast kernel (ops::qmax_pool_geometry: it pools
+//     its NCHW input, then transposes the pooled bytes; the resnets' layer1 then starts
+//     pixel-major), or by a kiln.QConv the compiled runtime runs on its INT8 kernels (fast_qconv:
+//     4-D u8/i8 input, static but for the batch, constant i8 weight and f32 scales, Relu/Clip at
+//     most, a residual of the output's shape) whose shape this CPU's table runs pixel-major
+//     (qconv_nhwc_supported: group 1 with input channels in quads on the pixels path's fused
+//     epilogue, or depthwise on QKernels::depthwise_nhwc);
 //   - it is not a graph output and every reader is such a QConv of this graph, reading it as X
 //     or as the residual Z, or a per-tensor DequantizeLinear whose floats only
 //     GlobalAveragePools read (dequantize_to_pools: its output is pixel-major too, and the pools
@@ -21,17 +22,16 @@
 //   - a convolution's residual and its output agree (the epilogue reads Z in the output's
 //     layout), and so do a DequantizeLinear's input and output;
 //   - a convolution reading pixel-major writes pixel-major (the other way needs a transposing
-//     buffer); a depthwise one (kernels' depthwise_nhwc, mobilenet_v2's) reads pixel-major
-//     exactly when it writes it; and a non-depthwise convolution's output channels fill whole
-//     column panels of the tile;
+//     buffer); a depthwise one reads pixel-major exactly when it writes it; and a non-depthwise
+//     convolution's output channels fill whole column panels of the tile;
 // solved by dropping tensors until nothing changes.
-// The reference kernels refuse a QConv or GlobalAveragePool marked so (they read NCHW), so a
-// step the fast kernel declined fails with one line instead of computing on transposed bytes.
+// The reference kernels refuse a QConv, pool or GlobalAveragePool marked so (they read NCHW), so
+// a step the fast kernel declined fails with one line instead of computing on transposed bytes.
 #include <cstdlib>
 #include <optional>
 #include <set>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "kiln/kernels/int8.h"
 #include "kiln/ops/kiln_ops.h"
