@@ -13,6 +13,11 @@
 // the columns. The accumulators come out pixel-major; each tile is transposed into a
 // channel-major buffer whose epilogue then runs over whole rows of pixels, the same
 // k.epilogue as every path, so the bytes are the same.
+//
+// Pixel-major activations (Conv2dShape::x_nhwc / y_nhwc, lower/int8_nhwc_layout.cpp): an NHWC
+// input is the image already (read in place when unpadded, else its rows copied inside the
+// padding: copy_image); an NHWC output is written by QKernels::pixels_epilogue_strip straight
+// from the registers, a pixel's channels one row (run_pixel_major_output), with no buffer.
 #include <algorithm>
 #include <cstring>
 #if defined(__SSE2__)
