@@ -716,11 +716,12 @@ void for_every_epilogue(const QKernels& k, const Conv2dShape& base, const PixelM
         }
 }
 
-// Pixel-major activations (Conv2dShape::x_nhwc / y_nhwc, the pixels path's fused epilogue on
-// the tables that have it): every combination of input and output layout, u8 and flipped s8
+// Pixel-major activations (Conv2dShape::x_nhwc / y_nhwc: the pixels path's fused epilogue on
+// the tables that have it, the NCHW paths between transposes on every other table and for
+// grouped convolutions): every combination of input and output layout, u8 and flipped s8
 // inputs, every output and residual type with and without the f32 bias, over 1x1 (read in place),
-// strided, padded and dilated windows with ragged pixel tiles and channel panels, on two images
-// and two threads, gives the NCHW run's bytes (transposed), which
+// strided, padded, dilated and grouped windows with ragged pixel tiles and channel panels, on two
+// images and two threads, gives the NCHW run's bytes (transposed), which
 // ConvEpilogueMatchesTheFormulaForEveryType checks against the formula.
 TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   auto shape = [](int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t st, int64_t pad, int64_t dil) {
@@ -733,11 +734,11 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   };
   const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0, 1), shape(12, 10, 14, 40, 1, 2, 0, 1),
                                 shape(8, 6, 5, 33, 3, 1, 1, 1), shape(16, 9, 9, 64, 3, 2, 1, 1),
-                                shape(8, 9, 8, 12, 3, 1, 2, 2)};
-  int tested = 0;
+                                shape(8, 9, 8, 12, 3, 1, 2, 2), shape(16, 7, 7, 24, 3, 1, 1, 1)};
+  int tested = 0, native = 0;
   for (const QKernels* k : all_qkernels())
-    for (const Conv2dShape& base : shapes) {
-      if (!qconv_nhwc_supported(*k, base)) continue;
+    for (Conv2dShape base : shapes) {
+      if (base.K == 24) base.group = 2;  // grouped: always between transposes
       const PixelMajorCase c(base, 41, 1e-4f, 1e-3f);
       std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base));
       qconv_pack_weight(*k, base, c.w.data(), pw.data());
@@ -747,8 +748,9 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
         for (int layout = 1; layout < 4; ++layout) {
           Conv2dShape s = base;
           s.x_nhwc = (layout & 1) != 0, s.y_nhwc = (layout & 2) != 0;
-          ASSERT_TRUE(qconv_nhwc_supported(*k, s));
-          ASSERT_STREQ(qconv_tactic_name(*k, s, flip != 0), "nhwc");
+          const bool own = qconv_nhwc_supported(*k, s);
+          native += own;
+          ASSERT_STREQ(qconv_tactic_name(*k, s, flip != 0), own ? "nhwc" : "nhwc-transposed");
           std::vector<uint8_t> pw2(qconv_packed_weight_bytes(*k, s));  // the pixels path's layout
           qconv_pack_weight(*k, s, c.w.data(), pw2.data());
           std::vector<uint8_t> ws2(qconv_workspace_bytes(*k, s, 2)), y(want.size(), 0xAB);
@@ -760,9 +762,10 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
         ++tested;
       });
     }
+  EXPECT_EQ(tested, static_cast<int>(all_qkernels().size()) * 6 * 48);  // 2 flips x 3 outputs x 4 residuals x 2
   // Every AVX-512 VNNI table has the fused pixels epilogue.
   if (qkernels_for(QIsa::Avx512Vnni)) {
-    EXPECT_GT(tested, 0);
+    EXPECT_GT(native, 0);
   }
   Conv2dShape grouped = shape(8, 6, 6, 8, 3, 1, 1, 1);
   grouped.group = 2;
@@ -796,8 +799,8 @@ TEST(Int8Kernels, PixelMajorDepthwiseEqualsTheNchwKernelBitForBit) {
     for (const Conv2dShape& base : shapes) {
       Conv2dShape s = base;
       s.x_nhwc = s.y_nhwc = true;
-      if (!qconv_nhwc_supported(*k, s)) continue;
-      ASSERT_STREQ(qconv_tactic_name(*k, s, false), "nhwc");
+      // Tables without depthwise_nhwc run the NCHW kernel between transposes.
+      ASSERT_STREQ(qconv_tactic_name(*k, s, false), qconv_nhwc_supported(*k, s) ? "nhwc" : "nhwc-transposed");
       const PixelMajorCase c(base, 51, 1e-3f, 1e-2f);
       std::vector<uint8_t> pw(qconv_packed_weight_bytes(*k, base)), pw16(qconv_packed_weight_bytes(*k, s));
       qconv_pack_weight(*k, base, c.w.data(), pw.data());

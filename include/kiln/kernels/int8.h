@@ -271,6 +271,9 @@ const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool sign
 // "pixels" path with its fused epilogue (QKernels::pixels_epilogue_strip), where such a shape
 // runs whatever qconv_uses_pixels would pick for NCHW; or a depthwise shape (qconv_is_depthwise,
 // C == K) on QKernels::depthwise_nhwc, which needs x_nhwc and y_nhwc together. Tactic "nhwc".
+// Elsewhere (a table without those kernels, an artifact compiled on another CPU) qconv2d runs
+// pixel-major shapes on the NCHW paths between transposes (tactic "nhwc-transposed"), with the
+// same bytes: the packed weight and workspace sizes follow.
 bool qconv_nhwc_supported(const QKernels& k, const Conv2dShape& s);
 // y [N][H][W][C] = x [N][C][H][W] bytes (16 x 16 and 32 x 16 byte transposes): an int8 max
 // pool's output for pixel-major readers (lower/int8_nhwc_layout.cpp).

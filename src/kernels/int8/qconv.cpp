@@ -16,7 +16,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "kiln/ir/error.h"
 #include "kiln/kernels/int8.h"
 #include "kiln/kernels/parallel.h"
 #include "qconv_internal.h"
@@ -194,7 +193,49 @@ namespace detail {
 int64_t qconv_packed_columns(const Conv2dShape& s) { return Geometry(s, 0).N; }
 }  // namespace detail
 
+namespace {
+// Pixel-major activations on a table that cannot run them natively (an artifact compiled where
+// it could: lower/int8_nhwc_layout.cpp marks them only then) run the NCHW paths between
+// transposes (qconv2d_transposed): `planar` is the shape they run, packed and sized as such.
+bool native_nhwc(const QKernels& k, const Conv2dShape& s) {
+  return qconv_nhwc_supported(k, s) && (s.group == 1 || (s.x_nhwc && s.y_nhwc));
+}
+bool transposed(const QKernels& k, const Conv2dShape& s) { return (s.x_nhwc || s.y_nhwc) && !native_nhwc(k, s); }
+Conv2dShape planar(Conv2dShape s) {
+  s.x_nhwc = s.y_nhwc = false;
+  return s;
+}
+
+// Each of N images' [rows][cols] elements of `elem` bytes into [cols][rows], in 16 x 16 blocks.
+void transpose_images(const uint8_t* src, int64_t N, int64_t rows, int64_t cols, size_t elem, uint8_t* dst,
+                      int threads) {
+  const int64_t rb = ceil_div(rows, 16), cb = ceil_div(cols, 16);
+  parallel_for(N * rb, threads_for_work(static_cast<double>(N) * rows * cols, threads), [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t n = item / rb, r0 = item % rb * 16, r1 = std::min(rows, r0 + 16);
+      const uint8_t* sn = src + n * rows * cols * elem;
+      uint8_t* dn = dst + n * rows * cols * elem;
+      for (int64_t c0 = 0; c0 < cb * 16; c0 += 16)
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < std::min(cols, c0 + 16); ++c)
+            std::memcpy(dn + (c * rows + r) * elem, sn + (r * cols + c) * elem, elem);
+    }
+  });
+}
+
+// The transposes' buffers after the planar path's workspace: the NCHW input, output and
+// residual (4 bytes an element: the widest output and residual type).
+struct TransposedLayout {
+  int64_t inner, x, y, r;
+  TransposedLayout(int64_t inner_bytes, const Conv2dShape& s)
+      : inner(round_up(inner_bytes, 64)), x(round_up(s.N * s.C * s.H * s.W, 64)),
+        y(round_up(s.N * s.K * s.out_h() * s.out_w() * 4, 64)), r(y) {}
+  int64_t total() const { return inner + x + y + r; }
+};
+}  // namespace
+
 const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool signed_input) {
+  if (transposed(k, s)) return "nhwc-transposed";
   if (s.x_nhwc || s.y_nhwc) return "nhwc";
   if (qconv_is_depthwise(k, s)) return "depthwise";
   if (detail::qconv_uses_pixels(k, s)) return "pixels";
@@ -203,6 +244,7 @@ const char* qconv_tactic_name(const QKernels& k, const Conv2dShape& s, bool sign
 }
 
 size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
+  if (transposed(k, s)) return qconv_packed_weight_bytes(k, planar(s));
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_packed_weight_bytes(s);
   if (detail::qconv_uses_pixels(k, s)) return detail::qconv_packed_weight_bytes_pixels(k, s);
   Geometry g(s, 0);
@@ -210,6 +252,7 @@ size_t qconv_packed_weight_bytes(const QKernels& k, const Conv2dShape& s) {
 }
 
 void qconv_pack_weight(const QKernels& k, const Conv2dShape& s, const int8_t* w, uint8_t* packed) {
+  if (transposed(k, s)) return qconv_pack_weight(k, planar(s), w, packed);
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_pack_weight(s, w, packed);
   if (detail::qconv_uses_pixels(k, s)) return detail::qconv_pack_weight_pixels(k, s, w, packed);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_pack_weight_quads(k, s, w, packed);
@@ -239,6 +282,9 @@ struct Layout {
 }  // namespace
 
 size_t qconv_workspace_bytes(const QKernels& k, const Conv2dShape& s, int threads) {
+  if (transposed(k, s))
+    return static_cast<size_t>(
+        TransposedLayout(static_cast<int64_t>(qconv_workspace_bytes(k, planar(s), threads)), s).total());
   if (qconv_is_depthwise(k, s)) return detail::qdepthwise_workspace_bytes(s, threads);
   if (detail::qconv_uses_pixels(k, s)) return detail::qconv_workspace_bytes_pixels(k, s, threads);
   if (detail::qconv_uses_quads(k, s)) return detail::qconv_workspace_bytes_quads(k, s);
@@ -277,14 +323,36 @@ bool split_by_panels(const QKernels& k, int64_t N, int64_t mt, int threads, bool
 // (it stays in that core's L2) and runs the weights' row tiles over it, the requantizing
 // epilogue on each finished tile. Split over threads by panels or by row tiles (each thread
 // then packs every panel), whichever balances better (split_by_panels).
+namespace {
+// Pixel-major activations on a table without the kernels for them (native_nhwc): the input and a
+// residual transposed into NCHW, the planar path, its output transposed back. Slower, but an
+// artifact compiled on an AVX-512 VNNI CPU runs on every CPU its ISA allows.
+void qconv2d_transposed(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                        const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  const Conv2dShape p = planar(s);
+  const TransposedLayout l(static_cast<int64_t>(qconv_workspace_bytes(k, p, threads)), s);
+  uint8_t* xb = workspace + l.inner;
+  uint8_t* yb = xb + l.x;
+  uint8_t* rb = yb + l.y;
+  const int64_t HW = s.H * s.W, P = s.out_h() * s.out_w();
+  const size_t osize = e.out == QType::F32 ? 4 : 1, rsize = e.residual_type == QType::F32 ? 4 : 1;
+  if (s.x_nhwc) transpose_images(x, s.N, HW, s.C, 1, xb, threads);
+  QEpilogue ep = e;
+  if (s.y_nhwc && e.residual) {
+    transpose_images(static_cast<const uint8_t*>(e.residual), s.N, P, s.K, rsize, rb, threads);
+    ep.residual = rb, ep.ldr = P;
+  }
+  qconv2d(k, p, s.x_nhwc ? xb : x, flip, pad, packed_w, ep, s.y_nhwc ? static_cast<void*>(yb) : y, workspace, threads);
+  if (s.y_nhwc) transpose_images(yb, s.N, s.K, P, osize, static_cast<uint8_t*>(y), threads);
+}
+}  // namespace
+
 void qconv2d(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
              const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  if (transposed(k, s)) return qconv2d_transposed(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   if (qconv_is_depthwise(k, s)) {
-    if (s.x_nhwc || s.y_nhwc) {
-      KILN_CHECK(s.x_nhwc && s.y_nhwc && k.depthwise_nhwc, "int8 depthwise: pixel-major needs both sides and ",
-                 "this CPU's kernel (AVX-512)");
+    if (s.x_nhwc || s.y_nhwc)  // both, on a table with the kernel (else transposed above)
       return k.depthwise_nhwc(s, x, flip, pad, reinterpret_cast<const float*>(packed_w), e, y, threads);
-    }
     return detail::qdepthwise(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   }
   if (detail::qconv_uses_pixels(k, s))
