@@ -153,6 +153,39 @@ long steady_allocations(Executable& exe, const std::vector<Tensor>& in, std::vec
   return testing::allocation_count() - before;
 }
 
+// Pixel-major INT8 activations (attributes as lower/int8_nhwc_layout.cpp sets them): a 3x3
+// writing pixel-major, a depthwise layer and a 1x1 with a residual reading and writing it, the
+// dequantized floats averaged pixel by pixel. On the AVX-512 VNNI table their own kernels, on
+// others the NCHW paths between transposes: either way no allocation per run.
+TEST(Executable, PixelMajorInt8StepsDoNotAllocate) {
+  const char* text = R"(
+kiln.model ir=8 opset=13 opset.kiln=1
+graph main(%x: f32[1,32,12,12]) -> (%y) {
+  %xs = init f32[] dense<0.05>
+  %xz = init u8[] dense<128>
+  %ys = init f32[] dense<0.1>
+  %yz = init u8[] dense<3>
+  %w3 = init i8[32,32,3,3] dense<1>
+  %wd = init i8[32,1,3,3] dense<2>
+  %w1 = init i8[32,32,1,1] dense<-1>
+  %ws = init f32[32] dense<0.002>
+  %b = init i32[32] dense<10>
+  %q = QuantizeLinear(%x, %xs, %xz)
+  %a = kiln::QConv(%q, %w3, %ws, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.05, x_zero_point=128, y_scale=0.1, y_zero_point=0, y_nhwc=1}
+  %d = kiln::QConv(%a, %wd, %ws, %b) {group=32, kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", out_dtype="u8", x_scale=0.1, x_zero_point=0, y_scale=0.1, y_zero_point=0, x_nhwc=1, y_nhwc=1}
+  %o = kiln::QConv(%d, %w1, %ws, %b, %a) {activation="Relu", out_dtype="u8", x_scale=0.1, x_zero_point=0, y_scale=0.1, y_zero_point=0, z_scale=0.1, z_zero_point=0, x_nhwc=1, y_nhwc=1}
+  %f = DequantizeLinear(%o, %ys, %yz)
+  %y = GlobalAveragePool(%f) {x_nhwc=1}
+}
+)";
+  ScratchDir dir("exe_alloc_nhwc");
+  auto exe = load(dir, text);
+  Tensor x(DType::f32, {1, 32, 12, 12});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) * 0.05f - 2.f;
+  std::vector<Tensor> in = {x}, out;
+  EXPECT_EQ(steady_allocations(*exe, in, out), 0);
+}
+
 TEST(Executable, StridedCopiesAndPoolsDoNotAllocate) {
   // Transpose, Slice and Split run as strided copies planned once per shape (fast_strided.cpp),
   // the pools as fast kernels; at 2 threads the copies (2^16 elements) and pools split over

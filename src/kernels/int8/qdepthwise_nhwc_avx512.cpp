@@ -44,12 +44,12 @@ struct Geometry {
 // The ring slot of input row ih (a padding row when outside [0, H)) as [Wp][16] floats.
 struct Ring {
   float* rows;
-  std::vector<int64_t> held;  // the input row each slot holds (INT64_MIN: none)
+  int64_t* held;  // g.ring entries: the input row each slot holds (INT64_MIN: none)
   const float* row(const Geometry& g, const uint8_t* x, int nc, uint8_t flip, float pad, int64_t ih) {
     const int64_t slot = ((ih % g.ring) + g.ring) % g.ring;
     float* d = rows + slot * g.Wp * kLanes;
-    if (held[static_cast<size_t>(slot)] == ih) return d;
-    held[static_cast<size_t>(slot)] = ih;
+    if (held[slot] == ih) return d;
+    held[slot] = ih;
     const __m512 padv = _mm512_set1_ps(pad);
     if (ih < 0 || ih >= g.H) {
       for (int64_t j = 0; j < g.Wp; ++j) _mm512_store_ps(d + j * kLanes, padv);
@@ -147,12 +147,16 @@ void run(const QEpilogue& e, const Args& a) {
   const int64_t band = detail::ceil_div(g.OH, bands), items = a.s->N * bands * blocks;
   const size_t osize = detail::out_size(Out), rsize = detail::res_size(Rs);
   parallel_for(items, threads, [&](int64_t ib, int64_t ie) {
+    // The thread's ring, slot tags and window rows, kept from run to run: no allocation once warm.
     thread_local std::vector<float> store;
+    thread_local std::vector<int64_t> held;
+    thread_local std::vector<const float*> taps_rows;
     const size_t need = static_cast<size_t>(g.ring * g.Wp * kLanes + 16);
     if (store.size() < need) store.resize(need);
+    if (held.size() < static_cast<size_t>(g.ring)) held.resize(static_cast<size_t>(g.ring));
+    if (taps_rows.size() < static_cast<size_t>(g.R)) taps_rows.resize(static_cast<size_t>(g.R));
     float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(store.data()) + 63) & ~uintptr_t{63});
-    Ring ring{base, std::vector<int64_t>(static_cast<size_t>(g.ring))};
-    std::vector<const float*> taps_rows(static_cast<size_t>(g.R));
+    Ring ring{base, held.data()};
     const EpiConsts k(e);
     for (int64_t item = ib; item < ie; ++item) {
       const int64_t n = item / (bands * blocks), bi = item / blocks % bands, cb = item % blocks;
@@ -163,7 +167,7 @@ void run(const QEpilogue& e, const Args& a) {
       const __m512i bias = e.bias ? _mm512_maskz_loadu_epi32(mask, e.bias + c0) : _mm512_setzero_si512();
       const __m512 scale = _mm512_maskz_loadu_ps(mask, e.scale + c0);
       const __m512 bf = e.bias_f ? _mm512_maskz_loadu_ps(mask, e.bias_f + c0) : _mm512_setzero_ps();
-      std::fill(ring.held.begin(), ring.held.end(), INT64_MIN);
+      std::fill(held.begin(), held.begin() + g.ring, INT64_MIN);
       const uint8_t* xn = a.x + n * g.H * g.W * g.C + c0;
       QEpilogue en = e;  // the image's residual, from channel c0
       if (Rs != detail::Res::None)
