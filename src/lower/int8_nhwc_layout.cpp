@@ -41,17 +41,10 @@
 namespace kiln::lower {
 namespace {
 
-// A 4-D shape's dims with a symbolic batch counted as 1 (the layout does not depend on it: the
-// runtime plans each batch's shapes, and the kernels loop over images), or nothing when another
-// dim is not known.
-std::optional<std::vector<int64_t>> dims_any_batch(const Shape& s) {
-  if (!s.rank_known || s.rank() != 4) return std::nullopt;
-  std::vector<int64_t> d = {1};
-  for (size_t i = 1; i < 4; ++i) {
-    if (!s[i].is_static()) return std::nullopt;
-    d.push_back(s[i].value);
-  }
-  return d;
+// A 4-D shape's dims with a symbolic batch counted as 1, or nothing.
+std::optional<std::vector<int64_t>> dims_4d(const Shape& s) {
+  std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(s);
+  return d && d->size() == 4 ? d : std::nullopt;
 }
 
 // The shape the compiled runtime's QConv kernel would run n with (runtime/fast_qconv.cpp's
@@ -66,7 +59,7 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
   const Value* w = n.input(1);
   const Value* sc = n.input(2);
   if (!x || !w || !sc || !w->is_constant() || !sc->is_constant()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> xd = dims_any_batch(x->shape);
+  const std::optional<std::vector<int64_t>> xd = dims_4d(x->shape);
   if (!xd || (x->dtype != DType::u8 && x->dtype != DType::i8)) return std::nullopt;
   const Tensor& wt = *w->initializer;
   if (wt.dtype() != DType::i8 || wt.dims().size() != 4) return std::nullopt;
@@ -100,7 +93,7 @@ std::optional<QConvPlan> fast_qconv(const Node& n) {
 bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Value*>& outputs) {
   if (!n.domain.empty() || n.op != "DequantizeLinear" || n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Value* x = n.input(0);
-  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !dims_any_batch(x->shape)) return false;
+  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !dims_4d(x->shape)) return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
     if (const Value* v = n.input(i); v && (!v->is_constant() || v->initializer->numel() != 1)) return false;
   const Value* y = n.outputs[0];
@@ -109,7 +102,7 @@ bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Val
   if (users.empty()) return false;
   for (const Node* u : users) {
     if (!u->domain.empty() || u->op != "GlobalAveragePool" || u->input(0) != y) return false;
-    if (y->dtype != DType::f32 || !dims_any_batch(y->shape)) return false;
+    if (y->dtype != DType::f32 || !dims_4d(y->shape)) return false;
   }
   return true;
 }
@@ -186,7 +179,6 @@ int assign_int8_nhwc_layout(Graph& g) {
     if (!x && !y) continue;
     if (x) n.attrs["x_nhwc"] = int64_t{1};
     if (y) n.attrs["y_nhwc"] = int64_t{1};
-    n.attrs["tactic"] = std::string("nhwc");
   }
   return static_cast<int>(nhwc.size());
 }

@@ -36,20 +36,17 @@ KernelChoice choice_for_other(const Node& n) {
 }
 
 // The INT8 path a QConv takes on this CPU (kernels/int8.h, qconv_tactic_name) as its `tactic`
-// attribute, which profiles show. The path does not depend on the batch: a symbolic one counts
-// as 1. Left unset when the other dims or the weight are not known.
+// attribute, which profiles show; named after the layouts (pixel-major: "nhwc"). The path does
+// not depend on the batch: a symbolic one counts as 1. Left unset when the other dims or the
+// weight are not known.
 void name_qconv_tactic(Node& n) {
   const Value* x = n.input(0);
   const Value* w = n.input(1);
-  if (!x || !w || !w->is_constant() || !x->shape.rank_known || x->shape.rank() != 4) return;
+  if (!x || !w || !w->is_constant()) return;
   const Tensor& wt = *w->initializer;
-  if (wt.dtype() != DType::i8 || wt.dims().size() != 4) return;
-  std::vector<int64_t> dims = {1};
-  for (size_t i = 1; i < 4; ++i) {
-    if (!x->shape[i].is_static()) return;
-    dims.push_back(x->shape[i].value);
-  }
-  const kernels::Conv2dShape s = ops::fused_conv_shape(n, dims, wt.dims());
+  const std::optional<std::vector<int64_t>> dims = ops::dims_batch_as_one(x->shape);
+  if (wt.dtype() != DType::i8 || wt.dims().size() != 4 || !dims || dims->size() != 4) return;
+  const kernels::Conv2dShape s = ops::fused_conv_shape(n, *dims, wt.dims());
   const auto& k = kernels::int8::qkernels_for_signed(wt.data<int8_t>(), wt.numel());
   n.attrs["tactic"] = std::string(kernels::int8::qconv_tactic_name(k, s, x->dtype == DType::i8));
 }
@@ -101,7 +98,6 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       c = it->second;
     else
       c = choice_for_other(n);
-    if (n.domain == ops::kKilnDomain && n.op == "QConv") name_qconv_tactic(n);
     if (c.tactic == "reference") ++r.reference_nodes;
     r.kernels.push_back(std::move(c));
   }
@@ -126,6 +122,8 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
                  " (NHWC, shared with the INT8 convolutions next to it)";
     }
   }
+  for (const auto& n : g.nodes())
+    if (n->domain == ops::kKilnDomain && n->op == "QConv") name_qconv_tactic(*n);
   for (const auto& n : g.nodes())
     for (Graph* sg : ops::compiled_branches(*n)) lower_graph(m, *sg, opt, r);
 }

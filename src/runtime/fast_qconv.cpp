@@ -32,11 +32,9 @@ bool prepare(StepContext& ctx) {
   if (const Value* z = n.input(4); z && z->shape != n.outputs[0]->shape) return false;
   auto st = std::make_shared<QConvState>();
   st->k = &kernels::int8::qkernels_for_signed(c->w->data<int8_t>(), c->w->numel());
+  // With pixel-major flags from the node (lower/int8_nhwc_layout.cpp); a table without their
+  // kernels runs them between transposes (qconv2d).
   st->shape = ops::fused_conv_shape(n, x->shape.static_dims(), c->w->dims());
-  // Pixel-major activations (lower/int8_nhwc_layout.cpp); a table without their kernels runs
-  // them between transposes (qconv2d).
-  st->shape.x_nhwc = n.attr_i("x_nhwc", 0) != 0;
-  st->shape.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
   const kernels::Conv2dShape& s = st->shape;
   st->packed.resize(kernels::int8::qconv_packed_weight_bytes(*st->k, s));
   kernels::int8::qconv_pack_weight(*st->k, s, c->w->data<int8_t>(), st->packed.data());

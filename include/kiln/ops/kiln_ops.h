@@ -83,6 +83,11 @@ struct PoolGeometry {
 };
 std::optional<PoolGeometry> pool_geometry(const Node& n);
 
+// A shape's dims with a symbolic batch (dim 0) counted as 1, or nothing when its rank or another
+// dim is not known: for choices the batch does not change (a convolution's tactic, the INT8
+// layout), since the runtime plans each batch's shapes.
+std::optional<std::vector<int64_t>> dims_batch_as_one(const Shape& s);
+
 // The int8 max pool kernel's geometry (kernels::int8::max_pool_2d) for a MaxPool of a static
 // 4-D u8/i8 tensor (2-D window, dilation 1, explicit or VALID padding, no indices output; the
 // output size from shape inference), or nothing when the node runs the reference kernel. Read

@@ -25,6 +25,7 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.K = w[0], s.R = w[2], s.S = w[3];
   s.group = n.attr_i("group", 1);
   s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
+  s.x_nhwc = n.attr_i("x_nhwc", 0) != 0, s.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
   auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
   auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   KILN_CHECK(strides.size() == 2 && dil.size() == 2 && pads.size() == 4, n.describe(),
@@ -85,35 +86,37 @@ std::optional<PoolGeometry> pool_geometry(const Node& n) {
   return s;
 }
 
+std::optional<std::vector<int64_t>> dims_batch_as_one(const Shape& s) {
+  if (!s.rank_known || s.rank() == 0) return std::nullopt;
+  std::vector<int64_t> d = {s[0].is_static() ? s[0].value : 1};
+  for (size_t i = 1; i < s.rank(); ++i) {
+    if (!s[i].is_static()) return std::nullopt;
+    d.push_back(s[i].value);
+  }
+  return d;
+}
+
 std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n, bool any_batch) {
   if (!n.domain.empty() || n.op != "MaxPool" || n.outputs.empty() || !n.outputs[0]) return std::nullopt;
   const Value* x = n.input(0);
   const Value* y = n.outputs[0];
   // Static shapes, or (any_batch) static but for a symbolic batch, which counts as 1.
-  auto known = [&](const Shape& s) {
-    if (s.is_static()) return true;
-    if (!any_batch || !s.rank_known || s.rank() == 0) return false;
-    for (size_t i = 1; i < s.rank(); ++i)
-      if (!s[i].is_static()) return false;
-    return true;
+  auto dims = [&](const Shape& s) -> std::optional<std::vector<int64_t>> {
+    if (s.is_static()) return s.static_dims();
+    return any_batch ? dims_batch_as_one(s) : std::nullopt;
   };
-  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || !known(x->shape) || x->shape.rank() != 4 ||
-      !known(y->shape) || (n.outputs.size() > 1 && n.outputs[1]))
+  if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || (n.outputs.size() > 1 && n.outputs[1]))
     return std::nullopt;
+  const std::optional<std::vector<int64_t>> xd = dims(x->shape), yd = dims(y->shape);
+  if (!xd || !yd || xd->size() != 4 || yd->size() != 4) return std::nullopt;
   const std::vector<int64_t> k = n.attr_ints("kernel_shape", {}), s = n.attr_ints("strides", {1, 1}),
                              d = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
   const std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
   if (k.size() != 2 || s.size() != 2 || d != std::vector<int64_t>{1, 1} || pads.size() != 4 ||
       (auto_pad != "NOTSET" && auto_pad != "VALID"))
     return std::nullopt;
-  auto dims = [](const Shape& s) {
-    std::vector<int64_t> d = {s[0].is_static() ? s[0].value : 1};
-    for (size_t i = 1; i < s.rank(); ++i) d.push_back(s[i].value);
-    return d;
-  };
-  const auto xd = dims(x->shape), yd = dims(y->shape);
   kernels::int8::Pool2d p;
-  p.planes = xd[0] * xd[1], p.H = xd[2], p.W = xd[3], p.OH = yd[2], p.OW = yd[3];
+  p.planes = (*xd)[0] * (*xd)[1], p.H = (*xd)[2], p.W = (*xd)[3], p.OH = (*yd)[2], p.OW = (*yd)[3];
   p.kh = k[0], p.kw = k[1], p.stride_h = s[0], p.stride_w = s[1];
   p.pad_top = auto_pad == "VALID" ? 0 : pads[0], p.pad_left = auto_pad == "VALID" ? 0 : pads[1];
   return p;

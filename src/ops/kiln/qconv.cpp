@@ -21,8 +21,8 @@ void infer_qconv(InferContext& c) {
 
 void qconv_kernel(KernelContext& c) {
   if (c.node().attr_i("x_nhwc", 0) != 0 || c.node().attr_i("y_nhwc", 0) != 0)
-    c.fail("pixel-major (NHWC) activations run only on the compiled INT8 kernels, which this CPU or shape does not "
-           "allow; recompile the model on this machine");
+    c.fail("pixel-major (NHWC) activations run only on the compiled INT8 kernels, which declined this node; "
+           "recompile the model");
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
   if (x.dtype() != DType::u8 && x.dtype() != DType::i8) c.fail(str_cat("X must be u8 or i8, got ", dtype_name(x.dtype())));

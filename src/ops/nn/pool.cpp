@@ -126,12 +126,11 @@ void avg_pool(const T* x, T* y, int64_t planes, const nn::Geom3& g, const int64_
 }
 
 void pool_kernel(KernelContext& c) {
+  const Node& n = c.node();
   // Set by lowering for the compiled runtime's kernels (channel-blocked or pixel-major
   // activations): these loops read and write NCHW.
-  const Node& self = c.node();
-  if (self.attr_i("x_blocked", 0) != 0 || self.attr_i("y_blocked", 0) != 0 || self.attr_i("y_nhwc", 0) != 0)
+  if (n.attr_i("x_blocked", 0) != 0 || n.attr_i("y_blocked", 0) != 0 || n.attr_i("y_nhwc", 0) != 0)
     c.fail("a channel-blocked or pixel-major pool runs only on the compiled kernels; recompile the model");
-  const Node& n = c.node();
   DType dt = c.input(0).dtype();
   Tensor X = nn::compute_input(c.input(0));
   KILN_CHECK(X.rank() >= 3 && X.rank() <= 5, n.describe(), ": input ", dims_str(X.dims()),
