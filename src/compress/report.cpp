@@ -181,6 +181,16 @@ void AgreementSum::add(const float* r, const float* q, int64_t n) {
   }
 }
 
+double worst_row_cosine(const float* r, const float* q, int64_t n, int64_t row) {
+  double worst = 1;
+  for (int64_t at = 0; row > 0 && at + row <= n; at += row) {
+    AgreementSum one;
+    one.add(r + at, q + at, row);
+    worst = std::min(worst, one.result().cosine);
+  }
+  return worst;
+}
+
 Agreement AgreementSum::result() const {
   Agreement a;
   a.cosine = rr > 0 && qq > 0 ? rq / std::sqrt(rr * qq) : (rr == qq ? 1.0 : 0.0);
@@ -257,6 +267,7 @@ Report make_report(const ReportJob& rj) {
 
   const auto& outs = source.graph->outputs;
   std::vector<AgreementSum> sums(outs.size());
+  std::vector<double> worst(outs.size(), 1.0);
   int64_t correct_fp32 = 0, correct_int8 = 0, seen = 0;
   for (size_t b = 0; b < eval.size(); ++b) {
     Inputs in = eval.batch(b);
@@ -268,6 +279,9 @@ Report make_report(const ReportJob& rj) {
       KILN_CHECK(tf.dtype() == DType::f32 && tq.dtype() == DType::f32 && tf.numel() == tq.numel(), "report: output ",
                  outs[o]->name, " differs in type or size between the float and the quantized model");
       sums[o].add(tf.data<float>(), tq.data<float>(), tf.numel());
+      const int64_t samples = tf.rank() >= 2 ? tf.dim(0) : 1;
+      if (samples > 0)
+        worst[o] = std::min(worst[o], worst_row_cosine(tf.data<float>(), tq.data<float>(), tf.numel(), tf.numel() / samples));
     }
     const Tensor& logits_f = yf.at(outs[0]->name);
     const Tensor& logits_q = yq.at(outs[0]->name);
@@ -284,7 +298,7 @@ Report make_report(const ReportJob& rj) {
     seen += rows;
   }
   r.eval_samples = seen;
-  for (size_t o = 0; o < outs.size(); ++o) r.outputs.push_back({outs[o]->name, sums[o].result()});
+  for (size_t o = 0; o < outs.size(); ++o) r.outputs.push_back({outs[o]->name, sums[o].result(), worst[o]});
   if (labels && seen > 0) {
     r.accuracy_fp32 = 100.0 * correct_fp32 / seen;
     r.accuracy_int8 = 100.0 * correct_int8 / seen;
@@ -345,10 +359,10 @@ std::string format_report(const Report& r) {
   s << "  quantized nodes: " << r.quantized_nodes << ", kept in float: " << r.float_nodes.size() << "\n";
   for (const auto& f : r.float_nodes) s << "    " << f << "\n";
   s << "  held-out inputs: " << r.eval_source << ", " << r.eval_samples << " samples\n";
-  s << "  output            cosine      SQNR dB    max |diff|\n";
+  s << "  output            cosine      SQNR dB    max |diff|   worst sample cosine\n";
   for (const auto& o : r.outputs) {
-    std::snprintf(buf, sizeof buf, "  %-16s  %.6f  %9.2f  %12.4g\n", o.name.c_str(), o.error.cosine, o.error.sqnr_db,
-                  o.error.max_abs);
+    std::snprintf(buf, sizeof buf, "  %-16s  %.6f  %9.2f  %12.4g   %.6f\n", o.name.c_str(), o.error.cosine, o.error.sqnr_db,
+                  o.error.max_abs, o.worst_sample_cosine);
     s << buf;
   }
   if (r.accuracy_fp32) {
@@ -419,7 +433,8 @@ std::string report_json(const Report& r) {
   s << "],\n  \"eval\": {\"source\": " << json_str(r.eval_source) << ", \"samples\": " << r.eval_samples << "},\n";
   s << "  \"outputs\": [";
   for (size_t i = 0; i < r.outputs.size(); ++i)
-    s << (i ? ", " : "") << "{\"name\": " << json_str(r.outputs[i].name) << ", \"error\": " << json_agreement(r.outputs[i].error) << "}";
+    s << (i ? ", " : "") << "{\"name\": " << json_str(r.outputs[i].name) << ", \"error\": " << json_agreement(r.outputs[i].error)
+      << ", \"worst_sample_cosine\": " << json_num(r.outputs[i].worst_sample_cosine) << "}";
   s << "],\n  \"accuracy\": ";
   if (r.accuracy_fp32) s << "{\"fp32\": " << json_num(*r.accuracy_fp32) << ", \"int8\": " << json_num(*r.accuracy_int8) << "}";
   else s << "null";

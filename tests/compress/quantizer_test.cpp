@@ -188,6 +188,9 @@ TEST(QuantizeDigits, Int8AccuracyWithinHalfAPointAndTheReportSaysSo) {
   EXPECT_LE(std::abs(*rep.accuracy_int8 - *rep.accuracy_fp32), 0.5);
   ASSERT_EQ(rep.outputs.size(), 1u);
   EXPECT_GT(rep.outputs[0].error.cosine, 0.999);
+  // Per image, no better than over all of them, and still close.
+  EXPECT_LE(rep.outputs[0].worst_sample_cosine, rep.outputs[0].error.cosine + 1e-12);
+  EXPECT_GT(rep.outputs[0].worst_sample_cosine, 0.99);
   ASSERT_EQ(rep.layers.size(), 4u);
   for (const auto& l : rep.layers) EXPECT_GT(l.error.sqnr_db, 25) << l.node;
   EXPECT_LT(rep.bytes_int8, rep.bytes_fp32);
@@ -197,6 +200,18 @@ TEST(QuantizeDigits, Int8AccuracyWithinHalfAPointAndTheReportSaysSo) {
   // The digits CNN runs int8 from its input's quantization to the logits' dequantization.
   EXPECT_EQ(rep.islands.conversions, 0) << rep.islands.str();
   EXPECT_NE(json.find("\"float_islands\": {\"conversions\": 0"), std::string::npos);
+}
+
+// One bad row among good ones: the flat cosine barely moves, the worst row shows it.
+TEST(QuantizeReport, WorstSampleCosineFindsTheOneBadRow) {
+  std::vector<float> r(40), q(40);
+  for (int i = 0; i < 40; ++i) r[i] = q[i] = float((i * 7) % 11) - 5.0f;
+  for (int i = 10; i < 20; ++i) q[i] = -r[i];  // row 1 of 4 is flipped: cosine -1
+  EXPECT_DOUBLE_EQ(worst_row_cosine(r.data(), q.data(), 40, 10), -1.0);
+  EXPECT_DOUBLE_EQ(worst_row_cosine(r.data(), r.data(), 40, 10), 1.0);
+  AgreementSum all;
+  all.add(r.data(), q.data(), 40);
+  EXPECT_GT(all.result().cosine, 0.4);
 }
 
 // Where a compiled int8 graph leaves int8: conversions to float read inside the graph, counted

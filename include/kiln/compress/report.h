@@ -32,8 +32,12 @@ struct LayerReport {
 
 struct OutputReport {
   std::string name;
-  Agreement error;
+  Agreement error;                   // over every evaluated sample at once
+  double worst_sample_cosine = 1;    // the lowest cosine of one sample (a row along dim 0): a flat
+                                     // cosine over hundreds of samples can hide one that went wrong
 };
+// The cosine of r and q row by row (rows of `row` elements), the lowest of them.
+double worst_row_cosine(const float* r, const float* q, int64_t n, int64_t row);
 
 // Where a compiled int8 model leaves int8 for float ops and comes back (float_islands): the
 // conversions to float (DequantizeLinear, or a kiln.QLookup with a float table) whose result is
