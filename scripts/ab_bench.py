@@ -8,6 +8,8 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
   scripts/ab_bench.py int8 MODEL.onnx THREADS ROUNDS A B
       The same with INT8 artifacts: each side runs kiln quantize MODEL --calib-random 16 --seed 1
       (the same calibration on both sides) with the DIM flags.
+  scripts/ab_bench.py bf16 MODEL.onnx THREADS ROUNDS A B
+      The same with BF16 artifacts (kiln quantize MODEL --precision bf16).
   scripts/ab_bench.py conv FILTER ROUNDS A B
       build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark.
 
@@ -40,13 +42,15 @@ def run(cmd, env):
     return p.stdout
 
 
-def model_ab(model, threads, rounds, sides, int8=False):
+def model_ab(model, threads, rounds, sides, kind="fp32"):
     tmp = tempfile.mkdtemp(prefix="ab_bench_")
     dim = os.environ.get("DIM", "N=1")
     arts = []
     for i, (binary, env) in enumerate(sides):
         art = os.path.join(tmp, "%d.kiln" % i)
-        verb = ["quantize", model, "-o", art, "--calib-random", "16", "--seed", "1"] if int8 else ["compile", model, "-o", art]
+        verb = {"fp32": ["compile", model, "-o", art],
+                "int8": ["quantize", model, "-o", art, "--calib-random", "16", "--seed", "1"],
+                "bf16": ["quantize", model, "-o", art, "--precision", "bf16"]}[kind]
         run([binary] + verb + [f for d in dim.split() for f in ("--dim", d)], env)
         arts.append(art)
     ms = [[], []]
@@ -81,8 +85,8 @@ def report(title, series):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 6 and a[0] in ("model", "int8"):
-        model_ab(a[1], int(a[2]), int(a[3]), [side(a[4]), side(a[5])], a[0] == "int8")
+    if len(a) == 6 and a[0] in ("model", "int8", "bf16"):
+        model_ab(a[1], int(a[2]), int(a[3]), [side(a[4]), side(a[5])], {"model": "fp32"}.get(a[0], a[0]))
     elif len(a) == 5 and a[0] == "conv":
         conv_ab(a[1], int(a[2]), [side(a[3]), side(a[4])])
     else:

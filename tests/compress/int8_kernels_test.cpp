@@ -721,7 +721,8 @@ void for_every_epilogue(const QKernels& k, const Conv2dShape& base, const PixelM
 // grouped convolutions): every combination of input and output layout, u8 and flipped s8
 // inputs, every output and residual type with and without the f32 bias, over 1x1 (read in place),
 // strided, padded, dilated and grouped windows with ragged pixel tiles and channel panels, on two
-// images and two threads, gives the NCHW run's bytes (transposed), which
+// images (the 1x1s as one tall image, but a stride-2 one over odd rows) and two threads, gives the
+// NCHW run's bytes (transposed), which
 // ConvEpilogueMatchesTheFormulaForEveryType checks against the formula.
 TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   auto shape = [](int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t st, int64_t pad, int64_t dil) {
@@ -734,7 +735,8 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
   };
   const Conv2dShape shapes[] = {shape(24, 7, 9, 20, 1, 1, 0, 1), shape(12, 10, 14, 40, 1, 2, 0, 1),
                                 shape(8, 6, 5, 33, 3, 1, 1, 1), shape(16, 9, 9, 64, 3, 2, 1, 1),
-                                shape(8, 9, 8, 12, 3, 1, 2, 2), shape(16, 7, 7, 24, 3, 1, 1, 1)};
+                                shape(8, 9, 8, 12, 3, 1, 2, 2), shape(16, 7, 7, 24, 3, 1, 1, 1),
+                                shape(12, 9, 6, 40, 1, 2, 0, 1)};  // odd rows: the batch stays two images
   int tested = 0, native = 0;
   for (const QKernels* k : all_qkernels())
     for (Conv2dShape base : shapes) {
@@ -762,7 +764,7 @@ TEST(Int8Kernels, PixelMajorActivationsEqualTheNchwRunBitForBit) {
         ++tested;
       });
     }
-  EXPECT_EQ(tested, static_cast<int>(all_qkernels().size()) * 6 * 48);  // 2 flips x 3 outputs x 4 residuals x 2
+  EXPECT_EQ(tested, static_cast<int>(all_qkernels().size()) * 7 * 48);  // 2 flips x 3 outputs x 4 residuals x 2
   // Every AVX-512 VNNI table has the fused pixels epilogue.
   if (qkernels_for(QIsa::Avx512Vnni)) {
     EXPECT_GT(native, 0);

@@ -376,12 +376,32 @@ void run_pixel_major_output(const QKernels& k, const Conv2dShape& s, const Pixel
 }
 }  // namespace
 
+namespace {
+// A pixel-major 1x1 convolution without padding sees a batch of N images as one image N times
+// as tall: the same pixels in the same order, and (when each image's rows divide by the stride)
+// the same outputs. On small images each weight panel then streams once for the batch, not once
+// per image, and 49 pixels stop being a parallel region of their own: resnet50's 7x7 1x1s at
+// batch 8 take 15-23 % less time per image. Not on larger images, whose own pixels already
+// amortise the weights: its 28x28 and 56x56 1x1s ran 4-16 % slower as one tall image.
+constexpr int64_t kMostPixelsToBatch = 256;
+Conv2dShape batch_as_one_image(Conv2dShape s) {
+  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  if (s.N > 1 && s.x_nhwc && s.y_nhwc && s.R == 1 && s.S == 1 && s.group == 1 && unpadded && s.H % s.stride_h == 0 &&
+      s.out_h() * s.out_w() <= kMostPixelsToBatch) {
+    s.H *= s.N;
+    s.N = 1;
+  }
+  return s;
+}
+}  // namespace
+
 size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int /*threads*/) {
-  return static_cast<size_t>(PixelLayout(k, PixelGeometry(s)).total());
+  return static_cast<size_t>(PixelLayout(k, PixelGeometry(batch_as_one_image(s))).total());
 }
 
-void qconv2d_pixels(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+void qconv2d_pixels(const QKernels& k, const Conv2dShape& shape, const uint8_t* x, uint8_t flip, uint8_t pad,
                     const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  const Conv2dShape s = batch_as_one_image(shape);
   const PixelGeometry g(s);
   const PixelLayout l(k, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
