@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kiln/ir/npy.h"
+#include "kiln/kernels/parallel.h"
 #include "kiln/runtime/interpreter.h"
 
 namespace kiln::compress {
@@ -130,10 +131,15 @@ std::map<std::string, Observer> calibrate(Model& m, const std::vector<std::strin
   for (const auto& [t, axis] : channel_axis) obs[t].track_channels(axis);
   for (size_t i = 0; i < data.size(); ++i) {
     std::map<std::string, Tensor> taps = run_with_taps(m, data.batch(i), tensors);
+    std::vector<std::pair<const Tensor*, Observer*>> work;
     for (auto& [name, t] : taps) {
       KILN_CHECK(t.dtype() == DType::f32, "calibration: tensor ", name, " is ", dtype_name(t.dtype()), ", not f32");
-      obs[name].observe(t);
+      work.emplace_back(&t, &obs[name]);
     }
+    // Each observer sees only its own tensor: they fill their histograms side by side.
+    kernels::parallel_for(static_cast<int64_t>(work.size()), kernels::default_threads(), [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w) work[static_cast<size_t>(w)].second->observe(*work[static_cast<size_t>(w)].first);
+    });
     if (progress) progress(i + 1, data.size());
   }
   return obs;

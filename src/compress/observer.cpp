@@ -55,8 +55,16 @@ void Observer::observe(const Tensor& t) {
   for (int64_t d = axis + 1; d < rank; ++d) inner *= t.dim(static_cast<size_t>(d));
   if (channel_sum_.empty()) channel_sum_.assign(static_cast<size_t>(channels), 0.0);
   if (static_cast<int64_t>(channel_sum_.size()) != channels) return;  // shape changed between batches: keep the first
+  // Outer x channel x inner blocks, each channel's run summed contiguously (a division per
+  // element made this half of the observer's time on resnet50).
   const float* x = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) channel_sum_[(i / inner) % channels] += x[i];
+  const int64_t outer = channels > 0 && inner > 0 ? t.numel() / (channels * inner) : 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c, x += inner) {
+      double s = 0;
+      for (int64_t i = 0; i < inner; ++i) s += x[i];
+      channel_sum_[static_cast<size_t>(c)] += s;
+    }
   channel_samples_ += channels ? t.numel() / channels : 0;
 }
 
