@@ -1,10 +1,15 @@
 // kiln: command-line entry. Verbs are thin: parse flags, call the library, print.
 // Every kiln::Error becomes one line on stderr and exit code 1.
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "kiln/ir/error.h"
 #include "verbs.h"
@@ -57,7 +62,20 @@ const char* kUsage =
 
 }  // namespace
 
+// The interpreter and the compression tools allocate and free a tensor of up to tens of MB per
+// op. glibc serves each with a fresh mmap and unmaps it on free, so every op paid page faults
+// and the kernel's zeroing: calibrating resnet50 at 224 x 224 on 120 images spent 3.7 of its
+// 17 s in the kernel, 1.8 with the blocks kept in the heap for reuse (14.6 s). Peak resident
+// memory of `kiln run` is unchanged (artifacts plan one arena; resnet50 int8 68.4 -> 69.3 MB).
+static void keep_freed_blocks_for_reuse() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_MAX, 0);             // large blocks from the heap, not from mmap ...
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);  // ... and kept there when freed
+#endif
+}
+
 int main(int argc, char** argv) {
+  keep_freed_blocks_for_reuse();
   if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
