@@ -61,9 +61,9 @@ int64_t buffer_row(const QKernels& k) { return kTilesPerItem * k.mr + 8; }
 // channel-major accumulators (per_slot) in its own scratch (thread_scratch).
 struct PixelLayout {
   int64_t image, offsets, pixels, per_slot;
-  PixelLayout(const QKernels& k, const PixelGeometry& g)
-      : image(round_up(g.image_bytes(), 64)), offsets(round_up(g.taps * 8, 64)), pixels(round_up(g.P * 8, 64)),
-        per_slot(round_up(k.nr * buffer_row(k) * 4, 64)) {}
+  PixelLayout(const QKernels& k, const PixelGeometry& g, int64_t images = 1)
+      : image(round_up(images * g.image_bytes(), 64)), offsets(round_up(g.taps * 8, 64)),
+        pixels(round_up(images * g.P * 8, 64)), per_slot(round_up(k.nr * buffer_row(k) * 4, 64)) {}
   int64_t total() const { return image + offsets + pixels; }
 };
 
@@ -384,6 +384,13 @@ namespace {
 // batch 8 take 15-23 % less time per image. Not on larger images, whose own pixels already
 // amortise the weights: its 28x28 and 56x56 1x1s ran 4-16 % slower as one tall image.
 constexpr int64_t kMostPixelsToBatch = 256;
+// Any other pixel-major convolution on such small images takes the batch's images at once: each
+// padded image in its own slot of the workspace, the pixel offsets running on across them, the
+// output rows the batch's pixels in order (y is [N, OH, OW, K]).
+int64_t images_at_once(const Conv2dShape& s) {
+  const bool whole_batch = s.N > 1 && s.x_nhwc && s.y_nhwc && s.group == 1 && s.out_h() * s.out_w() <= kMostPixelsToBatch;
+  return whole_batch ? s.N : 1;
+}
 Conv2dShape batch_as_one_image(Conv2dShape s) {
   const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
   if (s.N > 1 && s.x_nhwc && s.y_nhwc && s.R == 1 && s.S == 1 && s.group == 1 && unpadded && s.H % s.stride_h == 0 &&
@@ -395,13 +402,46 @@ Conv2dShape batch_as_one_image(Conv2dShape s) {
 }
 }  // namespace
 
-size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& s, int /*threads*/) {
-  return static_cast<size_t>(PixelLayout(k, PixelGeometry(batch_as_one_image(s))).total());
+namespace {
+// images_at_once(s) > 1: the batch's images filled side by side, then one pass of the tiles over
+// all their pixels (the weights stream once for the batch, not once per image).
+void qconv2d_pixels_batch(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
+                          const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
+  const PixelGeometry one(s);
+  PixelGeometry all = one;  // the batch's pixels as one run of output rows
+  all.P = s.N * one.P;
+  const PixelLayout l(k, one, s.N);
+  threads = std::max(1, threads <= 0 ? default_threads() : threads);
+  const PixelWork work(k, s, all, threads);
+  const bool rows_contiguous = s.dil_w == 1;
+  const int64_t runs = rows_contiguous ? s.R : one.taps, run_groups = one.kc() / 4 / runs;
+  int64_t* run_offsets = reinterpret_cast<int64_t*>(workspace + l.image);
+  for (int64_t u = 0; u < runs; ++u)
+    run_offsets[u] = rows_contiguous ? one.tap_offset(s, u, 0) : one.tap_offset(s, u / s.S, u % s.S);
+  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  const bool in_place = unpadded && flip == 0;  // the input images are the padded images
+  const uint8_t* image = in_place ? x : workspace;
+  for (int64_t n = 0; !in_place && n < s.N; ++n)
+    copy_image(s, one, x + n * s.H * s.W * s.C, flip, pad, workspace + n * one.image_bytes(), threads);
+  int64_t* pixel_offsets = reinterpret_cast<int64_t*>(workspace + l.image + l.offsets);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t p = 0; p < one.P; ++p) pixel_offsets[n * one.P + p] = n * one.image_bytes() + one.pixel_offset(s, p);
+  const int64_t panel_bytes = (one.kc() / 4) * k.nr * 4;
+  run_pixel_major_output(k, s, all, work, image, run_offsets, runs, run_groups, pixel_offsets, packed_w, panel_bytes, e,
+                         0, y);
+}
+}  // namespace
+
+size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& shape, int /*threads*/) {
+  const Conv2dShape s = batch_as_one_image(shape);
+  return static_cast<size_t>(PixelLayout(k, PixelGeometry(s), images_at_once(s)).total());
 }
 
 void qconv2d_pixels(const QKernels& k, const Conv2dShape& shape, const uint8_t* x, uint8_t flip, uint8_t pad,
                     const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   const Conv2dShape s = batch_as_one_image(shape);
+  const int64_t images = images_at_once(s);
+  if (images > 1) return qconv2d_pixels_batch(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
   const PixelGeometry g(s);
   const PixelLayout l(k, g);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
