@@ -193,10 +193,14 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     if (y.size() != 4) return g;
     const int64_t N = y[0], K = y[1], OH = y[2], OW = y[3], group = n.attr_i("group", 1);
     if (cls == "conv_pixel-gemm") return {OH * OW, K / group, N * group};
-    if (cls == "conv_direct")  // rows of OW pixels, or all pixels as one row (conv.h)
-      return kernels::conv_direct_wraps(static_cast<int>(kernels::kernel_table().gemm.mr), OH, OW)
-                 ? GemmGeometry{OH * OW, K / group, N * group}
-                 : GemmGeometry{OW, K / group, N * group * OH};
+    if (cls == "conv_direct") {  // rows of OW pixels, or all pixels as one row (conv.h)
+      const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+      if (kernels::conv_direct_wraps(mr, OH, OW)) return GemmGeometry{OH * OW, K / group, N * group};
+      // Rows of at most mr / 2 pixels run wide tiles (half the pixels, twice the channels: the
+      // accumulators of 2 OW rows by nr channels).
+      if (mr >= 2 && OW <= mr / 2) return GemmGeometry{2 * OW, (K / group + 1) / 2, N * group * OH};
+      return GemmGeometry{OW, K / group, N * group * OH};
+    }
     return {K / group, OH * OW, N * group};  // gemm, pointwise
   }
   if (cls != "gemm" || y.empty()) return g;

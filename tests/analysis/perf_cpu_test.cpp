@@ -297,7 +297,7 @@ TEST(PerfCpu, DirectTilesWrapOnlyWithinTwoRows) {
   EXPECT_TRUE(kernels::conv_direct_wraps(6, 14, 14));    // 14 = 6 + 6 + 2 per row: wrap
   EXPECT_TRUE(kernels::conv_direct_wraps(6, 7, 7));      // 6 + 1
   EXPECT_FALSE(kernels::conv_direct_wraps(14, 14, 14));  // rows fill whole tiles
-  EXPECT_TRUE(kernels::conv_direct_wraps(14, 7, 7));     // pairs of 7-wide rows
+  EXPECT_FALSE(kernels::conv_direct_wraps(14, 7, 7));    // half a tile: wide 7 x 64 tiles, all full
   EXPECT_TRUE(kernels::conv_direct_wraps(14, 3, 8));     // the last, short tile: 6 + 4 pixels
   EXPECT_FALSE(kernels::conv_direct_wraps(14, 4, 4));    // a tile would span four rows
   EXPECT_FALSE(kernels::conv_direct_wraps(6, 10, 2));    // three rows
@@ -313,14 +313,17 @@ TEST(PerfCpu, GemmRateScalesWithTileEfficiency) {
   const int64_t k = kernels::kernel_table().gemm.nr + 3;
   OneNode d = conv_tactic(64, k, 7, 3, "direct");
   auto cost = ops::node_cost(*d.n);
-  // Rows of 7 pixels, or the 49 pixels as one row where the tiles wrap (mr 6).
-  const int64_t rows = kernels::conv_direct_wraps(static_cast<int>(kernels::kernel_table().gemm.mr), 7, 7) ? 49 : 7;
-  double eff = tile_efficiency(rows, k, micro_kernel(m));
+  // Rows of 7 pixels; the 49 pixels as one row where the tiles wrap (mr 6); wide tiles, 7 pixels
+  // by twice the channels, counted as 14 rows of half the channels, where 7 is half a tile (mr 14).
+  const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+  const bool wraps = kernels::conv_direct_wraps(mr, 7, 7), wide = !wraps && 7 <= mr / 2;
+  const int64_t rows = wraps ? 49 : wide ? 14 : 7, cols = wide ? (k + 1) / 2 : k;
+  double eff = tile_efficiency(rows, cols, micro_kernel(m));
   EXPECT_LT(eff, 1.0);
   OpTime t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
   EXPECT_NEAR(t.compute_s, cost->flops / (60e9 * eff), 1e-12);
   // With the calibration's own tiling recorded, the rate is relative to it.
-  m.kernels[1].rows = rows, m.kernels[1].cols = k;
+  m.kernels[1].rows = rows, m.kernels[1].cols = cols;
   chip = chip_from_machine(m, 1);
   t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
   EXPECT_NEAR(t.compute_s, cost->flops / 60e9, 1e-12);
