@@ -296,7 +296,7 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
     case ConvTactic::Pointwise:
       if (s.R != 1 || s.S != 1) return "kernel is not 1x1";
       if (s.stride_h != 1 || s.stride_w != 1) return "stride is not 1";
-      if (s.pad_top || s.pad_left || s.pad_bottom || s.pad_right) return "padded";
+      if (s.padded()) return "padded";
       if (s.group != 1) return "grouped";
       return "";
     case ConvTactic::Depthwise:

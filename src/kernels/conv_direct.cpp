@@ -21,7 +21,6 @@ constexpr double kChunkInputBytes = 256 << 10;
 // Channels per block of the blocked copy (Plan::blocked) and of blocked activations.
 constexpr int64_t kBlock = kConvBlock;
 
-bool padded(const Conv2dShape& s) { return s.pad_top || s.pad_left || s.pad_bottom || s.pad_right; }
 
 // Where everything is, for one shape on one table.
 struct Plan {
@@ -58,7 +57,7 @@ struct Plan {
 Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   Plan p;
   p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
-  p.copy = padded(s);
+  p.copy = s.padded();
   p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !p.copy;
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);

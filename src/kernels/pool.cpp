@@ -154,7 +154,7 @@ void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool c
   const float pad = is_max ? -std::numeric_limits<float>::infinity() : 0.f;
   // Without padding every window holds R*S inputs; otherwise an average that leaves padding
   // out divides each output by its own count of inside taps.
-  const bool padded = s.pad_top || s.pad_left || s.pad_bottom || s.pad_right;
+  const bool padded = s.padded();
   const bool per_position = !is_max && !count_include_pad && padded;
   threads = threads_for_work(static_cast<double>(planes) * OH * OW * RS, threads);
   auto run_units = [&](int64_t b, int64_t e, int64_t part) {

@@ -42,6 +42,7 @@ struct Conv2dShape {
   bool x_nhwc = false, y_nhwc = false;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
+  bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
 };
 
 // Channels per block of the channel-blocked layout (Conv2dShape::x_blocked, y_blocked).

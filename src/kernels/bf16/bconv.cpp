@@ -43,8 +43,7 @@ struct Geometry {
   explicit Geometry(const Conv2dShape& s)
       : C(s.C), P(s.out_h() * s.out_w()), OH(s.out_h()), OW(s.out_w()), Kc(s.C * s.R * s.S), kpairs(ceil_div(Kc, 2)),
         Hp(s.H + s.pad_top + s.pad_bottom), Wp(s.W + s.pad_left + s.pad_right) {
-    copy = !(s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 &&
-             s.pad_right == 0);
+    copy = !(s.stride_h == 1 && s.stride_w == 1 && !s.padded());
     Hq = copy ? ceil_div(Hp, s.stride_h) : s.H;
     Wq = copy ? ceil_div(Wp, s.stride_w) : s.W;
     N = (OH - 1) * Wq + OW;

@@ -31,8 +31,7 @@ struct Geometry {
   int64_t Hq, Wq, N;  // phase plane; GEMM columns (P, or (OH-1)*Wq + OW on the phase grid)
   Geometry(const Conv2dShape& s, uint8_t flip)
       : P(s.out_h() * s.out_w()), Cg(s.C / s.group), Mg(s.K / s.group), Kc(Cg * s.R * s.S), kgroups(ceil_div(Kc, 4)) {
-    const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
-    direct = s.stride_h == 1 && s.stride_w == 1 && s.R == 1 && s.S == 1 && unpadded && flip == 0;
+    direct = s.stride_h == 1 && s.stride_w == 1 && s.R == 1 && s.S == 1 && !s.padded() && flip == 0;
     Hq = direct ? s.H : ceil_div(s.H + s.pad_top + s.pad_bottom, s.stride_h);
     Wq = direct ? s.W : ceil_div(s.W + s.pad_left + s.pad_right, s.stride_w);
     N = direct ? P : (s.out_h() - 1) * Wq + s.out_w();

@@ -392,8 +392,7 @@ int64_t images_at_once(const Conv2dShape& s) {
   return whole_batch ? s.N : 1;
 }
 Conv2dShape batch_as_one_image(Conv2dShape s) {
-  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
-  if (s.N > 1 && s.x_nhwc && s.y_nhwc && s.R == 1 && s.S == 1 && s.group == 1 && unpadded && s.H % s.stride_h == 0 &&
+  if (s.N > 1 && s.x_nhwc && s.y_nhwc && s.R == 1 && s.S == 1 && s.group == 1 && !s.padded() && s.H % s.stride_h == 0 &&
       s.out_h() * s.out_w() <= kMostPixelsToBatch) {
     s.H *= s.N;
     s.N = 1;
@@ -418,8 +417,7 @@ void qconv2d_pixels_batch(const QKernels& k, const Conv2dShape& s, const uint8_t
   int64_t* run_offsets = reinterpret_cast<int64_t*>(workspace + l.image);
   for (int64_t u = 0; u < runs; ++u)
     run_offsets[u] = rows_contiguous ? one.tap_offset(s, u, 0) : one.tap_offset(s, u / s.S, u % s.S);
-  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
-  const bool in_place = unpadded && flip == 0;  // the input images are the padded images
+  const bool in_place = !s.padded() && flip == 0;  // the input images are the padded images
   const uint8_t* image = in_place ? x : workspace;
   for (int64_t n = 0; !in_place && n < s.N; ++n)
     copy_image(s, one, x + n * s.H * s.W * s.C, flip, pad, workspace + n * one.image_bytes(), threads);
@@ -460,13 +458,12 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& shape, const uint8_t* 
   for (int64_t p = 0; p < g.P; ++p) pixel_offsets[p] = g.pixel_offset(s, p);
   const size_t w_per_group = packed_cols_bytes(k, g.kc(), g.Mg);
   const int64_t panel_bytes = (g.kc() / 4) * k.nr * 4, ldb = buffer_row(k);
-  const bool unpadded = s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
       // The image the tiles read: a pixel-major unpadded input as it is (group 1), else filled.
       const uint8_t* image = img;
       if (!s.x_nhwc) fill_image(s, g, x + (n * s.C + gi * g.Cg) * s.H * s.W, flip, pad, img, threads);
-      else if (unpadded && flip == 0) image = x + n * s.H * s.W * s.C;
+      else if (!s.padded() && flip == 0) image = x + n * s.H * s.W * s.C;
       else copy_image(s, g, x + n * s.H * s.W * s.C, flip, pad, img, threads);
       const uint8_t* wg = packed_w + gi * w_per_group;
       if (s.y_nhwc) {
