@@ -118,10 +118,16 @@ TEST(Int8NhwcLayout, MarksTensorsOnlyQConvsProduceAndRead) {
   }
   EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:xy gap:x-");
   EXPECT_EQ(r.nhwc_tensors, 5);  // a, h, o, p and the dequantized floats
-  for (const auto& n : m.graph->nodes())
-    if (n->op == "QConv") EXPECT_EQ(n->attr_s("tactic", ""), "nhwc") << n->name;
-  for (const auto& k : r.kernels)
-    if (k.node == "c2") EXPECT_NE(k.why.find("pixel-major input and output"), std::string::npos) << k.why;
+  for (const auto& n : m.graph->nodes()) {
+    if (n->op == "QConv") {
+      EXPECT_EQ(n->attr_s("tactic", ""), "nhwc") << n->name;
+    }
+  }
+  for (const auto& k : r.kernels) {
+    if (k.node == "c2") {
+      EXPECT_NE(k.why.find("pixel-major input and output"), std::string::npos) << k.why;
+    }
+  }
 }
 
 TEST(Int8NhwcLayout, AnInt8MaxPoolWritesPixelMajorForItsConvolutions) {
@@ -202,7 +208,9 @@ TEST(Int8NhwcLayout, CompiledBottleneckEqualsTheInterpreter) {
     Model m = parse_inferred(text);
     lower_model(m);
     auto exe = load_lowered(m, "nhwc");
-    if (variant == 5 && cpu_has_nhwc()) EXPECT_EQ(marks(m), "mp:-y c0:xy c1:xy gap:x-");
+    if (variant == 5 && cpu_has_nhwc()) {
+      EXPECT_EQ(marks(m), "mp:-y c0:xy c1:xy gap:x-");
+    }
     Tensor x(DType::f32, {2, 32, variant < 4 ? 10 : 12, variant < 4 ? 10 : 12});
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 3.f * std::sin(0.37f * static_cast<float>(i));
     auto want = run_model(parse_inferred(text), {{"x", x}});
