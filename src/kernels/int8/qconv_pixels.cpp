@@ -377,56 +377,26 @@ void run_pixel_major_output(const QKernels& k, const Conv2dShape& s, const Pixel
 }  // namespace
 
 namespace {
-// A pixel-major 1x1 convolution without padding sees a batch of N images as one image N times
-// as tall: the same pixels in the same order, and (when each image's rows divide by the stride)
-// the same outputs. On small images each weight panel then streams once for the batch, not once
-// per image, and 49 pixels stop being a parallel region of their own: resnet50's 7x7 1x1s at
-// batch 8 take 15-23 % less time per image. Not on larger images, whose own pixels already
-// amortise the weights: its 28x28 and 56x56 1x1s ran 4-16 % slower as one tall image.
+// On maps of at most kMostPixelsToBatch output pixels a pixel-major convolution takes the
+// batch's images at once: each padded image in its own slot of the workspace, the pixel offsets
+// running on across them, the output rows the batch's pixels in order (y is [N, OH, OW, K]).
+// Each weight panel then streams once for the batch, not once per image and thread, and 49
+// pixels stop being a parallel region of their own: resnet50 INT8 at batch 8, 0.947 at two
+// threads (layer4's 3x3s 1.00 -> 0.79 ms an image). Not on larger maps, whose own pixels already
+// amortise the weights: its 28x28 and 56x56 1x1s ran 4-16 % slower so.
 constexpr int64_t kMostPixelsToBatch = 256;
-// Any other pixel-major convolution on such small images takes the batch's images at once: each
-// padded image in its own slot of the workspace, the pixel offsets running on across them, the
-// output rows the batch's pixels in order (y is [N, OH, OW, K]).
 int64_t images_at_once(const Conv2dShape& s) {
   const bool whole_batch = s.N > 1 && s.x_nhwc && s.y_nhwc && s.group == 1 && s.out_h() * s.out_w() <= kMostPixelsToBatch;
   return whole_batch ? s.N : 1;
 }
+// A 1x1 among those, unpadded, is simpler still: one image N times as tall has the same pixels
+// in the same order and (when each image's rows divide by the stride) the same outputs.
 Conv2dShape batch_as_one_image(Conv2dShape s) {
-  if (s.N > 1 && s.x_nhwc && s.y_nhwc && s.R == 1 && s.S == 1 && s.group == 1 && !s.padded() && s.H % s.stride_h == 0 &&
-      s.out_h() * s.out_w() <= kMostPixelsToBatch) {
+  if (images_at_once(s) > 1 && s.R == 1 && s.S == 1 && !s.padded() && s.H % s.stride_h == 0) {
     s.H *= s.N;
     s.N = 1;
   }
   return s;
-}
-}  // namespace
-
-namespace {
-// images_at_once(s) > 1: the batch's images filled side by side, then one pass of the tiles over
-// all their pixels (the weights stream once for the batch, not once per image).
-void qconv2d_pixels_batch(const QKernels& k, const Conv2dShape& s, const uint8_t* x, uint8_t flip, uint8_t pad,
-                          const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
-  const PixelGeometry one(s);
-  PixelGeometry all = one;  // the batch's pixels as one run of output rows
-  all.P = s.N * one.P;
-  const PixelLayout l(k, one, s.N);
-  threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  const PixelWork work(k, s, all, threads);
-  const bool rows_contiguous = s.dil_w == 1;
-  const int64_t runs = rows_contiguous ? s.R : one.taps, run_groups = one.kc() / 4 / runs;
-  int64_t* run_offsets = reinterpret_cast<int64_t*>(workspace + l.image);
-  for (int64_t u = 0; u < runs; ++u)
-    run_offsets[u] = rows_contiguous ? one.tap_offset(s, u, 0) : one.tap_offset(s, u / s.S, u % s.S);
-  const bool in_place = !s.padded() && flip == 0;  // the input images are the padded images
-  const uint8_t* image = in_place ? x : workspace;
-  for (int64_t n = 0; !in_place && n < s.N; ++n)
-    copy_image(s, one, x + n * s.H * s.W * s.C, flip, pad, workspace + n * one.image_bytes(), threads);
-  int64_t* pixel_offsets = reinterpret_cast<int64_t*>(workspace + l.image + l.offsets);
-  for (int64_t n = 0; n < s.N; ++n)
-    for (int64_t p = 0; p < one.P; ++p) pixel_offsets[n * one.P + p] = n * one.image_bytes() + one.pixel_offset(s, p);
-  const int64_t panel_bytes = (one.kc() / 4) * k.nr * 4;
-  run_pixel_major_output(k, s, all, work, image, run_offsets, runs, run_groups, pixel_offsets, packed_w, panel_bytes, e,
-                         0, y);
 }
 }  // namespace
 
@@ -438,12 +408,13 @@ size_t qconv_workspace_bytes_pixels(const QKernels& k, const Conv2dShape& shape,
 void qconv2d_pixels(const QKernels& k, const Conv2dShape& shape, const uint8_t* x, uint8_t flip, uint8_t pad,
                     const uint8_t* packed_w, const QEpilogue& e, void* y, uint8_t* workspace, int threads) {
   const Conv2dShape s = batch_as_one_image(shape);
-  const int64_t images = images_at_once(s);
-  if (images > 1) return qconv2d_pixels_batch(k, s, x, flip, pad, packed_w, e, y, workspace, threads);
+  const int64_t images = images_at_once(s);  // whose pixels one pass of the tiles covers
   const PixelGeometry g(s);
-  const PixelLayout l(k, g);
+  PixelGeometry pass = g;
+  pass.P = images * g.P;
+  const PixelLayout l(k, g, images);
   threads = std::max(1, threads <= 0 ? default_threads() : threads);
-  const PixelWork work(k, s, g, threads);
+  const PixelWork work(k, s, pass, threads);
   const int slots = work.slots;
   uint8_t* img = workspace;
   // The window as runs of contiguous bytes: with no horizontal dilation a kernel row's taps
@@ -455,9 +426,18 @@ void qconv2d_pixels(const QKernels& k, const Conv2dShape& shape, const uint8_t* 
   for (int64_t u = 0; u < runs; ++u)
     run_offsets[u] = rows_contiguous ? g.tap_offset(s, u, 0) : g.tap_offset(s, u / s.S, u % s.S);
   int64_t* pixel_offsets = reinterpret_cast<int64_t*>(workspace + l.image + l.offsets);
-  for (int64_t p = 0; p < g.P; ++p) pixel_offsets[p] = g.pixel_offset(s, p);
+  for (int64_t i = 0; i < images; ++i)
+    for (int64_t p = 0; p < g.P; ++p) pixel_offsets[i * g.P + p] = i * g.image_bytes() + g.pixel_offset(s, p);
   const size_t w_per_group = packed_cols_bytes(k, g.kc(), g.Mg);
   const int64_t panel_bytes = (g.kc() / 4) * k.nr * 4, ldb = buffer_row(k);
+  if (images > 1) {  // pixel-major in and out, group 1: the images side by side, one pass
+    const bool in_place = !s.padded() && flip == 0;  // the input images are the padded images
+    for (int64_t n = 0; !in_place && n < s.N; ++n)
+      copy_image(s, g, x + n * s.H * s.W * s.C, flip, pad, img + n * g.image_bytes(), threads);
+    run_pixel_major_output(k, s, pass, work, in_place ? x : img, run_offsets, runs, run_groups, pixel_offsets, packed_w,
+                           panel_bytes, e, 0, y);
+    return;
+  }
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t gi = 0; gi < s.group; ++gi) {
       // The image the tiles read: a pixel-major unpadded input as it is (group 1), else filled.
