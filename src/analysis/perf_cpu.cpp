@@ -196,9 +196,8 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     if (cls == "conv_direct") {  // rows of OW pixels, or all pixels as one row (conv.h)
       const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
       if (kernels::conv_direct_wraps(mr, OH, OW)) return GemmGeometry{OH * OW, K / group, N * group};
-      // Rows of at most mr / 2 pixels run wide tiles (half the pixels, twice the channels: the
-      // accumulators of 2 OW rows by nr channels).
-      if (mr >= 2 && OW <= mr / 2) return GemmGeometry{2 * OW, (K / group + 1) / 2, N * group * OH};
+      // Wide tiles (half the pixels, twice the channels): the accumulators of 2 OW rows by nr.
+      if (kernels::conv_direct_wide(mr, OW)) return GemmGeometry{2 * OW, (K / group + 1) / 2, N * group * OH};
       return GemmGeometry{OW, K / group, N * group * OH};
     }
     return {K / group, OH * OW, N * group};  // gemm, pointwise

@@ -72,10 +72,7 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   // (conv_tile_wrap), as long as no tile spans three rows. Rows too short for that get half
   // the pixels and twice the channels instead.
   p.wrap = !p.flat && conv_direct_wraps(mr, p.OH, p.OW);
-  // A row of mr / 2 pixels past whole tiles (a 7x7 1x1's 49 as one row on AVX-512: 3 x 14 + 7)
-  // would end in a half tile: all wide tiles of mr / 2 then, every one full (resnet50's 7x7
-  // 1x1s 3-6 % faster, kiln profile, one thread).
-  p.wide = !p.wrap && mr >= 2 && (row_len <= mr / 2 || (mr % 2 == 0 && row_len % mr == mr / 2));
+  p.wide = !p.wrap && conv_direct_wide(mr, row_len);
   p.tile = static_cast<int>(p.wrap ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
   p.tiles_per_row = p.wrap ? 0 : ceil_div(row_len, p.tile);
   p.tiles = p.wrap ? ceil_div(p.OHW, mr) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
@@ -355,6 +352,13 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
 }  // namespace kiln::kernels::detail
 
 namespace kiln::kernels {
+
+// A row of mr / 2 pixels past whole tiles (a 7x7 1x1's 49 as one row on AVX-512: 3 x 14 + 7)
+// would end in a half tile: all wide tiles of mr / 2 then, every one full (resnet50's 7x7 1x1s
+// 3-6 % faster, kiln profile, one thread).
+bool conv_direct_wide(int mr, int64_t row_len) {
+  return mr >= 2 && (row_len <= mr / 2 || (mr % 2 == 0 && row_len % mr == mr / 2));
+}
 
 bool conv_direct_wraps(int mr, int64_t oh, int64_t ow) {
   if (mr <= 0 || ow <= 0 || oh < 2 || ow % mr == 0) return false;

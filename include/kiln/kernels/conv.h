@@ -65,6 +65,9 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s);
 // would end in a short tile and no tile spans three rows. Then the tiles cover the image's
 // oh * ow pixels as one row; else each output row on its own.
 bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
+// Where the rows do not wrap: true when a row of row_len pixels runs wide tiles (mr / 2 pixels
+// by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
+bool conv_direct_wide(int mr, int64_t row_len);
 
 // Floats of the packed weight for this tactic (the ONNX weight is [K, C/group, R, S]).
 size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s);
