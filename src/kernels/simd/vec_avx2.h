@@ -84,11 +84,8 @@ inline Vec256 copysign(Vec256 mag, Vec256 sgn) {
 inline Vec256 select_lt(Vec256 a, Vec256 b, Vec256 x, Vec256 y) {
   return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ))};
 }
-inline Vec256 round_nearest(Vec256 a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
-inline Vec256 pow2i(Vec256 n) {
-  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127));
-  return {_mm256_castsi256_ps(_mm256_slli_epi32(e, 23))};
-}
+// t's bits shifted left 23 (vec_avx512.h's exponent_bits).
+inline Vec256 exponent_bits(Vec256 t) { return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t.v), 23))}; }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 // In-register transpose of 8 rows of 8 floats: r[i] holds row i on entry, column i on exit.

@@ -65,14 +65,9 @@ inline Vec512 copysign(Vec512 mag, Vec512 sgn) {
 inline Vec512 select_lt(Vec512 a, Vec512 b, Vec512 x, Vec512 y) {
   return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};
 }
-inline Vec512 round_nearest(Vec512 a) {
-  return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
-}
-// 2^n for integer-valued n in [-126, 127].
-inline Vec512 pow2i(Vec512 n) {
-  __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n.v), _mm512_set1_epi32(127));
-  return {_mm512_castsi512_ps(_mm512_slli_epi32(e, 23))};
-}
+// t's bits shifted left 23: for t = n + 127 + 1.5·2^23 (n an integer in [-126, 127], see
+// exp_v), the float 2^n.
+inline Vec512 exponent_bits(Vec512 t) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t.v), 23))}; }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 // In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.

@@ -69,16 +69,8 @@ inline Vec4 copysign(Vec4 mag, Vec4 sgn) {
   const Vec4::I lo = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
   return Vec4::from_bits((mag.bits() & lo) | (sgn.bits() & ~lo));
 }
-// Adding and subtracting 1.5·2^23 rounds to nearest (ties to even) for |a| < 2^22.
-inline Vec4 round_nearest(Vec4 a) {
-  const Vec4 magic = Vec4::set1(12582912.f);
-  Vec4 r = (a + magic);
-  return r - magic;
-}
-inline Vec4 pow2i(Vec4 n) {
-  Vec4::I e = __builtin_convertvector(n.v, Vec4::I) + 127;
-  return Vec4::from_bits(e << 23);
-}
+// t's bits shifted left 23 (vec_avx512.h's exponent_bits).
+inline Vec4 exponent_bits(Vec4 t) { return Vec4::from_bits(t.bits() << 23); }
 
 // Transpose of 4 rows of 4 floats: r[i] holds row i on entry, column i on exit.
 inline void transpose_square(Vec4 r[4]) {

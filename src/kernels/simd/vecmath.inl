@@ -3,29 +3,38 @@
 // compiled with that ISA's flags, so each ISA gets its own copy and no symbol is shared.
 //
 // Accuracy (float inputs, measured in tests/kernels/test_vecmath.cpp against std::):
-//   exp_v    relative error <= 2e-7·(1 + few ulp) on [-87.3, 88.3]; 0 below -87.3 (no
-//            denormals); inputs above 88.37 give exp(88.37).
+//   exp_v    relative error <= 2.6e-7 on [-87.33, 88.37]; inputs below -87.33
+//            give e^-87.33 (1.18e-38, the bottom of the normal range: no denormals, and not
+//            0), inputs above 88.37 give e^88.37; NaN stays NaN (x86).
 //   tanh_v   |x| < 0.55: odd Taylor polynomial to x^17 (truncation < 1e-8 relative);
 //            else 1 - 2/(exp(2|x|) + 1). Max relative error <= 1e-6.
 //   erf_v    Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 (absolute) plus float rounding.
 
+// e^x = 2^n·e^r with n = round(x / ln2). The argument is clamped to where the result is a
+// normal float (no compare and blend for the ends: SiLU over efficientnet_b0's 6.2M
+// activations went 0.306 -> 0.24 ns an element on Zen 4 with the two changes below).
+// lo is a hair above ln(FLT_MIN) so that 2^n·e^r stays normal. max(lo, x) before min(hi, ...):
+// on x86 a NaN x passes through both (they return the second operand when one is NaN).
 inline V exp_v(V x) {
-  const V hi = V::set1(88.3762626647949f), lo = V::set1(-87.3365447504f);
-  V xc = min(x, hi);
-  V n = round_nearest(xc * V::set1(1.44269504088896341f));
+  const V hi = V::set1(88.3762626647949f), lo = V::set1(-87.33f);
+  V xc = min(hi, max(lo, x));
+  // x / ln2 + 127 + 1.5·2^23 rounds to an integer in float (ties to even), so t - magic is n
+  // and t's low mantissa bits are n + 127, the biased exponent of 2^n (exponent_bits).
+  const V magic = V::set1(12583039.f);  // 1.5·2^23 + 127
+  V t = fma(xc, V::set1(1.44269504088896341f), magic);
+  V n = t - magic;
   // r = x - n·ln2 in two pieces so r keeps full precision.
   V r = fma(n, V::set1(-0.693359375f), xc);
   r = fma(n, V::set1(2.12194440e-4f), r);
-  // e^r on |r| <= ln2/2: Taylor to r^6 (truncation <= 1.2e-7 relative).
-  V p = V::set1(1.f / 720);
-  p = fma(p, r, V::set1(1.f / 120));
-  p = fma(p, r, V::set1(1.f / 24));
-  p = fma(p, r, V::set1(1.f / 6));
-  p = fma(p, r, V::set1(0.5f));
-  p = fma(p, r, V::set1(1.f));
-  p = fma(p, r, V::set1(1.f));
-  V e = p * pow2i(max(n, V::set1(-126.f)));
-  return select_lt(x, lo, V::zero(), e);
+  // e^r on |r| <= ln2/2: a degree-5 polynomial fitted for least relative error (Lawson's
+  // iteration; 7.5e-8 before float rounding, as close as Taylor to r^6 with one FMA fewer).
+  V p = V::set1(0.008297654800117016f);
+  p = fma(p, r, V::set1(0.04191538318991661f));
+  p = fma(p, r, V::set1(0.16667574644088745f));
+  p = fma(p, r, V::set1(0.49998894333839417f));
+  p = fma(p, r, V::set1(0.9999997019767761f));
+  p = fma(p, r, V::set1(1.0000001192092896f));
+  return p * exponent_bits(t);
 }
 
 inline V sigmoid_v(V x) { return V::set1(1.f) / (V::set1(1.f) + exp_v(V::zero() - x)); }
@@ -77,7 +86,7 @@ inline V activate(V x, V a, V b) {
   } else if constexpr (A == Act::Tanh) {
     return tanh_v(x);
   } else if constexpr (A == Act::Silu) {
-    return x * sigmoid_v(x);
+    return x / (V::set1(1.f) + exp_v(V::zero() - x));  // x·sigmoid(x) with one rounding fewer
   } else if constexpr (A == Act::HardSigmoid) {
     return min(max(fma(a, x, b), V::zero()), V::set1(1.f));
   } else if constexpr (A == Act::HardSwish) {
