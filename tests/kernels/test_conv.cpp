@@ -213,6 +213,11 @@ TEST(Conv, PixelGemmTactic) {
       {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2
       {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a panel
       {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
+      // One pixel read in place (squeeze-excite's 1x1s, a GEMV): partial panels, a residual,
+      // a batch, and one big enough for two threads.
+      {shape(1, 96, 1, 1, 37, 1, 1, 1, 0), Act::Silu, true, true},
+      {shape(3, 40, 1, 1, 70, 1, 1, 1, 0), Act::Sigmoid, true, true},
+      {shape(1, 1152, 1, 1, 2048, 1, 1, 1, 0), Act::None, false, false},
       // Big enough for two threads: parts of output pixels (or of output channels when the
       // weight is the bigger operand), each transposed into NCHW by its thread.
       {shape(1, 64, 14, 14, 96, 3, 3, 1, 1), Act::Relu, true, true},
