@@ -259,6 +259,9 @@ TEST(Conv, DirectTactic) {
       {shape(2, 24, 15, 13, 20, 3, 3, 2, 1), Act::Relu, true, true},    // stride 2, 8x7 output
       {shape(1, 96, 10, 10, 40, 3, 3, 1, 1), Act::None},                // KK = 864: 2 K blocks of 432
       {shape(1, 88, 6, 6, 16, 3, 3, 1, 1), Act::Relu},                  // KK = 792: kc 396 rounded up to 400
+      // Weight-heavy 7x7 (one chunk) with 3 wide units: on 2 threads, groups of channel panels
+      // (a narrow and a wide unit each).
+      {shape(1, 1152, 7, 7, 192, 1, 1, 1, 0), Act::Silu, true, true},
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
@@ -288,6 +291,7 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
       {shape(1, 16, 7, 7, 40, 1, 1, 1, 0), Act::Relu, true, true},     // flat 1x1, wide tiles
       {shape(1, 16, 9, 11, 8, 3, 3, 1, 0), Act::Silu, false, false},   // unpadded 3x3, in place
       {shape(1, 200, 9, 30, 72, 3, 3, 1, 1), Act::Relu, true, true},   // three K blocks
+      {shape(1, 320, 7, 7, 160, 1, 1, 1, 0), Act::Relu, true, true},   // one chunk, 5 panels in 4 groups
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu, true, true},   // two chunks
       {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // wrap tiles on 7-wide rows
   };
