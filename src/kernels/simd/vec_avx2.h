@@ -9,6 +9,8 @@ namespace kiln::kernels::simd {
 
 struct Vec256 {
   static constexpr int W = 8;
+  // fma(a, b, c) rounds once (the hardware FMA), not a·b then + c.
+  static constexpr bool kFusedFma = true;
   __m256 v;
 
   // Lanes [0, n) set: the mask maskload/maskstore take.

@@ -9,6 +9,8 @@ namespace kiln::kernels::simd {
 
 struct Vec512 {
   static constexpr int W = 16;
+  // fma(a, b, c) rounds once (the hardware FMA), not a·b then + c.
+  static constexpr bool kFusedFma = true;
   __m512 v;
 
   static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1u); }

@@ -9,6 +9,8 @@ namespace kiln::kernels::simd {
 
 struct Vec4 {
   static constexpr int W = 4;
+  // fma(a, b, c) is a·b + c with two roundings (no FMA in the base target).
+  static constexpr bool kFusedFma = false;
   typedef float F __attribute__((vector_size(16)));
   typedef int32_t I __attribute__((vector_size(16)));
   F v;
