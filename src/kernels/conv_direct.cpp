@@ -239,6 +239,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const int64_t a_step = p.blocked ? 1 : p.plane;
   const auto& tiles = p.blocked ? t.conv_tile_blk[s.stride_w - 1] : t.conv_tile[p.sw - 1];
   const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[s.stride_w - 1] : t.conv_tile_wrap[p.sw - 1];
+  const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[s.stride_w - 1] : t.conv_tile_half[p.sw - 1];
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.C * s.H * s.W;
     float* yn = y + n * s.K * p.OHW;
@@ -338,8 +339,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 a = in + oh * p.row_step + ow0 * p.sw;
               }
               const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-              tiles[wide][rows - 1](seg.data(), nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, kb > 0,
-                                    direct_out ? &o : nullptr);
+              const ConvTileKernel tile = half && rows == t.gemm.mr && 2 * ncols <= NR ? half : tiles[wide][rows - 1];
+              tile(seg.data(), nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, kb > 0, direct_out ? &o : nullptr);
             }
             if (!last || direct_out) continue;
             // Only the last tile of a chunk can be short (tiles cover whole rows or wrap), so runs

@@ -262,6 +262,9 @@ TEST(Conv, DirectTactic) {
       // Weight-heavy 7x7 (one chunk) with 3 wide units: on 2 threads, groups of channel panels
       // (a narrow and a wide unit each).
       {shape(1, 1152, 7, 7, 192, 1, 1, 1, 0), Act::Silu, true, true},
+      // At most NR / 2 output channels: the half-panel tile for whole mr-pixel tiles.
+      {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Relu, true, true},   // flat 1x1, K = 16
+      {shape(1, 5, 30, 30, 12, 3, 3, 2, 1), Act::Silu, true, true},    // stride 2, 15-wide rows, K = 12
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
@@ -292,6 +295,8 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
       {shape(1, 16, 9, 11, 8, 3, 3, 1, 0), Act::Silu, false, false},   // unpadded 3x3, in place
       {shape(1, 200, 9, 30, 72, 3, 3, 1, 1), Act::Relu, true, true},   // three K blocks
       {shape(1, 320, 7, 7, 160, 1, 1, 1, 0), Act::Relu, true, true},   // one chunk, 5 panels in 4 groups
+      {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Clip, true, true},   // K = 16: half-panel tiles
+      {shape(1, 24, 30, 30, 8, 3, 3, 2, 1), Act::Relu, true, true},    // padded, stride 2, K = 8
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu, true, true},   // two chunks
       {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // wrap tiles on 7-wide rows
   };

@@ -218,6 +218,11 @@ struct KernelTable {
   // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8
   // channels consecutive), indexed [stride_w - 1]: pixel stride SW = 8 * stride_w, a_step 1.
   ConvTileKernel conv_tile_blk[2][2][16] = {};
+  // conv_tile_half[SW - 1] (conv_tile_half_blk[stride_w - 1] over the channel-blocked copy): mr
+  // rows by the first NR / 2 columns of a panel, for output channel ranges of at most NR / 2,
+  // where the NR-column tile spends half its FMAs on zero columns (mobilenet_v2's 32 -> 16 at
+  // 112x112). Null on tables whose panel is one vector.
+  ConvTileKernel conv_tile_half[2] = {}, conv_tile_half_blk[2] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out) = {};

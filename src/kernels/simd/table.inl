@@ -19,6 +19,12 @@ KernelTable make_table() {
   fill_conv_tiles<MR, 16>(t);
   fill_wraps<8>(t);
   fill_wraps<16>(t);
+  if constexpr (NR / V::W % 2 == 0) {
+    t.conv_tile_half[0] = conv_tile<MR, NR / V::W / 2, 1>;
+    t.conv_tile_half[1] = conv_tile<MR, NR / V::W / 2, 2>;
+    t.conv_tile_half_blk[0] = conv_tile<MR, NR / V::W / 2, 8>;
+    t.conv_tile_half_blk[1] = conv_tile<MR, NR / V::W / 2, 16>;
+  }
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.epilogue_blocks = epilogue_blocks;
