@@ -176,6 +176,16 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
 // within the two-thread runs' noise (0.76-1.1x) at two.
 bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
 
+}  // namespace
+
+bool conv_depthwise_in_place(const Conv2dShape& s) {
+  return depthwise_blocked(kernel_table()) && s.group == s.C && s.C == s.K && s.out_h() == s.H &&
+         s.out_w() == s.W && s.x_blocked && s.y_blocked && detail::depthwise_never_bands(s) &&
+         conv_tactic_unsupported(ConvTactic::Depthwise, s).empty();
+}
+
+namespace {
+
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,

@@ -24,6 +24,8 @@ DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units)
   return d;
 }
 
+bool depthwise_never_bands(const Conv2dShape& s) { return s.out_h() / kMinBandRows <= 1; }
+
 DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1) {
   DepthwiseBand b;
   b.g = whole;

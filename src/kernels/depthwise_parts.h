@@ -35,6 +35,8 @@ struct DepthwiseSplit {
 };
 // `units`: the planes (or channel blocks) the groups share out.
 DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units);
+// Whether depthwise_split makes one band at every thread count (planes shorter than two bands).
+bool depthwise_never_bands(const Conv2dShape& s);
 
 // Output rows [oh0, oh1) of a plane as a plane of its own: the input rows its windows reach
 // (clipped to the input; the rest is padding) and the offsets of its input and output rows.

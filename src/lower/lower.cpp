@@ -105,6 +105,7 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
     drop_unused_initializers(g);
     r.blocked_tensors += assign_blocked_layout(g);
     r.nhwc_tensors += assign_int8_nhwc_layout(g);
+    mark_in_place_convs(g);
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();
     for (size_t i = first; i < r.kernels.size(); ++i) {

@@ -40,6 +40,10 @@ int assign_blocked_layout(Graph& g);
 // returns how many. KILN_INT8_NHWC=0 turns it off (for A/B runs; int8_nhwc_enabled in lower.h).
 int assign_int8_nhwc_layout(Graph& g);
 
+// Marks the depthwise convolutions that may write over their input (in_place_convs.cpp), after
+// the layouts: returns how many.
+int mark_in_place_convs(Graph& g);
+
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct
 // or such 1x1s, so the activations around them stay channel-blocked. AVX-512 only (measured there).

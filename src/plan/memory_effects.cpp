@@ -53,6 +53,14 @@ MemoryEffect memory_effect(std::string_view domain, std::string_view op) {
   return it == t.effects.end() ? MemoryEffect::None : it->second;
 }
 
+// A node marked `in_place` carries its kernel's own promise that writing its output over an
+// input of the same dtype and dims is safe, though not index by index (a depthwise
+// convolution copies each block of its input before writing it).
+MemoryEffect memory_effect(const Node& n) {
+  if (n.attr_i("in_place", 0) != 0) return MemoryEffect::InPlace;
+  return memory_effect(n.domain, n.op);
+}
+
 void set_memory_effect(std::string_view domain, std::string_view op, MemoryEffect e) {
   Table& t = table();
   std::lock_guard<std::mutex> lk(t.mu);

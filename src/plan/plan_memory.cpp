@@ -124,7 +124,7 @@ class Planner {
   // The kind and bytes of each output of the node at step s.
   void place_outputs(int s) {
     const Node& n = *p_.steps[s].node;
-    const MemoryEffect effect = memory_effect(n.domain, n.op);
+    const MemoryEffect effect = memory_effect(n);
     std::vector<int> claimed;  // blocks already written in place by an earlier output of this node
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const Value* o = n.outputs[k];

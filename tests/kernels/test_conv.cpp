@@ -358,6 +358,45 @@ TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
         }
 }
 
+// Where conv_depthwise_in_place says so, the depthwise tactic writing its output over its input
+// (the same buffer as x and y, as the memory planner then lays them) gives the floats it gives
+// into a buffer of its own: 3x3 and 5x5, a partial 16-lane block, batch 2, 1 and 2 threads. And
+// it does not say so for a stride, planes tall enough for bands of rows, or NCHW activations.
+TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
+  const KernelTable& t = kernel_table();
+  const std::vector<Conv2dShape> shapes = {
+      shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16), shape(2, 24, 7, 7, 24, 3, 3, 1, 1, 1, 24),
+      shape(1, 32, 28, 28, 32, 5, 5, 1, 2, 1, 32), shape(1, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384)};
+  for (Conv2dShape s : shapes) {
+    s.x_blocked = s.y_blocked = true;
+    if (!t.depthwise_block || t.simd_width < 8) {  // the plane kernel: never in place
+      EXPECT_FALSE(conv_depthwise_in_place(s));
+      continue;
+    }
+    ASSERT_TRUE(conv_depthwise_in_place(s)) << "C=" << s.C << " H=" << s.H;
+    const int64_t HW = s.H * s.W;
+    const auto x = blocked(random_vec(s.N * s.C * HW, 21), s.N, s.C, HW), w = random_vec(s.K * s.R * s.S, 22);
+    const auto bias = random_vec(s.K, 23);
+    std::vector<float> packed(conv_packed_weight_floats_on(t, ConvTactic::Depthwise, s));
+    conv_pack_weight_on(t, ConvTactic::Depthwise, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+    for (int threads : {1, 2}) {
+      std::vector<float> apart(x.size()), same = x;
+      conv2d_on(t, ConvTactic::Depthwise, s, x.data(), packed.data(), apart.data(), e, nullptr, threads);
+      conv2d_on(t, ConvTactic::Depthwise, s, same.data(), packed.data(), same.data(), e, nullptr, threads);
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(same[i], apart[i]) << "C=" << s.C << " H=" << s.H << " threads " << threads << " at " << i;
+    }
+  }
+  Conv2dShape strided = shape(1, 16, 14, 14, 16, 3, 3, 2, 1, 1, 16), tall = shape(1, 16, 40, 33, 16, 3, 3, 1, 1, 1, 16),
+              planar = shapes[0];
+  strided.x_blocked = strided.y_blocked = tall.x_blocked = tall.y_blocked = true;
+  EXPECT_FALSE(conv_depthwise_in_place(strided));
+  EXPECT_FALSE(conv_depthwise_in_place(tall));
+  EXPECT_FALSE(conv_depthwise_in_place(planar));
+}
+
 // The blocked depthwise kernel reads and writes channel-blocked activations ([N][C/8][H][W][8])
 // with the very floats of the planar path: the same sums and epilogue, without the transposes.
 // Input blocked, output blocked, or both; a bias, a residual (in the output's layout) and five

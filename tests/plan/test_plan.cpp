@@ -155,6 +155,27 @@ graph main(%x: f32[4,8], %v: f32[8]) -> (%y, %z) {
   EXPECT_FALSE(get(p, "e").in_place);
 }
 
+// A node's own in_place attribute (the lowering's mark for kernels that may write over their
+// input: lower/in_place_convs.cpp) makes an op the table does not know InPlace; without it the
+// same op gets bytes of its own.
+TEST(Plan, NodeMarkedInPlaceOverwritesItsDyingInput) {
+  Model m = parse_model(R"(
+kiln.model ir=8 opset=17
+graph main(%x: f32[64]) -> (%y) {
+  %a = Relu(%x) : f32[64]
+  %b = kiln.Widget(%a) {in_place=1} : f32[64]
+  %c = kiln.Widget(%b) : f32[64]
+  %y = Neg(%c) : f32[64]
+}
+)");
+  Plan p = plan_memory(*m.graph);
+  EXPECT_TRUE(get(p, "b").in_place);
+  EXPECT_EQ(get(p, "b").alias, "a");
+  EXPECT_EQ(get(p, "b").offset, get(p, "a").offset);
+  EXPECT_FALSE(get(p, "c").in_place);
+  EXPECT_NE(get(p, "c").offset, get(p, "b").offset);
+}
+
 TEST(Plan, DynamicValuesAreNotPlaced) {
   Model m = parse_model(R"(
 kiln.model ir=8 opset=17

@@ -69,6 +69,18 @@ bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
 // by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
 bool conv_direct_wide(int mr, int64_t row_len);
 
+// Whether the depthwise tactic may write its output over its input X (same bytes, no residual)
+// at any thread count: the channel-blocked kernel copies a block's input planes into its own
+// scratch before it writes that block, and blocks are disjoint, as long as no split cuts the
+// planes into bands of rows (a band reads the rows around it, which the next band's thread
+// would be writing). Output the input's size, both channel-blocked. In place, a layer writes the
+// lines its input's producer (a direct convolution, whose threads share out the same channel
+// blocks on small maps) wrote on the same core, instead of lines the arena last gave to
+// whatever tensor the other core wrote: mobilenet_v2's 14x14 depthwise layers took as long on 2
+// threads as on 1, and half with their output lines written beforehand. NCHW depthwise layers
+// (efficientnet_b0's, after GEMM tactics that share out pixels) ran 3-8% slower in place.
+bool conv_depthwise_in_place(const Conv2dShape& s);
+
 // Floats of the packed weight for this tactic (the ONNX weight is [K, C/group, R, S]).
 size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s);
 void conv_pack_weight(ConvTactic t, const Conv2dShape& s, const float* w, float* packed);

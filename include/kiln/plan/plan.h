@@ -35,7 +35,10 @@ enum class MemoryEffect : uint8_t {
   View,     // output 0 is input 0's bytes under other dims: no copy, no kernel
 };
 // From a small table (ONNX elementwise ops are InPlace, reshape-like ops are View); unknown ops None.
+// The node overload also honours a node's own `in_place` attribute (set by the lowering where
+// its kernel keeps the InPlace promise: lower/in_place_convs.cpp).
 MemoryEffect memory_effect(std::string_view domain, std::string_view op);
+MemoryEffect memory_effect(const Node& n);
 // Declares or overrides the effect of an op (the lowering registers its own ops); later calls win.
 void set_memory_effect(std::string_view domain, std::string_view op, MemoryEffect e);
 
