@@ -42,6 +42,29 @@ TEST(VecMath, ActivationErrorsWithinStatedBounds) {
   }
 }
 
+// Sigmoid (e^-x through exp_neg_v) past the test grid above: finite everywhere on [-100, 100],
+// within 2e-6 relative wherever the true value is a normal float (below, where e^-x is clamped,
+// it is at most a few FLT_MIN).
+TEST(VecMath, SigmoidOverItsWholeRange) {
+  for (const KernelTable* t : test::all_tables()) {
+    const int64_t n = 20001;
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = -100.f + 200.f * float(i) / float(n - 1);
+    std::vector<float> y = x;
+    Epilogue e;
+    e.act = Act::Sigmoid;
+    apply_epilogue(y.data(), n, 1, n, e, 1, *t);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = 1 / (1 + std::exp(-double(x[i])));
+      ASSERT_TRUE(std::isfinite(y[i])) << isa_name(t->isa) << " x=" << x[i];
+      if (want >= FLT_MIN)
+        ASSERT_NEAR(y[i], want, 2e-6 * want) << isa_name(t->isa) << " x=" << x[i];
+      else
+        ASSERT_LE(y[i], 4 * FLT_MIN) << isa_name(t->isa) << " x=" << x[i];
+    }
+  }
+}
+
 TEST(VecMath, ExpThroughSoftmaxOfTwo) {
   // softmax([0, x])[1] = e^x / (1 + e^x): checks exp over its whole range, and that below it
   // exp stops at e^-87.33 (the bottom of the normal floats) instead of going denormal.

@@ -10,11 +10,25 @@
 //            else 1 - 2/(exp(2|x|) + 1). Max relative error <= 1e-6.
 //   erf_v    Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 (absolute) plus float rounding.
 
+// e^r on |r| <= ln2/2 (NEG: e^-r): a degree-5 polynomial fitted for least relative error
+// (Lawson's iteration; 7.5e-8 before float rounding, as close as Taylor to r^6 with one FMA
+// fewer). For e^-r the odd terms change sign.
+template <bool NEG>
+inline V exp_reduced(V r) {
+  constexpr float s = NEG ? -1.f : 1.f;
+  V p = V::set1(s * 0.008297654800117016f);
+  p = fma(p, r, V::set1(0.04191538318991661f));
+  p = fma(p, r, V::set1(s * 0.16667574644088745f));
+  p = fma(p, r, V::set1(0.49998894333839417f));
+  p = fma(p, r, V::set1(s * 0.9999997019767761f));
+  return fma(p, r, V::set1(1.0000001192092896f));
+}
+
 // e^x = 2^n·e^r with n = round(x / ln2). The argument is clamped to where the result is a
-// normal float (no compare and blend for the ends: SiLU over efficientnet_b0's 6.2M
-// activations went 0.306 -> 0.24 ns an element on Zen 4 with the two changes below).
-// lo is a hair above ln(FLT_MIN) so that 2^n·e^r stays normal. max(lo, x) before min(hi, ...):
-// on x86 a NaN x passes through both (they return the second operand when one is NaN).
+// normal float, with no compare and blend for the ends (that and the degree-5 polynomial:
+// SiLU on it 0.285 -> 0.219 ns an element on Zen 4). lo is a hair above ln(FLT_MIN) so that
+// 2^n·e^r stays normal. max(lo, x) before min(hi, ...): on x86 a NaN x passes through both
+// (they return the second operand when one is NaN).
 inline V exp_v(V x) {
   const V hi = V::set1(88.3762626647949f), lo = V::set1(-87.33f);
   V xc = min(hi, max(lo, x));
@@ -26,19 +40,11 @@ inline V exp_v(V x) {
   // r = x - n·ln2 in two pieces so r keeps full precision.
   V r = fma(n, V::set1(-0.693359375f), xc);
   r = fma(n, V::set1(2.12194440e-4f), r);
-  // e^r on |r| <= ln2/2: a degree-5 polynomial fitted for least relative error (Lawson's
-  // iteration; 7.5e-8 before float rounding, as close as Taylor to r^6 with one FMA fewer).
-  V p = V::set1(0.008297654800117016f);
-  p = fma(p, r, V::set1(0.04191538318991661f));
-  p = fma(p, r, V::set1(0.16667574644088745f));
-  p = fma(p, r, V::set1(0.49998894333839417f));
-  p = fma(p, r, V::set1(0.9999997019767761f));
-  p = fma(p, r, V::set1(1.0000001192092896f));
-  return p * exponent_bits(t);
+  return exp_reduced<false>(r) * exponent_bits(t);
 }
 
 // e^-x for the logistic functions: exp_v's steps with the negation folded into the constants
-// (r' = x + n·ln2 = -r, and the polynomial's odd terms change sign) and, with a fused FMA,
+// (r' = x + n·ln2 = -r, so the polynomial is exp_reduced's for e^-r') and, with a fused FMA,
 // n·ln2 in one piece: ln2's float rounding (1.9e-9) then puts n·1.9e-9 into r, 5.5e-8
 // relative at |x| = 20 and 2.4e-7 at the ends of the range, where sigmoid is about e^x.
 // SiLU 0.219 -> 0.193 ns an element on Zen 4 (the one-piece step is the gain).
@@ -54,13 +60,7 @@ inline V exp_neg_v(V x) {
     r = fma(n, V::set1(0.693359375f), xc);
     r = fma(n, V::set1(-2.12194440e-4f), r);
   }
-  V p = V::set1(-0.008297654800117016f);
-  p = fma(p, r, V::set1(0.04191538318991661f));
-  p = fma(p, r, V::set1(-0.16667574644088745f));
-  p = fma(p, r, V::set1(0.49998894333839417f));
-  p = fma(p, r, V::set1(-0.9999997019767761f));
-  p = fma(p, r, V::set1(1.0000001192092896f));
-  return p * exponent_bits(t);
+  return exp_reduced<true>(r) * exponent_bits(t);
 }
 
 inline V sigmoid_v(V x) { return V::set1(1.f) / (V::set1(1.f) + exp_neg_v(x)); }
