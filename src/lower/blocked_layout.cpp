@@ -78,19 +78,22 @@ std::optional<int64_t> blocked_depthwise(const Node& n, bool one_channel = false
 }
 
 // A MaxPool the channel-blocked kernel runs (kernels::max_pool_blocked): blocked in and out.
+// A symbolic batch counts as 1: the layout does not depend on it.
 bool blocked_max_pool(const Node& n) {
   if (!n.domain.empty() || n.op != "MaxPool") return false;
-  const std::optional<ops::PoolGeometry> g = ops::pool_geometry(n);
+  const std::optional<ops::PoolGeometry> g = ops::pool_geometry(n, /*any_batch=*/true);
   return g && g->kind == kernels::PoolKind::Max && g->shape.C % kernels::kConvBlock == 0;
 }
 
-// A GlobalAveragePool over a static f32 NCHW input with a multiple of 8 channels: its output
-// [N, C, 1, 1] is the same floats in either layout, so it only reads blocks.
+// A GlobalAveragePool over a static f32 NCHW input (a symbolic batch allowed: the runtime plans
+// each batch's shapes) with a multiple of 8 channels: its output [N, C, 1, 1] is the same floats
+// in either layout, so it only reads blocks.
 bool blocked_global_average(const Node& n) {
   if (!n.domain.empty() || n.op != "GlobalAveragePool") return false;
   const Value* x = n.input(0);
-  return x && x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() == 4 &&
-         x->shape[1].value % kernels::kConvBlock == 0;
+  if (!x || x->dtype != DType::f32) return false;
+  const std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(x->shape);
+  return d && d->size() == 4 && (*d)[1] % kernels::kConvBlock == 0;
 }
 
 // The tensors to block when `direct` says which convolutions run direct (the rules above).

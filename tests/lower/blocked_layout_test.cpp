@@ -12,6 +12,7 @@
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/lower/lower.h"
+#include "kiln/ops/kiln_ops.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
 #include "kiln/runtime/executable.h"
@@ -180,6 +181,28 @@ TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirec
   if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-y mp:x- c1:-y pw:xy c2:x- gap:--");
 }
 
+// The pooled chain with a symbolic batch.
+std::string pooled_any_batch() {
+  std::string text = pooled(false);
+  text.replace(text.find("f32[1,16,28,28]"), 15, "f32[N,16,28,28]");
+  return text;
+}
+
+// A symbolic batch does not change the layout: the max pool and the global average still pass
+// blocks (they asked for static shapes before, so models compiled without --dim, resnet18's
+// and digits_cnn's, kept NCHW around them: 14 of resnet18's 21 tensors blocked).
+// CompiledChainMatchesTheInterpreter runs it at batch 2.
+TEST(BlockedLayout, ASymbolicBatchKeepsThePoolsOnBlocks) {
+  const std::string text = pooled_any_batch();
+  Model fixed = parse_inferred(pooled(false));
+  lower_model(fixed);
+  Model m = parse_inferred(text);
+  lower_model(m);
+  EXPECT_EQ(marks(m), marks(fixed));
+  EXPECT_NE(marks(m).find("mp:x"), std::string::npos);
+  EXPECT_NE(marks(m).find("gap:x-"), std::string::npos);
+}
+
 TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
   Model m = parse_inferred(inverted(false));
@@ -232,17 +255,21 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
 }
 
 // The compiled chains (blocked between c0, c1, c2 and their readers; the pools; the inverted
-// residual with its depthwise layer, written over its input) against the interpreter on
-// the unlowered graph: max |diff| <= 1e-5 * max |ref| on every output, at 1 and 2 threads.
+// residual with its depthwise layer, written over its input; the pools with a symbolic batch, run
+// at batch 2) against the interpreter on the unlowered graph: max |diff| <= 1e-5 * max |ref| on
+// every output, at 1 and 2 threads.
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
        {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),
-        std::string(kOneChannel)}) {
+        std::string(kOneChannel), pooled_any_batch()}) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);
     auto exe = load_lowered(m, "blocked");
-    Tensor x(DType::f32, m.graph->inputs[0]->shape.static_dims());
+    const Shape& xs = m.graph->inputs[0]->shape;
+    std::vector<int64_t> dims = *ops::dims_batch_as_one(xs);
+    if (!xs.is_static()) dims[0] = 2;
+    Tensor x(DType::f32, dims);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
     Model ref = parse_inferred(text);
     auto want = run_model(ref, {{"x", x}});

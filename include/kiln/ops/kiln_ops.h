@@ -81,7 +81,9 @@ struct PoolGeometry {
   kernels::Conv2dShape shape;
   bool count_include_pad = false;
 };
-std::optional<PoolGeometry> pool_geometry(const Node& n);
+// any_batch: a symbolic batch counts as 1 (for the lowering's layout choice, which the batch does
+// not change: lower/blocked_layout.cpp; the runtime asks with the instance's static shapes).
+std::optional<PoolGeometry> pool_geometry(const Node& n, bool any_batch = false);
 
 // A shape's dims with a symbolic batch (dim 0) counted as 1, or nothing when its rank or another
 // dim is not known: for choices the batch does not change (a convolution's tactic, the INT8

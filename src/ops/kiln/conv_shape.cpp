@@ -42,13 +42,19 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   return s;
 }
 
-std::optional<PoolGeometry> pool_geometry(const Node& n) {
+std::optional<PoolGeometry> pool_geometry(const Node& n, bool any_batch) {
   const Value* x = n.input(0);
   const Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
   if (n.outputs.size() > 1 && n.outputs[1]) return std::nullopt;  // Indices: the reference computes them
-  if (!x || !y || x->dtype != DType::f32 || !x->shape.is_static() || x->shape.rank() != 4 || !y->shape.is_static())
-    return std::nullopt;
-  const std::vector<int64_t> xd = x->shape.static_dims(), yd = y->shape.static_dims();
+  // Static shapes, or (any_batch) static but for a symbolic batch, which counts as 1.
+  auto dims = [&](const Shape& s) -> std::optional<std::vector<int64_t>> {
+    if (s.is_static()) return s.static_dims();
+    return any_batch ? dims_batch_as_one(s) : std::nullopt;
+  };
+  if (!x || !y || x->dtype != DType::f32) return std::nullopt;
+  const std::optional<std::vector<int64_t>> xs = dims(x->shape), ys = dims(y->shape);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return std::nullopt;
+  const std::vector<int64_t>&xd = *xs, &yd = *ys;
   const std::vector<int64_t> k = n.attr_ints("kernel_shape", {});
   if (k.size() != 2) return std::nullopt;
   const std::vector<int64_t> st = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
