@@ -8,8 +8,7 @@
 
 namespace kiln::lower {
 
-int mark_in_place_convs(Graph& g) {
-  int marked = 0;
+void mark_in_place_convs(Graph& g) {
   for (const auto& up : g.nodes()) {
     Node& n = *up;
     if (n.domain != ops::kKilnDomain || n.op != "FusedConv" || !n.has_attr("packed") || n.input(3) ||
@@ -23,9 +22,7 @@ int mark_in_place_convs(Graph& g) {
     s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
     if (!kernels::conv_depthwise_in_place(s)) continue;
     n.attrs["in_place"] = int64_t{1};
-    ++marked;
   }
-  return marked;
 }
 
 }  // namespace kiln::lower

@@ -41,8 +41,8 @@ int assign_blocked_layout(Graph& g);
 int assign_int8_nhwc_layout(Graph& g);
 
 // Marks the depthwise convolutions that may write over their input (in_place_convs.cpp), after
-// the layouts: returns how many.
-int mark_in_place_convs(Graph& g);
+// the layouts; the memory plan's report lists them ("in place of").
+void mark_in_place_convs(Graph& g);
 
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct

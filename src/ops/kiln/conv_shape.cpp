@@ -42,17 +42,31 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   return s;
 }
 
+std::optional<std::vector<int64_t>> dims_batch_as_one(const Shape& s) {
+  if (!s.rank_known || s.rank() == 0) return std::nullopt;
+  std::vector<int64_t> d = {s[0].is_static() ? s[0].value : 1};
+  for (size_t i = 1; i < s.rank(); ++i) {
+    if (!s[i].is_static()) return std::nullopt;
+    d.push_back(s[i].value);
+  }
+  return d;
+}
+
+namespace {
+// A pool's input or output dims: static, or (any_batch) static but for a symbolic batch, which
+// counts as 1.
+std::optional<std::vector<int64_t>> pool_dims(const Shape& s, bool any_batch) {
+  if (s.is_static()) return s.static_dims();
+  return any_batch ? dims_batch_as_one(s) : std::nullopt;
+}
+}  // namespace
+
 std::optional<PoolGeometry> pool_geometry(const Node& n, bool any_batch) {
   const Value* x = n.input(0);
   const Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
   if (n.outputs.size() > 1 && n.outputs[1]) return std::nullopt;  // Indices: the reference computes them
-  // Static shapes, or (any_batch) static but for a symbolic batch, which counts as 1.
-  auto dims = [&](const Shape& s) -> std::optional<std::vector<int64_t>> {
-    if (s.is_static()) return s.static_dims();
-    return any_batch ? dims_batch_as_one(s) : std::nullopt;
-  };
   if (!x || !y || x->dtype != DType::f32) return std::nullopt;
-  const std::optional<std::vector<int64_t>> xs = dims(x->shape), ys = dims(y->shape);
+  const std::optional<std::vector<int64_t>> xs = pool_dims(x->shape, any_batch), ys = pool_dims(y->shape, any_batch);
   if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return std::nullopt;
   const std::vector<int64_t>&xd = *xs, &yd = *ys;
   const std::vector<int64_t> k = n.attr_ints("kernel_shape", {});
@@ -92,28 +106,14 @@ std::optional<PoolGeometry> pool_geometry(const Node& n, bool any_batch) {
   return s;
 }
 
-std::optional<std::vector<int64_t>> dims_batch_as_one(const Shape& s) {
-  if (!s.rank_known || s.rank() == 0) return std::nullopt;
-  std::vector<int64_t> d = {s[0].is_static() ? s[0].value : 1};
-  for (size_t i = 1; i < s.rank(); ++i) {
-    if (!s[i].is_static()) return std::nullopt;
-    d.push_back(s[i].value);
-  }
-  return d;
-}
 
 std::optional<kernels::int8::Pool2d> qmax_pool_geometry(const Node& n, bool any_batch) {
   if (!n.domain.empty() || n.op != "MaxPool" || n.outputs.empty() || !n.outputs[0]) return std::nullopt;
   const Value* x = n.input(0);
   const Value* y = n.outputs[0];
-  // Static shapes, or (any_batch) static but for a symbolic batch, which counts as 1.
-  auto dims = [&](const Shape& s) -> std::optional<std::vector<int64_t>> {
-    if (s.is_static()) return s.static_dims();
-    return any_batch ? dims_batch_as_one(s) : std::nullopt;
-  };
   if (!x || (x->dtype != DType::u8 && x->dtype != DType::i8) || (n.outputs.size() > 1 && n.outputs[1]))
     return std::nullopt;
-  const std::optional<std::vector<int64_t>> xd = dims(x->shape), yd = dims(y->shape);
+  const std::optional<std::vector<int64_t>> xd = pool_dims(x->shape, any_batch), yd = pool_dims(y->shape, any_batch);
   if (!xd || !yd || xd->size() != 4 || yd->size() != 4) return std::nullopt;
   const std::vector<int64_t> k = n.attr_ints("kernel_shape", {}), s = n.attr_ints("strides", {1, 1}),
                              d = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
