@@ -207,14 +207,56 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   }
   float* planes = workspace;
   float* slots = workspace + copy_total;
-  // The K blocks' segments, in this thread's vectors: rebuilt per call without allocating once
-  // warm (built afresh they were ~450 heap allocations per resnet18 run).
-  // (A local reference: the pool's threads must read this thread's vectors, and a thread_local
-  // named inside the lambda would be each thread's own.)
-  thread_local std::vector<std::vector<ConvSegment>> own_blocks;
-  std::vector<std::vector<ConvSegment>>& blocks = own_blocks;
-  if (static_cast<int64_t>(blocks.size()) < p.kblocks) blocks.resize(p.kblocks);
-  for (int64_t b = 0; b < p.kblocks; ++b) segments(s, p, b * p.kc, std::min(p.KK, (b + 1) * p.kc), blocks[b]);
+  // Output rows whose window reaches into the top or bottom padding skip those taps: K runs
+  // (kh, kw, channel), so the window rows inside the image are one range of K, and a row class
+  // is that range (class 0: all of K). The left and right padding cannot be skipped: a tile's
+  // pixels share its K loop. digits_cnn's 8x8 3x3 layer spent 1/12 of its FMAs on zero rows,
+  // a 7x7 layer (resnet50's layer4) 2/21.
+  // (Kept in this thread's vectors, like the segments below; local references because the
+  // pool's threads read them, and a thread_local named inside the lambda would be each one's own.)
+  thread_local std::vector<std::pair<int64_t, int64_t>> own_classes;
+  thread_local std::vector<int64_t> own_row_class;
+  std::vector<std::pair<int64_t, int64_t>>& classes = own_classes;
+  std::vector<int64_t>& row_class = own_row_class;
+  classes.assign(1, {0, p.KK});
+  row_class.assign(p.flat ? 0 : p.OH, 0);
+  if (p.copy && !p.flat && (s.pad_top > 0 || s.pad_bottom > 0)) {
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      // Window row kh reads input row oh * stride_h - pad_top + kh * dil_h.
+      const int64_t top = oh * s.stride_h - s.pad_top;
+      const int64_t kh0 = top >= 0 ? 0 : ceil_div(-top, s.dil_h);
+      const int64_t kh1 = top >= s.H ? 0 : std::min<int64_t>(s.R, (s.H - 1 - top) / s.dil_h + 1);
+      if (kh0 >= kh1 || (kh0 == 0 && kh1 == s.R)) continue;  // all rows (or none: leave it whole)
+      const std::pair<int64_t, int64_t> range{kh0 * s.S * s.C, kh1 * s.S * s.C};
+      auto it = std::find(classes.begin(), classes.end(), range);
+      row_class[oh] = it - classes.begin();
+      if (it == classes.end()) classes.push_back(range);
+    }
+  }
+  const int64_t nclasses = static_cast<int64_t>(classes.size());
+  // Per (class, K block): the segments of the block's part of the class's range, the K steps
+  // skipped at the block's start, and per class the first block with any step.
+  struct Block {
+    std::vector<ConvSegment> seg;
+    int64_t skip = 0;
+  };
+  thread_local std::vector<Block> own_blocks;
+  thread_local std::vector<int64_t> own_first_block;
+  std::vector<Block>& blocks = own_blocks;
+  std::vector<int64_t>& first_block = own_first_block;
+  if (static_cast<int64_t>(blocks.size()) < nclasses * p.kblocks) blocks.resize(nclasses * p.kblocks);
+  first_block.assign(nclasses, p.kblocks);
+  for (int64_t cl = 0; cl < nclasses; ++cl)
+    for (int64_t b = 0; b < p.kblocks; ++b) {
+      const int64_t q0 = b * p.kc, q1 = std::min(p.KK, (b + 1) * p.kc);
+      const int64_t lo = std::max(q0, classes[cl].first), hi = std::min(q1, classes[cl].second);
+      Block& blk = blocks[cl * p.kblocks + b];
+      blk.seg.clear();
+      blk.skip = lo - q0;
+      if (lo >= hi) continue;
+      segments(s, p, lo, hi, blk.seg);
+      first_block[cl] = std::min(first_block[cl], b);
+    }
   // Work items: chunks of tiles, each with all column units or (fewer chunks than pieces
   // wanted) with a share of them. Pieces: runs of consecutive items, one slot each.
   int64_t groups = p.chunks >= want ? 1 : std::min<int64_t>(p.units, ceil_div(want, p.chunks));
@@ -302,45 +344,59 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           pending = 0;
         };
         for (int64_t kb = 0; kb < p.kblocks; ++kb) {
-          const float* b = packed_w + (k0 / NR) * p.KK * NR + kb * p.kc * NR;
-          const std::vector<ConvSegment>& seg = blocks[kb];
-          const int nseg = static_cast<int>(seg.size());
+          const float* block_w = packed_w + (k0 / NR) * p.KK * NR + kb * p.kc * NR;
           const bool last = kb + 1 == p.kblocks;
-          const bool direct_out = last && fuse_cols;
           for (int64_t ti = t0; ti < t1; ++ti) {
             int64_t pix, rows;
             const float* a;
             const int64_t slot_tile = p.kblocks > 1 ? ti - t0 : (ti - t0) % p.group_tiles;
             float* c = cbuf + slot_tile * p.tile * p.unit_cols;
+            // The tile's row class: its output row's, or for a tile across two rows of different
+            // classes all of K (the padding is zeros: extra taps add nothing).
+            int64_t cl = 0;
             if (p.wrap) {
               pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix);
-              const int64_t oh = pix / p.OW, ow0 = pix % p.OW, first = p.OW - ow0;
-              a = in + oh * p.row_step + ow0 * p.sw;
-              const int64_t jump = p.row_step - ow0 * p.sw;  // to the next row's first pixel
-              const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-              const ConvTileOut* op = direct_out ? &o : nullptr;
-              if (first >= rows) {
-                tiles[0][rows - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0, op);
-              } else if (rows == p.tile && wraps[first - 1]) {
-                wraps[first - 1](seg.data(), nseg, a_step, a, jump, b, c, p.unit_cols, ncols, kb > 0, op);
-              } else {  // a split this table has no wrap tile for, or the image's last, partial
-                        // tile across two rows: one tile per row
-                const ConvTileOut o2 = direct_out ? tile_out(k0, pix + first) : ConvTileOut{};
-                tiles[0][first - 1](seg.data(), nseg, a_step, a, b, 0, c, p.unit_cols, ncols, kb > 0, op);
-                tiles[0][rows - first - 1](seg.data(), nseg, a_step, a + jump, b, 0, c + first * p.unit_cols,
-                                           p.unit_cols, ncols, kb > 0, direct_out ? &o2 : nullptr);
-              }
+              const int64_t oh = pix / p.OW, oh_last = (pix + rows - 1) / p.OW;
+              cl = row_class[oh] == row_class[oh_last] ? row_class[oh] : 0;
+            } else if (p.flat) {
+              pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix);
             } else {
-              if (p.flat) {
-                pix = ti * p.tile, rows = std::min<int64_t>(p.tile, p.OHW - pix), a = in + pix * p.sw;
-              } else {
-                const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
-                pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
+              const int64_t oh = ti / p.tiles_per_row, ow0 = ti % p.tiles_per_row * p.tile;
+              pix = oh * p.OW + ow0, rows = std::min<int64_t>(p.tile, p.OW - ow0);
+              cl = row_class[oh];
+            }
+            const Block& blk = blocks[cl * p.kblocks + kb];
+            const ConvSegment* seg = blk.seg.data();
+            const int nseg = static_cast<int>(blk.seg.size());
+            const float* b = block_w + blk.skip * NR;
+            const bool load_c = kb > first_block[cl];
+            // A tile with no steps in the last block has its sums in the slot: stored below.
+            const bool direct_out = last && fuse_cols && nseg > 0;
+            if (nseg > 0) {
+              if (p.wrap) {
+                const int64_t oh = pix / p.OW, ow0 = pix % p.OW, first = p.OW - ow0;
                 a = in + oh * p.row_step + ow0 * p.sw;
+                const int64_t jump = p.row_step - ow0 * p.sw;  // to the next row's first pixel
+                const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
+                const ConvTileOut* op = direct_out ? &o : nullptr;
+                if (first >= rows) {
+                  tiles[0][rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op);
+                } else if (rows == p.tile && wraps[first - 1]) {
+                  wraps[first - 1](seg, nseg, a_step, a, jump, b, c, p.unit_cols, ncols, load_c, op);
+                } else {  // a split this table has no wrap tile for, or the image's last, partial
+                          // tile across two rows: one tile per row
+                  const ConvTileOut o2 = direct_out ? tile_out(k0, pix + first) : ConvTileOut{};
+                  tiles[0][first - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op);
+                  tiles[0][rows - first - 1](seg, nseg, a_step, a + jump, b, 0, c + first * p.unit_cols, p.unit_cols,
+                                             ncols, load_c, direct_out ? &o2 : nullptr);
+                }
+              } else {
+                a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
+                const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
+                const ConvTileKernel tile =
+                    half && rows == t.gemm.mr && 2 * ncols <= NR ? half : tiles[wide][rows - 1];
+                tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr);
               }
-              const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-              const ConvTileKernel tile = half && rows == t.gemm.mr && 2 * ncols <= NR ? half : tiles[wide][rows - 1];
-              tile(seg.data(), nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, kb > 0, direct_out ? &o : nullptr);
             }
             if (!last || direct_out) continue;
             // Only the last tile of a chunk can be short (tiles cover whole rows or wrap), so runs

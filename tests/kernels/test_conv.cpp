@@ -265,6 +265,9 @@ TEST(Conv, DirectTactic) {
       // At most NR / 2 output channels: the half-panel tile for whole mr-pixel tiles.
       {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Relu, true, true},   // flat 1x1, K = 16
       {shape(1, 5, 30, 30, 12, 3, 3, 2, 1), Act::Silu, true, true},    // stride 2, 15-wide rows, K = 12
+      // Padding as deep as the window: output rows whose window lies wholly in the padding
+      // (all of K, on zeros) next to rows of one and two window rows.
+      {shape(1, 16, 4, 6, 24, 3, 3, 1, 3), Act::Relu, true, true},
   };
   Conv2dShape asym = shape(1, 6, 9, 10, 18, 3, 2, 1, 0);
   asym.pad_top = 2, asym.pad_right = 1, asym.stride_w = 2;
@@ -299,6 +302,8 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
       {shape(1, 24, 30, 30, 8, 3, 3, 2, 1), Act::Relu, true, true},    // padded, stride 2, K = 8
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu, true, true},   // two chunks
       {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // wrap tiles on 7-wide rows
+      {shape(1, 16, 4, 6, 24, 3, 3, 1, 3), Act::Relu, true, true},     // rows wholly in the padding
+      {shape(1, 96, 10, 10, 40, 3, 3, 1, 1), Act::Relu, true, true},   // rows skipping part of a K block
   };
   for (const KernelTable* t : test::all_tables())
     for (ConvCase c : cases)
