@@ -214,33 +214,88 @@ void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes
   });
 }
 
-void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int threads) {
+namespace {
+
+// The plain 2x2 stride-2 window (digits_cnn's and VGG's pools): per lane the max of two pixels
+// of two rows, without the general path's padded row and its two table calls a row, which
+// for digits_cnn's 4-pixel output rows cost more than the maxima.
+bool plain_2x2(const Conv2dShape& s) {
+  return s.R == 2 && s.S == 2 && s.stride_h == 2 && s.stride_w == 2 && s.dil_h == 1 && s.dil_w == 1 && !s.padded() &&
+         2 * s.out_h() <= s.H && 2 * s.out_w() <= s.W;
+}
+
+void max_2x2_row(const float* r0, const float* r1, int64_t OW, float* out) {
+  constexpr int64_t B = kConvBlock;
+  for (int64_t ow = 0; ow < OW; ++ow, r0 += 2 * B, r1 += 2 * B, out += B) {
+    int64_t l = 0;
+#if defined(__SSE2__)
+    // Four lanes a step (the build's -O2 left the loop scalar: out may alias the rows for it).
+    for (; l < B; l += 4)
+      _mm_storeu_ps(out + l, _mm_max_ps(_mm_max_ps(_mm_loadu_ps(r0 + l), _mm_loadu_ps(r0 + B + l)),
+                                        _mm_max_ps(_mm_loadu_ps(r1 + l), _mm_loadu_ps(r1 + B + l))));
+#endif
+    for (; l < B; ++l) out[l] = std::max(std::max(r0[l], r0[B + l]), std::max(r1[l], r1[B + l]));
+  }
+}
+
+}  // namespace
+
+void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int threads,
+                         bool planar_out) {
   KILN_CHECK(s.C % kConvBlock == 0, "channel-blocked max pool: ", s.C, " channels, not a multiple of ", kConvBlock);
   if (threads <= 0) threads = default_threads();
-  const int64_t OH = s.out_h(), OW = s.out_w(), blocks = s.N * (s.C / kConvBlock);
+  const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW, blocks = s.N * (s.C / kConvBlock);
+  const bool two = plain_2x2(s);
   // Each output row: the window rows' maximum into a row padded with -inf on both sides, then
   // the horizontal maximum of its windows.
   const int64_t right = std::max<int64_t>(0, (OW - 1) * s.stride_w + (s.S - 1) * s.dil_w + 1 - s.pad_left - s.W);
   const int64_t padded = (s.pad_left + s.W + right) * kConvBlock;
-  const double work = static_cast<double>(blocks) * OH * OW * kConvBlock * s.R * s.S;
-  parallel_for(blocks * OH, threads_for_work(work, threads), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> row;  // kept from run to run: no allocation once warm
-    thread_local std::vector<const float*> taps;
+  auto pool_row = [&](int64_t blk, int64_t oh, float* out, std::vector<float>& row, std::vector<const float*>& taps) {
+    const float* plane = x + blk * s.H * s.W * kConvBlock;
+    if (two) {
+      const float* r0 = plane + 2 * oh * s.W * kConvBlock;
+      max_2x2_row(r0, r0 + s.W * kConvBlock, OW, out);
+      return;
+    }
+    int64_t n = 0;
+    for (int64_t kh = 0; kh < s.R; ++kh) {
+      const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
+      if (ih >= 0 && ih < s.H) taps[n++] = plane + ih * s.W * kConvBlock;
+    }
+    KILN_CHECK(n > 0, "channel-blocked max pool: output row ", oh, " has no input row in its window");
+    t.max_grid(taps.data(), n, s.W * kConvBlock, row.data() + s.pad_left * kConvBlock);
+    t.max_blocked_row(row.data(), OW, s.S, s.stride_w, s.dil_w, out);
+  };
+  // A thread's row (kept from run to run: no allocation once warm) with this shape's -inf ends.
+  auto prepare = [&](std::vector<float>& row, std::vector<const float*>& taps) {
+    if (two) return;
     if (static_cast<int64_t>(row.size()) < padded) row.resize(padded);
     if (static_cast<int64_t>(taps.size()) < s.R) taps.resize(static_cast<size_t>(s.R));
     std::fill(row.begin(), row.begin() + s.pad_left * kConvBlock, -std::numeric_limits<float>::infinity());
     std::fill(row.begin() + (s.pad_left + s.W) * kConvBlock, row.begin() + padded,
               -std::numeric_limits<float>::infinity());
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t blk = i / OH, oh = i % OH;
-      int64_t n = 0;
-      for (int64_t kh = 0; kh < s.R; ++kh) {
-        const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
-        if (ih >= 0 && ih < s.H) taps[n++] = x + (blk * s.H + ih) * s.W * kConvBlock;
-      }
-      KILN_CHECK(n > 0, "channel-blocked max pool: output row ", oh, " has no input row in its window");
-      t.max_grid(taps.data(), n, s.W * kConvBlock, row.data() + s.pad_left * kConvBlock);
-      t.max_blocked_row(row.data(), OW, s.S, s.stride_w, s.dil_w, y + (blk * OH + oh) * OW * kConvBlock);
+  };
+  const double work = static_cast<double>(blocks) * OHW * kConvBlock * s.R * s.S;
+  threads = threads_for_work(work, threads);
+  if (!planar_out) {
+    parallel_for(blocks * OH, threads, [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> row;
+      thread_local std::vector<const float*> taps;
+      prepare(row, taps);
+      for (int64_t i = b; i < e; ++i) pool_row(i / OH, i % OH, y + i * OW * kConvBlock, row, taps);
+    });
+    return;
+  }
+  // NCHW output (a Flatten reads it: digits_cnn): each block pooled into a thread's buffer, then
+  // transposed into its kConvBlock planes, which lie back to back in y.
+  parallel_for(blocks, threads, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> row, pooled;
+    thread_local std::vector<const float*> taps;
+    prepare(row, taps);
+    if (static_cast<int64_t>(pooled.size()) < OHW * kConvBlock) pooled.resize(OHW * kConvBlock);
+    for (int64_t blk = b; blk < e; ++blk) {
+      for (int64_t oh = 0; oh < OH; ++oh) pool_row(blk, oh, pooled.data() + oh * OW * kConvBlock, row, taps);
+      t.transpose(pooled.data(), kConvBlock, OHW, kConvBlock, y + blk * kConvBlock * OHW, OHW);
     }
   });
 }
@@ -291,8 +346,8 @@ void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64
   });
 }
 
-void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads) {
-  max_pool_blocked_on(kernel_table(), s, x, y, threads);
+void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads, bool planar_out) {
+  max_pool_blocked_on(kernel_table(), s, x, y, threads, planar_out);
 }
 
 size_t pool2d_workspace_floats(const Conv2dShape& s, int threads) {

@@ -13,21 +13,11 @@ namespace kiln::runtime {
 namespace {
 
 // A pool after a direct convolution reads channel-blocked activations and writes them blocked
-// too, or NCHW when a reader needs that (digits_cnn's pool before its Flatten): pooled into the
-// workspace in blocks, then transposed (a quarter of the convolution's output, for a 2x2 pool);
-// lower/blocked_layout.cpp never sets y_blocked without x_blocked. The reference kernel cannot.
+// too, or NCHW when a reader needs that (digits_cnn's pool before its Flatten: each block is
+// transposed into its planes as it is pooled); lower/blocked_layout.cpp never sets y_blocked
+// without x_blocked. The reference kernel cannot.
 bool blocked(const Node& n) { return n.attr_i("x_blocked", 0) != 0; }
 bool blocked_out(const Node& n) { return n.attr_i("y_blocked", 0) != 0; }
-
-// Channel-blocked [N][C/8][P][8] -> NCHW, one (image, block) a piece.
-void unblock(const float* src, int64_t N, int64_t C, int64_t P, float* dst, int threads) {
-  const kernels::KernelTable& t = kernels::kernel_table();
-  const int64_t B = kernels::kConvBlock, units = N * (C / B);
-  threads = kernels::threads_for_work(static_cast<double>(N * C * P), threads);
-  kernels::parallel_for(units, threads, [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) t.transpose(src + u * B * P, B, P, B, dst + u * B * P, P);
-  });
-}
 
 bool prepare_pool(StepContext& ctx) {
   std::optional<PoolGeometry> g = fast_pool_geometry(*ctx.node);
@@ -35,9 +25,6 @@ bool prepare_pool(StepContext& ctx) {
     KILN_CHECK(g && g->kind == kernels::PoolKind::Max && g->shape.C % kernels::kConvBlock == 0,
                ctx.node->describe(), ": channel-blocked pooling needs a 2-D f32 max pool over a multiple of ",
                kernels::kConvBlock, " channels");
-    if (!blocked_out(*ctx.node))
-      ctx.workspace_bytes = static_cast<int64_t>(sizeof(float)) * g->shape.N * g->shape.C * g->shape.out_h() *
-                            g->shape.out_w();
     ctx.state = std::make_shared<PoolGeometry>(*g);
     return true;
   }
@@ -51,13 +38,8 @@ bool prepare_pool(StepContext& ctx) {
 void run_pool(StepContext& ctx) {
   const PoolGeometry& s = *static_cast<const PoolGeometry*>(ctx.state.get());
   if (blocked(*ctx.node)) {
-    if (blocked_out(*ctx.node)) {
-      kernels::max_pool_blocked(s.shape, ctx.in(0).data<float>(), ctx.out(0).data<float>(), ctx.threads);
-      return;
-    }
-    float* pooled = static_cast<float*>(ctx.workspace);
-    kernels::max_pool_blocked(s.shape, ctx.in(0).data<float>(), pooled, ctx.threads);
-    unblock(pooled, s.shape.N, s.shape.C, s.shape.out_h() * s.shape.out_w(), ctx.out(0).data<float>(), ctx.threads);
+    kernels::max_pool_blocked(s.shape, ctx.in(0).data<float>(), ctx.out(0).data<float>(), ctx.threads,
+                              !blocked_out(*ctx.node));
     return;
   }
   kernels::pool2d(s.kind, s.shape, s.count_include_pad, ctx.in(0).data<float>(), ctx.out(0).data<float>(),

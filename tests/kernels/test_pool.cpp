@@ -125,11 +125,14 @@ std::vector<float> to_blocked(const std::vector<float>& v, int64_t N, int64_t C,
 
 // The channel-blocked max pool equals the planar one, exactly, on every table: the resnet
 // stem window, strides 1..3, asymmetric pads, dilation, ragged widths (odd output counts: the
-// AVX-512 pair of pixels and its single tail), batch 2, 1 and 2 threads.
+// AVX-512 pair of pixels and its single tail), the plain 2x2 window (its own loop; an odd
+// width and height leave a column and a row out), batch 2, 1 and 2 threads; written blocked
+// and written NCHW.
 TEST(Pool, ChannelBlockedMaxPoolMatchesThePlanarOne) {
   std::vector<Conv2dShape> shapes = {pool_shape(16, 112, 112, 3, 3, 2, 1), pool_shape(8, 9, 13, 3, 3, 1, 1),
-                                     pool_shape(24, 10, 11, 2, 2, 2, 0), pool_shape(8, 15, 17, 3, 2, 3, 1, 2),
-                                     pool_shape(8, 7, 7, 5, 5, 1, 2)};
+                                     pool_shape(24, 10, 11, 2, 2, 2, 0),   pool_shape(8, 15, 17, 3, 2, 3, 1, 2),
+                                     pool_shape(8, 7, 7, 5, 5, 1, 2),      pool_shape(32, 8, 8, 2, 2, 2, 0),
+                                     pool_shape(16, 9, 6, 2, 2, 2, 0)};
   Conv2dShape asym = pool_shape(16, 12, 15, 3, 3, 2, 0);
   asym.pad_left = 2, asym.pad_right = 1, asym.pad_bottom = 2;
   shapes.push_back(asym);
@@ -142,9 +145,14 @@ TEST(Pool, ChannelBlockedMaxPoolMatchesThePlanarOne) {
         std::vector<float> yb(want.size(), 123.f);
         max_pool_blocked_on(*t, s, xb.data(), yb.data(), threads);
         const std::vector<float> y = to_blocked(yb, s.N, s.C, s.out_h() * s.out_w(), /*back=*/true);
-        for (size_t i = 0; i < y.size(); ++i)
+        std::vector<float> planar(want.size(), 123.f);
+        max_pool_blocked_on(*t, s, xb.data(), planar.data(), threads, /*planar_out=*/true);
+        for (size_t i = 0; i < y.size(); ++i) {
           ASSERT_EQ(y[i], want[i]) << isa_name(t->isa) << " C=" << s.C << " H=" << s.H << " W=" << s.W << " R=" << s.R
                                    << " stride=" << s.stride_w << " threads=" << threads << " at " << i;
+          ASSERT_EQ(planar[i], want[i]) << "NCHW out, " << isa_name(t->isa) << " C=" << s.C << " H=" << s.H
+                                        << " R=" << s.R << " threads=" << threads << " at " << i;
+        }
       }
   }
 }

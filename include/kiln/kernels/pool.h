@@ -40,8 +40,9 @@ void global_average_pool(const float* x, int64_t planes, int64_t size, float* y,
 // The same two on channel-blocked activations (Conv2dShape::x_blocked: [N][C/8][H][W][8], C a
 // multiple of kConvBlock), between direct convolutions (lower/blocked_layout.cpp).
 // max_pool_blocked: y [N][C/8][OH][OW][8], the max over each window's taps inside the input
-// (any kernel, strides, dilations, pads with every window holding an input row); exact.
-void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads);
+// (any kernel, strides, dilations, pads with every window holding an input row); exact. With
+// planar_out, y is NCHW [N, C, OH, OW] instead (a reader that needs NCHW, e.g. a Flatten).
+void max_pool_blocked(const Conv2dShape& s, const float* x, float* y, int threads, bool planar_out = false);
 // global_average_pool_blocked: y [N, C] (the NCHW [N, C, 1, 1]), summed in double like
 // global_average_pool.
 void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads);
