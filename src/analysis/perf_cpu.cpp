@@ -8,6 +8,7 @@
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
+#include "kiln/ops/kiln_ops.h"
 #include "kiln/runtime/step.h"
 #include "perf_tiles.h"
 
@@ -203,6 +204,12 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     return {K / group, OH * OW, N * group};  // gemm, pointwise
   }
   if (cls != "gemm" || y.empty()) return g;
+  // An attention writing Y through a view (fold-attention-views) has the [B, H, Sq, Dv] products
+  // of the plain one, whatever shape its output has.
+  if (n.domain == "kiln" && n.op == "Attention" && ops::attention_has_view(n, 3)) {
+    const ops::AttentionView v = ops::attention_view(n, 3, y);
+    return {v.dims[2], v.dims[3], v.dims[0] * v.dims[1]};
+  }
   const int64_t cols = y.back();
   const Value* b = n.input(1);
   const bool weight = b && b->initializer;

@@ -50,6 +50,16 @@ void attention(const AttentionArgs& a, int threads, const KernelTable& t) {
   while (tile > 4 && a.B * a.H * detail::ceil_div(a.Sq, tile) < 2 * threads) tile /= 2;
   const int64_t qtiles = detail::ceil_div(a.Sq, tile), tasks = a.B * a.H * qtiles;
   const size_t scratch_floats = attention_scratch_floats(tile, a.D, a.Dv);
+  // Strides along B, H, S: the given ones, or a contiguous [B,H,S,width] tensor's.
+  struct Strides {
+    int64_t b, h, s;
+  };
+  auto strides_of = [&](const int64_t (&st)[3], int64_t S, int64_t width) {
+    if (st[0] == 0 && st[1] == 0 && st[2] == 0) return Strides{a.H * S * width, S * width, width};
+    return Strides{st[0], st[1], st[2]};
+  };
+  const Strides qs = strides_of(a.q_strides, a.Sq, a.D), ks = strides_of(a.k_strides, a.Sk, a.D),
+                vs = strides_of(a.v_strides, a.Sk, a.Dv), ys = strides_of(a.y_strides, a.Sq, a.Dv);
   parallel_for(tasks, threads, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
     if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
@@ -59,11 +69,11 @@ void attention(const AttentionArgs& a, int threads, const KernelTable& t) {
       AttentionTile at;
       at.rows = std::min(tile, a.Sq - i0);
       at.i0 = i0;
-      at.q = a.q + (bh * a.Sq + i0) * a.D;
-      at.k = a.k + bh * a.Sk * a.D;
-      at.v = a.v + bh * a.Sk * a.Dv;
-      at.y = a.y + (bh * a.Sq + i0) * a.Dv;
-      at.q_rs = a.D, at.k_rs = a.D, at.v_rs = a.Dv, at.y_rs = a.Dv;
+      at.q = a.q + bi * qs.b + hi * qs.h + i0 * qs.s;
+      at.k = a.k + bi * ks.b + hi * ks.h;
+      at.v = a.v + bi * vs.b + hi * vs.h;
+      at.y = a.y + bi * ys.b + hi * ys.h + i0 * ys.s;
+      at.q_rs = qs.s, at.k_rs = ks.s, at.v_rs = vs.s, at.y_rs = ys.s;
       if (a.mask) {
         at.mask = a.mask + bi * a.mask_strides[0] + hi * a.mask_strides[1] + i0 * a.mask_strides[2];
         at.mask_rs = a.mask_strides[2], at.mask_cs = a.mask_strides[3];

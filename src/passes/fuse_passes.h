@@ -11,6 +11,7 @@ namespace kiln::passes {
 std::unique_ptr<Pass> make_fuse_epilogue();     // "fuse-epilogue"
 std::unique_ptr<Pass> make_fuse_layernorm();    // "fuse-layernorm"
 std::unique_ptr<Pass> make_fuse_attention();    // "fuse-attention"
+std::unique_ptr<Pass> make_fold_attention_views();  // "fold-attention-views"
 std::unique_ptr<Pass> make_fuse_elementwise();  // "fuse-elementwise"
 std::unique_ptr<Pass> make_layout();            // "layout"
 

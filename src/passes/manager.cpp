@@ -21,7 +21,8 @@ const std::vector<std::string>& level_passes(int level) {
   // float fusions, which then see only what stays float); dce sweeps what the fusions left.
   static const std::vector<std::string> o2 = [] {
     std::vector<std::string> p = o1;
-    for (const char* n : {"fold-batchnorm", "fold-qdq", "fold-qdq-lookup", "fuse-layernorm", "fuse-attention", "fuse-epilogue",
+    for (const char* n : {"fold-batchnorm", "fold-qdq", "fold-qdq-lookup", "fuse-layernorm", "fuse-attention",
+                          "fold-attention-views", "fuse-epilogue",
                           "fuse-elementwise", "dce"})
       p.push_back(n);
     return p;

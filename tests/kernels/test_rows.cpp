@@ -174,5 +174,48 @@ TEST(Rows, AttentionMatchesNaive) {
       for (int threads : {1, 2}) check_attention(*t, c, threads);
 }
 
+// Q, K and V read as strided views of one [S, B, 3·H·D] projection output (torch's seq-first
+// nn.MultiheadAttention: Q at column 0, K at H·D, V at 2·H·D) and Y written into [S, B, H·Dv]
+// give the floats of contiguous [B,H,S,D] copies: the same tile code, only the row pointers
+// move. B = 2 so that every stride matters; 1 and 2 threads.
+TEST(Rows, AttentionReadsAndWritesStridedViews) {
+  const int64_t B = 2, H = 3, S = 37, D = 16, E = H * D, row = 3 * E;
+  const auto qkv = random_vec(S * B * row, 61, -1.f, 1.f);
+  // Contiguous copies: x[b][h][s][d] = qkv[s][b][part * E + h * D + d].
+  auto gather = [&](int64_t part) {
+    std::vector<float> x(B * H * S * D);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t d = 0; d < D; ++d) x[((b * H + h) * S + s) * D + d] = qkv[(s * B + b) * row + part * E + h * D + d];
+    return x;
+  };
+  const auto q = gather(0), k = gather(1), v = gather(2);
+  for (const KernelTable* t : test::all_tables())
+    for (int threads : {1, 2})
+      for (bool causal : {false, true}) {
+        AttentionArgs a;
+        a.B = B, a.H = H, a.Sq = a.Sk = S, a.D = a.Dv = D, a.scale = 0.25f, a.causal = causal;
+        a.q = q.data(), a.k = k.data(), a.v = v.data();
+        std::vector<float> want(B * H * S * D);
+        a.y = want.data();
+        attention(a, threads, *t);
+        AttentionArgs sv = a;
+        sv.q = qkv.data(), sv.k = qkv.data() + E, sv.v = qkv.data() + 2 * E;
+        for (int64_t* st : {sv.q_strides, sv.k_strides, sv.v_strides}) st[0] = row, st[1] = D, st[2] = B * row;
+        std::vector<float> got(S * B * E, 7.f);
+        sv.y = got.data();
+        sv.y_strides[0] = E, sv.y_strides[1] = D, sv.y_strides[2] = B * E;
+        attention(sv, threads, *t);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t s = 0; s < S; ++s)
+              for (int64_t d = 0; d < D; ++d)
+                ASSERT_EQ(got[(s * B + b) * E + h * D + d], want[((b * H + h) * S + s) * D + d])
+                    << isa_name(t->isa) << " threads " << threads << " causal " << causal << " at b" << b << " h" << h
+                    << " s" << s << " d" << d;
+      }
+}
+
 }  // namespace
 }  // namespace kiln::kernels

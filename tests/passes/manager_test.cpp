@@ -49,9 +49,11 @@ TEST(Pipelines, LevelsAreDataAndSkipPassesNotBuiltIn) {
   auto o3 = pipeline_for_level(3, only_cleanup, &notes);
   EXPECT_EQ(o3, (std::vector<std::string>{"fold-constants", "simplify-shapes", "eliminate-identity", "cse", "dce",
                                           "dce"}));
-  ASSERT_EQ(notes.size(), 8u);  // fold-batchnorm, fold-qdq, fold-qdq-lookup, 4 fusions, layout
+  // fold-batchnorm, fold-qdq, fold-qdq-lookup, 4 fusions, fold-attention-views, layout
+  ASSERT_EQ(notes.size(), 9u);
   EXPECT_EQ(notes[0], "-O3: pass 'fold-batchnorm' is not built into this kiln; skipped");
-  EXPECT_NE(notes[7].find("'layout'"), std::string::npos);
+  EXPECT_NE(notes[5].find("'fold-attention-views'"), std::string::npos);
+  EXPECT_NE(notes[8].find("'layout'"), std::string::npos);
   EXPECT_NE(error_of([] { pipeline_for_level(4); }).find("level 4 does not exist"), std::string::npos);
 }
 

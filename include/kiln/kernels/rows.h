@@ -47,6 +47,10 @@ struct AttentionArgs {
   const float* mask = nullptr;
   int64_t mask_strides[4] = {0, 0, 0, 0};
   bool causal = false;
+  // Element strides of Q, K, V and Y along B, H and S (the head dim is always contiguous); all
+  // three zero: a contiguous [B,H,S,D] tensor. Views of a wider tensor (kiln.Attention's
+  // q_view..y_view): BERT's Q, K and V read in place from its [S, 1, 3·E] projection.
+  int64_t q_strides[3] = {0, 0, 0}, k_strides[3] = {0, 0, 0}, v_strides[3] = {0, 0, 0}, y_strides[3] = {0, 0, 0};
 };
 void attention(const AttentionArgs& a, int threads, const KernelTable& t = kernel_table());
 

@@ -23,6 +23,12 @@
 //       Y = softmax(scale * Q Kᵀ + Mask) V, row-wise over Sk. Mask is additive f32 broadcastable
 //       to [B, H, Sq, Sk]. Attributes: `scale` (float), `causal` (int, 0): when 1, key j > query
 //       i + (Sk - Sq) is masked out (decode with a KV cache keeps the right alignment).
+//       Views (fold-attention-views): `q_view`, `k_view`, `v_view` (ints: offset, B, H, S, D,
+//       then the element strides along B, H, S; D is contiguous) read that operand as a
+//       [B, H, S, D] view of its tensor, whatever the tensor's shape (BERT's [S, 1, 3·E]
+//       projection output, Q at offset 0, K at E, V at 2E); `y_view` (B, H, Sq, Dv, then the
+//       strides) writes Y that way into an output of the shape `y_shape` (ints), every one of
+//       whose elements it covers once (a Transpose + Reshape back to [S, E], absorbed).
 //
 // Activations (the `activation` string; "" = none), with their float parameters:
 //   Relu · LeakyRelu(alpha = act_alpha) · Clip(min = act_alpha, max = act_beta) · Sigmoid ·
@@ -71,6 +77,19 @@ ActivationSpec activation_of(const Node& n);
 // w [K, C/group, R, S] (the logical ones: `w_shape` once packed), with auto_pad resolved.
 // Shared by the lowering (tactic choice, packing) and the runtime (each input shape).
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w);
+
+// kiln.Attention's operand i (0, 1, 2: Q, K, V; 3: Y) as a [B, H, S, D] view of a tensor of
+// dims `tensor`: its `*_view` attribute, or without one the tensor itself (rank 4, contiguous).
+// Throws naming the node when the attribute is malformed or the view reaches past the tensor
+// (or, for Y, does not cover it exactly). Read by the shape inference, the cost, the reference
+// kernel, the runtime and the performance model.
+struct AttentionView {
+  int64_t offset = 0;
+  int64_t dims[4] = {0, 0, 0, 0};     // B, H, S, D
+  int64_t strides[3] = {0, 0, 0};     // elements between consecutive b, h, s (d: 1)
+};
+AttentionView attention_view(const Node& n, size_t operand, const std::vector<int64_t>& tensor);
+bool attention_has_view(const Node& n, size_t operand);
 
 // The fast pooling kernels' geometry for a MaxPool / AveragePool node (explicit, auto_pad and
 // ceil_mode padding resolved), or nothing when the node runs the reference kernel. Read by the

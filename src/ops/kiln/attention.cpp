@@ -4,7 +4,9 @@
 // to [B,H,Sq,Sk]; `causal` = 1 masks key j > i + (Sk - Sq) for query i (the KV-cache
 // alignment); `scale` defaults to 1/sqrt(D). The reference kernel is the naive loop with the
 // numerically stable softmax of the Softmax op (max subtracted, sum in double), so a row whose
-// keys are all masked gives NaN exactly as the unfused graph does.
+// keys are all masked gives NaN exactly as the unfused graph does. With views (q_view, ...,
+// y_view: kiln_ops.h) the operands are gathered into [B,H,S,D] tensors first and Y is scattered
+// into its `y_shape` output after.
 #include <array>
 #include <cmath>
 #include <limits>
@@ -18,9 +20,49 @@ namespace {
 
 using namespace kiln_domain;
 
-constexpr const char* kOperands[] = {"Q", "K", "V"};
+constexpr const char* kOperands[] = {"Q", "K", "V", "Y"};
+constexpr const char* kViewAttrs[] = {"q_view", "k_view", "v_view", "y_view"};
+
+// Shape inference with views: the operands' tensors must be static (fold-attention-views only
+// makes views of those); Y takes `y_shape`.
+void infer_attention_views(InferContext& c) {
+  const Node& n = c.node();
+  AttentionView v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const Shape& s = c.in_shape(i);
+    if (!s.is_static()) c.fail(str_cat(kOperands[i], " ", s.str(), " is not static, as a view needs"));
+    try {
+      v[i] = attention_view(n, i, s.static_dims());
+    } catch (const Error& e) {
+      c.fail(e.what());
+    }
+  }
+  const AttentionView &q = v[0], &k = v[1], &vv = v[2];
+  if (q.dims[0] != k.dims[0] || q.dims[1] != k.dims[1] || q.dims[3] != k.dims[3])
+    c.fail("the views of Q and K differ in batch, heads or head size");
+  if (k.dims[0] != vv.dims[0] || k.dims[1] != vv.dims[1] || k.dims[2] != vv.dims[2])
+    c.fail("the views of K and V differ in batch, heads or key length");
+  std::vector<int64_t> y_dims = {q.dims[0], q.dims[1], q.dims[2], vv.dims[3]};
+  if (n.has_attr("y_view")) {
+    y_dims = n.attr_ints("y_shape", {});
+    AttentionView y;
+    try {
+      y = attention_view(n, 3, y_dims);
+    } catch (const Error& e) {
+      c.fail(e.what());
+    }
+    if (y.dims[0] != q.dims[0] || y.dims[1] != q.dims[1] || y.dims[2] != q.dims[2] || y.dims[3] != vv.dims[3])
+      c.fail("the view of Y is not [B, H, Sq, Dv] of Q and V");
+  }
+  if (c.has_input(3)) check_broadcasts_into(c, Shape({q.dims[0], q.dims[1], q.dims[2], k.dims[2]}), 3, "Mask");
+  c.set_output(0, c.in_dtype(0), Shape::of(y_dims));
+}
 
 void infer_attention(InferContext& c) {
+  const Node& n = c.node();
+  for (const char* a : kViewAttrs)
+    if (n.has_attr(a)) return infer_attention_views(c);
+  if (n.has_attr("y_shape")) c.fail("y_shape without y_view");
   const Shape &q = c.in_shape(0), &k = c.in_shape(1), &v = c.in_shape(2);
   for (size_t i = 0; i < 3; ++i) {
     const Shape& s = c.in_shape(i);
@@ -36,8 +78,14 @@ void infer_attention(InferContext& c) {
   c.set_output(0, c.in_dtype(0), Shape({q[0], q[1], q[2], v[3]}));
 }
 
+std::vector<int64_t> view_dims(const Node& n, size_t i, const std::vector<int64_t>& tensor) {
+  const AttentionView v = attention_view(n, i, tensor);
+  return {v.dims[0], v.dims[1], v.dims[2], v.dims[3]};
+}
+
 Cost cost_attention(const CostContext& c) {
-  const auto &q = c.in_dims[0], &k = c.in_dims[1], &v = c.in_dims[2];
+  const std::vector<int64_t> q = view_dims(c.node, 0, c.in_dims[0]), k = view_dims(c.node, 1, c.in_dims[1]),
+                             v = view_dims(c.node, 2, c.in_dims[2]);
   std::vector<int64_t> scores = {q[0], q[1], q[2], k[2]};
   double n_scores = static_cast<double>(numel_of(scores));
   CostContext softmax{c.node, {scores}, {DType::f32}, {scores}, {DType::f32}};
@@ -66,10 +114,28 @@ std::array<int64_t, 4> mask_strides(const KernelContext& c, const Tensor& m, con
   return st;
 }
 
+// Operand i of the node as the contiguous [B,H,S,D] tensor its view reads.
+Tensor gather_view(const KernelContext& c, size_t i, const Tensor& t) {
+  const AttentionView v = attention_view(c.node(), i, t.dims());
+  Tensor out(DType::f32, {v.dims[0], v.dims[1], v.dims[2], v.dims[3]});
+  const float* src = t.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t b = 0; b < v.dims[0]; ++b)
+    for (int64_t h = 0; h < v.dims[1]; ++h)
+      for (int64_t s = 0; s < v.dims[2]; ++s, dst += v.dims[3]) {
+        const float* row = src + v.offset + b * v.strides[0] + h * v.strides[1] + s * v.strides[2];
+        std::copy(row, row + v.dims[3], dst);
+      }
+  return out;
+}
+
 void attention_kernel(KernelContext& c) {
   const Node& n = c.node();
   DType dt = c.input(0).dtype();
   Tensor q = f32_input(c, 0), k = f32_input(c, 1), v = f32_input(c, 2);
+  if (attention_has_view(n, 0)) q = gather_view(c, 0, q);
+  if (attention_has_view(n, 1)) k = gather_view(c, 1, k);
+  if (attention_has_view(n, 2)) v = gather_view(c, 2, v);
   KILN_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, n.describe(), ": Q ", dims_str(q.dims()), ", K ",
              dims_str(k.dims()), " and V ", dims_str(v.dims()), " must all be [B,H,S,D]");
   const int64_t B = q.dim(0), H = q.dim(1), Sq = q.dim(2), D = q.dim(3), Sk = k.dim(2), Dv = v.dim(3);
@@ -120,10 +186,76 @@ void attention_kernel(KernelContext& c) {
       }
     }
   });
+  if (attention_has_view(n, 3)) {  // scattered through the view into the y_shape output
+    const std::vector<int64_t> shape = n.attr_ints("y_shape", {});
+    const AttentionView w = attention_view(n, 3, shape);
+    Tensor out(DType::f32, shape);
+    const float* src = y.data<float>();
+    float* dst = out.data<float>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i, src += Dv)
+          std::copy(src, src + Dv, dst + w.offset + b * w.strides[0] + h * w.strides[1] + i * w.strides[2]);
+    y = std::move(out);
+  }
   c.set_output(0, from_f32(y, dt));
 }
 
 }  // namespace
+
+bool attention_has_view(const Node& n, size_t operand) {
+  KILN_CHECK(operand < 4, "attention_has_view: operand ", operand);
+  return n.has_attr(kViewAttrs[operand]);
+}
+
+AttentionView attention_view(const Node& n, size_t operand, const std::vector<int64_t>& tensor) {
+  KILN_CHECK(operand < 4, "attention_view: operand ", operand);
+  AttentionView v;
+  int64_t numel = 1;
+  for (int64_t d : tensor) numel *= d;
+  if (!n.has_attr(kViewAttrs[operand])) {
+    KILN_CHECK(tensor.size() == 4, n.describe(), ": ", kOperands[operand], " ", dims_str(tensor),
+               " must be [B,H,S,D]");
+    for (int i = 0; i < 4; ++i) v.dims[i] = tensor[i];
+    v.strides[2] = tensor[3], v.strides[1] = tensor[2] * tensor[3], v.strides[0] = tensor[1] * v.strides[1];
+    return v;
+  }
+  // Q, K, V: offset, 4 dims, 3 strides; Y: 4 dims, 3 strides (it starts at element 0).
+  const std::vector<int64_t> a = n.attr_ints(kViewAttrs[operand], {});
+  const bool y = operand == 3;
+  KILN_CHECK(a.size() == (y ? 7u : 8u), n.describe(), ": ", kViewAttrs[operand], " needs ", y ? 7 : 8,
+             " ints (", y ? "" : "offset, ", "B, H, S, D, strides of B, H, S), got ", a.size());
+  const int64_t* p = a.data();
+  if (!y) v.offset = *p++;
+  for (int i = 0; i < 4; ++i) v.dims[i] = *p++;
+  for (int i = 0; i < 3; ++i) v.strides[i] = *p++;
+  int64_t last = v.offset + v.dims[3] - 1, count = v.dims[3];
+  bool ok = v.offset >= 0 && v.dims[3] > 0;
+  for (int i = 0; i < 3; ++i) {
+    ok = ok && v.dims[i] > 0 && v.strides[i] >= 0;
+    last += (v.dims[i] - 1) * v.strides[i];
+    count *= v.dims[i];
+  }
+  KILN_CHECK(ok && last < numel, n.describe(), ": ", kViewAttrs[operand], " [", dims_str(a), "] reaches past its ",
+             dims_str(tensor), " tensor or has a dim below 1 or a negative stride");
+  // Y must cover its tensor: as many elements as it has, and no two rows on the same ones (rows
+  // whose strides step over whole rows: checked by the sorted strides).
+  if (y) {
+    std::array<std::pair<int64_t, int64_t>, 3> st = {{{v.strides[0], v.dims[0]}, {v.strides[1], v.dims[1]},
+                                                      {v.strides[2], v.dims[2]}}};
+    std::sort(st.begin(), st.end());
+    int64_t span = v.dims[3];
+    bool disjoint = true;
+    for (const auto& [stride, dim] : st) {
+      if (dim == 1) continue;
+      disjoint = disjoint && stride >= span;
+      span = stride * dim;
+    }
+    KILN_CHECK(count == numel && disjoint, n.describe(), ": y_view [", dims_str(a), "] does not cover its ",
+               dims_str(tensor), " output exactly once");
+  }
+  return v;
+}
 
 OpDef def_Attention() {
   return {.name = "Attention",
@@ -131,7 +263,13 @@ OpDef def_Attention() {
           .since = kKilnOpsetVersion,
           .min_inputs = 3,
           .max_inputs = 4,
-          .attrs = {{"scale", AttrKind::Float}, {"causal", AttrKind::Int}},
+          .attrs = {{"scale", AttrKind::Float},
+                    {"causal", AttrKind::Int},
+                    {"q_view", AttrKind::Ints},
+                    {"k_view", AttrKind::Ints},
+                    {"v_view", AttrKind::Ints},
+                    {"y_view", AttrKind::Ints},
+                    {"y_shape", AttrKind::Ints}},
           .infer = infer_attention,
           .cost = cost_attention,
           .kernel = attention_kernel,
