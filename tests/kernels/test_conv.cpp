@@ -407,12 +407,17 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
 // Input blocked, output blocked, or both; a bias, a residual (in the output's layout) and five
 // activations; a partial 16-lane block (24 channels on AVX-512), stride 2, a 5x5 window, 7-wide
 // rows (7-pixel groups), several staged chunks, batch 2, one and two threads; one input channel
-// into 16 writes blocks (its input is one plane).
+// into 16 writes blocks (its input is one plane). Blocked in and out, AVX-512 runs the pair
+// kernel (depthwise_pairs): the same floats too.
 TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   const std::vector<Conv2dShape> shapes = {
       shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16),  shape(2, 24, 15, 13, 24, 3, 3, 2, 1, 1, 24),
       shape(1, 32, 11, 23, 32, 5, 5, 1, 2, 1, 32),  shape(1, 144, 7, 7, 144, 3, 3, 1, 1, 1, 144),
       shape(1, 16, 40, 33, 16, 3, 3, 1, 1, 1, 16),
+      // Blocked in and out on 16 lanes (the pair kernel): stride 2 on rows of 4-pair groups,
+      // dilation 2 with padding 2, an odd width with no padding.
+      shape(1, 16, 33, 41, 16, 3, 3, 2, 1, 1, 16), shape(1, 16, 20, 21, 16, 3, 3, 1, 2, 2, 16),
+      shape(1, 8, 9, 19, 8, 3, 3, 2, 0, 1, 8),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
   };
   int ran = 0;
