@@ -307,10 +307,24 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
   const double count = static_cast<double>(size);
   parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
-      double acc[kConvBlock] = {};
+      alignas(16) double acc[kConvBlock] = {};
       const float* p = x + blk * size * kConvBlock;
+#if defined(__SSE2__)
+      // Each lane's double sum in the scalar loop's order, two lanes a vector (the build's -O2
+      // left it scalar: mobilenet_v2's 1280 x 49 took 24 us against ORT's 9).
+      __m128d s[kConvBlock / 2];
+      for (int64_t l = 0; l < kConvBlock / 2; ++l) s[l] = _mm_setzero_pd();
+      for (int64_t i = 0; i < size; ++i, p += kConvBlock)
+        for (int64_t l = 0; l < kConvBlock; l += 4) {
+          const __m128 v = _mm_loadu_ps(p + l);
+          s[l / 2] = _mm_add_pd(s[l / 2], _mm_cvtps_pd(v));
+          s[l / 2 + 1] = _mm_add_pd(s[l / 2 + 1], _mm_cvtps_pd(_mm_movehl_ps(v, v)));
+        }
+      for (int64_t l = 0; l < kConvBlock / 2; ++l) _mm_store_pd(acc + 2 * l, s[l]);
+#else
       for (int64_t i = 0; i < size; ++i)
         for (int64_t l = 0; l < kConvBlock; ++l) acc[l] += p[i * kConvBlock + l];
+#endif
       for (int64_t l = 0; l < kConvBlock; ++l) y[blk * kConvBlock + l] = static_cast<float>(acc[l] / count);
     }
   });
