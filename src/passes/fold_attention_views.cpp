@@ -295,7 +295,11 @@ class FoldAttentionViews : public Pass {
         what += str_cat(what.empty() ? "" : ", ", "Y (", out->absorbed.size(), " ops)");
       }
       if (absorbed.size() == 1) {
-        ctx.decline(kName, *att, Decision::no("no operand or output is a view of another tensor"));
+        bool all_static = att->outputs[0]->shape.is_static();
+        for (size_t i = 0; i < 3; ++i) all_static = all_static && att->inputs[i]->shape.is_static();
+        ctx.decline(kName, *att,
+                    Decision::no(all_static ? "no operand or output is a view of another tensor"
+                                            : "shapes are not static (views need static strides)"));
         continue;
       }
       // A new node takes over the value the next op reads; the old one, its output chain (now

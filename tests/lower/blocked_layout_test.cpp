@@ -147,8 +147,11 @@ TEST(BlockedLayout, MarksTensorsOnlyDirectConvolutionsProduceAndRead) {
   for (const auto& k : r.kernels) ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
   EXPECT_EQ(marks(m), "c0:-y c1:xy c2:xy c3:x- c4:x- c5:x- c6:x-");
   EXPECT_EQ(r.blocked_tensors, 3);
-  for (const auto& k : r.kernels)
-    if (k.node == "c2") EXPECT_NE(k.why.find("channel-blocked input and output"), std::string::npos) << k.why;
+  for (const auto& k : r.kernels) {
+    if (k.node == "c2") {
+      EXPECT_NE(k.why.find("channel-blocked input and output"), std::string::npos) << k.why;
+    }
+  }
   ops::verify_model(m);  // the attributes are in FusedConv's schema
 }
 
@@ -178,7 +181,9 @@ TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirec
   // does c2's (tied to it through the residual).
   Model n = parse_inferred(pooled(true));
   lower_model(n);
-  if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_EQ(marks(n), "s0:-y mp:x- c1:-y pw:xy c2:x- gap:--");
+  if (std::string(kernels::gemm_isa()) == "avx512") {
+    EXPECT_EQ(marks(n), "s0:-y mp:x- c1:-y pw:xy c2:x- gap:--");
+  }
 }
 
 // The pooled chain with a symbolic batch.
@@ -227,8 +232,11 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   LowerReport rn = lower_model(n);
   EXPECT_EQ(marks(n), "s0:-- ex:-- dw:-- pr:-- gap:--");
   EXPECT_EQ(in_place(n), "");
-  for (const auto& k : rn.kernels)
-    if (k.node == "pr" || k.node == "ex") EXPECT_NE(k.tactic, "direct") << k.node;
+  for (const auto& k : rn.kernels) {
+    if (k.node == "pr" || k.node == "ex") {
+      EXPECT_NE(k.tactic, "direct") << k.node;
+    }
+  }
 }
 
 TEST(BlockedLayout, OneInputChannelIntoManyWritesBlocks) {

@@ -128,6 +128,11 @@ graph g(%q: f32[1,2,S,3], %k: f32[1,S,2,3], %v: f32[1,2,S,3]) -> (%y) {
   %y = kiln::Attention(%q, %kt, %v) {scale=0.5}
 })";
   expect_unchanged(*pass, symbolic);
+  passes::PassContext ctx;
+  ctx.explain = true;
+  run_pass_on_text(*pass, symbolic, nullptr, &ctx);
+  ASSERT_EQ(ctx.remarks.size(), 1u);
+  EXPECT_EQ(ctx.remarks[0].message, "shapes are not static (views need static strides)");
   // Plain [B,H,S,D] operands: nothing to fold.
   expect_unchanged(*pass, R"(kiln.model opset=14 opset.kiln=1
 graph g(%q: f32[1,2,4,3], %k: f32[1,2,4,3], %v: f32[1,2,4,3]) -> (%y) {
