@@ -300,6 +300,28 @@ void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float
   });
 }
 
+namespace {
+
+// acc[l] += p[i * ld + l] for i < rows, l < n, in double, row by row: each lane's sum in the
+// order of a plane's scalar sum (global_average_pool_on), so the averages of every layout are
+// the same floats. Four lanes a step with SSE2 (the build's -O2 leaves the loop scalar).
+void sum_columns_f64(const float* p, int64_t ld, int64_t rows, int64_t n, double* acc) {
+  const int64_t quads = n / 4 * 4;
+  for (int64_t i = 0; i < rows; ++i, p += ld) {
+    int64_t l = 0;
+#if defined(__SSE2__)
+    for (; l < quads; l += 4) {
+      const __m128 v = _mm_loadu_ps(p + l);
+      _mm_storeu_pd(acc + l, _mm_add_pd(_mm_loadu_pd(acc + l), _mm_cvtps_pd(v)));
+      _mm_storeu_pd(acc + l + 2, _mm_add_pd(_mm_loadu_pd(acc + l + 2), _mm_cvtps_pd(_mm_movehl_ps(v, v))));
+    }
+#endif
+    for (; l < n; ++l) acc[l] += p[l];
+  }
+}
+
+}  // namespace
+
 void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
   KILN_CHECK(C % kConvBlock == 0, "channel-blocked average: ", C, " channels, not a multiple of ", kConvBlock);
   if (threads <= 0) threads = default_threads();
@@ -307,24 +329,8 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
   const double count = static_cast<double>(size);
   parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
-      alignas(16) double acc[kConvBlock] = {};
-      const float* p = x + blk * size * kConvBlock;
-#if defined(__SSE2__)
-      // Each lane's double sum in the scalar loop's order, two lanes a vector (the build's -O2
-      // left it scalar: mobilenet_v2's 1280 x 49 took 24 us against ORT's 9).
-      __m128d s[kConvBlock / 2];
-      for (int64_t l = 0; l < kConvBlock / 2; ++l) s[l] = _mm_setzero_pd();
-      for (int64_t i = 0; i < size; ++i, p += kConvBlock)
-        for (int64_t l = 0; l < kConvBlock; l += 4) {
-          const __m128 v = _mm_loadu_ps(p + l);
-          s[l / 2] = _mm_add_pd(s[l / 2], _mm_cvtps_pd(v));
-          s[l / 2 + 1] = _mm_add_pd(s[l / 2 + 1], _mm_cvtps_pd(_mm_movehl_ps(v, v)));
-        }
-      for (int64_t l = 0; l < kConvBlock / 2; ++l) _mm_store_pd(acc + 2 * l, s[l]);
-#else
-      for (int64_t i = 0; i < size; ++i)
-        for (int64_t l = 0; l < kConvBlock; ++l) acc[l] += p[i * kConvBlock + l];
-#endif
+      double acc[kConvBlock] = {};
+      sum_columns_f64(x + blk * size * kConvBlock, kConvBlock, size, kConvBlock, acc);
       for (int64_t l = 0; l < kConvBlock; ++l) y[blk * kConvBlock + l] = static_cast<float>(acc[l] / count);
     }
   });
@@ -332,29 +338,15 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
 
 void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
   if (threads <= 0) threads = default_threads();
-  // Pieces of (image, 64 channels): each channel's sum in double, pixel by pixel in order, as
-  // global_average_pool sums a plane (the same floats).
+  // Pieces of (image, 64 channels): each channel's sum in double, pixel by pixel in order.
   constexpr int64_t kPiece = 64;
   const int64_t pieces = (C + kPiece - 1) / kPiece;
   const double count = static_cast<double>(size);
   parallel_for(N * pieces, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
       const int64_t n = item / pieces, c0 = item % pieces * kPiece, nc = std::min(kPiece, C - c0);
-      alignas(16) double acc[kPiece] = {};
-      const float* p = x + n * size * C + c0;
-      const int64_t quads = nc / 4 * 4;
-      for (int64_t i = 0; i < size; ++i, p += C) {
-        int64_t l = 0;
-#if defined(__SSE2__)
-        // Each lane's double sum as the scalar loop adds it (the build's -O2 leaves it scalar).
-        for (; l < quads; l += 4) {
-          const __m128 v = _mm_loadu_ps(p + l);
-          _mm_store_pd(acc + l, _mm_add_pd(_mm_load_pd(acc + l), _mm_cvtps_pd(v)));
-          _mm_store_pd(acc + l + 2, _mm_add_pd(_mm_load_pd(acc + l + 2), _mm_cvtps_pd(_mm_movehl_ps(v, v))));
-        }
-#endif
-        for (; l < nc; ++l) acc[l] += p[l];
-      }
+      double acc[kPiece] = {};
+      sum_columns_f64(x + n * size * C + c0, C, size, nc, acc);
       for (int64_t l = 0; l < nc; ++l) y[n * C + c0 + l] = static_cast<float>(acc[l] / count);
     }
   });
