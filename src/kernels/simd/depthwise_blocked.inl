@@ -190,22 +190,23 @@ void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, con
   if (q < px) depthwise_block_store<A, false>(stage + q * kW, static_cast<int>(px - q), at + q, bo);
 }
 
-// Channel-blocked in and out on 16 lanes: one vector holds two pixels of one 8-channel block
-// (16 consecutive floats of [C/8][H][W][8]), so each tap of a pixel pair is one load straight
-// from the input (two halves at stride 2), times the tap's 8 weights twice; no padded copy of the
-// plane and no staging: the window rows and columns that fall outside the input are skipped,
-// and each pair goes through the epilogue in registers. The sums and the epilogue run in
-// depthwise_block's order (kh, kw from zero; fma(acc, alpha, bias), + residual, activation), the
-// skipped taps being its zeros, so the floats are its floats. Interior rows run 4 pairs at a
-// time. Not for a call whose output overlaps its input (a layer in place: that path copies the
-// plane first).
+// Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
+// 8-channel block, so each tap of a pixel pair is two 32-byte loads straight from the blocked
+// input ([C/8][H][W][8]) times the tap's 8 weights twice; no padded copy of the plane and no
+// staging: the window rows and columns that fall outside the input are skipped, and each pair
+// goes through the epilogue in registers. The sums and the epilogue run in depthwise_block's
+// order (kh, kw from zero; fma(acc, alpha, bias), + residual, activation), the skipped taps
+// being its zeros, so the floats are its floats. Interior rows run 4 pairs at a time. Not for a
+// call whose output overlaps its input (a layer in place: that path copies the plane first).
+// (Stride 1 was slower than the copy: see depthwise_block.)
 constexpr int64_t kPairMaxTaps = 25;
 template <Act A, class VV = V>
 void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
                      int64_t out_plane, const TileEpilogue& e) {
-  constexpr int64_t kB = 8;  // kConvBlock
+  constexpr int64_t kB = 8;             // kConvBlock
+  constexpr int64_t kStep = 2 * kB;     // input floats between consecutive output pixels
   alignas(64) static const float kZeros[kB] = {};
-  const int64_t RS = g.R * g.S, sw = g.stride_w;
+  const int64_t RS = g.R * g.S;
   const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
   alignas(64) float wt[kPairMaxTaps * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
@@ -237,9 +238,9 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
       // Pairs whose every tap lies inside the row: [p0, p1) (first pixels, even offsets from 0).
       const int64_t span = (g.S - 1) * g.dil_w;
       int64_t p0 = 0;
-      while (p0 < g.OW && p0 * sw - g.pad_left < 0) p0 += 2;
+      while (p0 < g.OW && 2 * p0 - g.pad_left < 0) p0 += 2;
       int64_t p1 = p0;
-      while (p1 + 1 < g.OW && (p1 + 1) * sw - g.pad_left + span < g.W) p1 += 2;
+      while (p1 + 1 < g.OW && 2 * (p1 + 1) - g.pad_left + span < g.W) p1 += 2;
       // One pair anywhere: each half's taps checked.
       auto general = [&](int64_t ow) {
         const bool two = ow + 1 < g.OW;
@@ -247,7 +248,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
         for (int64_t kh = kh0; kh < kh1; ++kh) {
           const float* row = xb + (top + kh * g.dil_h) * g.W * kB;
           for (int64_t kw = 0; kw < g.S; ++kw) {
-            const int64_t i0 = ow * sw - g.pad_left + kw * g.dil_w, i1 = i0 + sw;
+            const int64_t i0 = 2 * ow - g.pad_left + kw * g.dil_w, i1 = i0 + 2;
             const bool in0 = i0 >= 0 && i0 < g.W, in1 = two && i1 >= 0 && i1 < g.W;
             if (!in0 && !in1) continue;
             acc = fma(VV::load(wt + (kh * g.S + kw) * 16),
@@ -256,37 +257,31 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
         }
         finish(acc, oh, ow, two);
       };
-      int64_t ow = 0;
-      for (; ow < p0; ow += 2) general(ow);
-      // Interior: 4 pairs, then single pairs.
-      for (; ow + 8 <= p1; ow += 8) {
-        VV acc[4] = {VV::zero(), VV::zero(), VV::zero(), VV::zero()};
+      // Q interior pairs from ow (Q a compile-time count: 4, then single pairs).
+      auto interior = [&](auto q_count, int64_t ow) __attribute__((always_inline)) {
+        constexpr int Q = decltype(q_count)::value;
+        VV acc[Q];
+#pragma GCC unroll 4
+        for (int q = 0; q < Q; ++q) acc[q] = VV::zero();
         for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const float* row = xb + ((top + kh * g.dil_h) * g.W + ow * sw - g.pad_left) * kB;
+          const float* row = xb + ((top + kh * g.dil_h) * g.W + 2 * ow - g.pad_left) * kB;
           for (int64_t kw = 0; kw < g.S; ++kw) {
             const VV wv = VV::load(wt + (kh * g.S + kw) * 16);
             const float* px = row + kw * g.dil_w * kB;
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q) {
-              const float* pq = px + 2 * q * sw * kB;
-              acc[q] = fma(wv, sw == 1 ? VV::load(pq) : VV::load_halves(pq, pq + sw * kB), acc[q]);
+            for (int q = 0; q < Q; ++q) {
+              const float* pq = px + 2 * q * kStep;
+              acc[q] = fma(wv, VV::load_halves(pq, pq + kStep), acc[q]);
             }
           }
         }
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) finish(acc[q], oh, ow + 2 * q, true);
-      }
-      for (; ow < p1; ow += 2) {
-        VV acc = VV::zero();
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const float* row = xb + ((top + kh * g.dil_h) * g.W + ow * sw - g.pad_left) * kB;
-          for (int64_t kw = 0; kw < g.S; ++kw) {
-            const float* pq = row + kw * g.dil_w * kB;
-            acc = fma(VV::load(wt + (kh * g.S + kw) * 16), sw == 1 ? VV::load(pq) : VV::load_halves(pq, pq + sw * kB), acc);
-          }
-        }
-        finish(acc, oh, ow, true);
-      }
+        for (int q = 0; q < Q; ++q) finish(acc[q], oh, ow + 2 * q, true);
+      };
+      int64_t ow = 0;
+      for (; ow < p0; ow += 2) general(ow);
+      for (; ow + 8 <= p1; ow += 8) interior(std::integral_constant<int, 4>{}, ow);
+      for (; ow < p1; ow += 2) interior(std::integral_constant<int, 1>{}, ow);
       for (; ow < g.OW; ow += 2) general(ow);
     }
   }
