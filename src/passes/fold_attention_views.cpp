@@ -267,9 +267,8 @@ class FoldAttentionViews : public Pass {
       if (n->domain == ops::kKilnDomain && n->op == "Attention") atts.push_back(n.get());
     bool changed = false;
     for (Node* att : atts) {
-      static constexpr const char* kViews[] = {"q_view", "k_view", "v_view"};
-      bool has_view = att->has_attr("y_view");
-      for (const char* a : kViews) has_view |= att->has_attr(a);
+      bool has_view = false;
+      for (size_t i = 0; i < 4; ++i) has_view |= ops::attention_has_view(*att, i);
       if (has_view || att->inputs.size() < 3 || !att->outputs[0] || att->outputs[0]->dtype != DType::f32) {
         if (!has_view) ctx.decline(kName, *att, Decision::no("not an f32 attention"));
         continue;
@@ -282,13 +281,13 @@ class FoldAttentionViews : public Pass {
         auto op = fold_operand(att->inputs[i], *att, opset);
         if (!op) continue;
         inputs[i] = op->base;
-        attrs[kViews[i]] = Attribute(op->view);
+        attrs[ops::attention_view_attr(i)] = Attribute(op->view);
         absorbed.insert(absorbed.end(), op->absorbed.begin(), op->absorbed.end());
         what += str_cat(what.empty() ? "" : ", ", std::string(1, "QKV"[i]), " (", op->absorbed.size(), " ops)");
       }
       Value* result = att->outputs[0];
       if (auto out = fold_output(att->outputs[0])) {
-        attrs["y_view"] = Attribute(out->view);
+        attrs[ops::attention_view_attr(3)] = Attribute(out->view);
         attrs["y_shape"] = Attribute(out->shape);
         result = out->target;
         absorbed.insert(absorbed.end(), out->absorbed.begin(), out->absorbed.end());

@@ -90,6 +90,8 @@ struct AttentionView {
 };
 AttentionView attention_view(const Node& n, size_t operand, const std::vector<int64_t>& tensor);
 bool attention_has_view(const Node& n, size_t operand);
+// The attribute holding that view: "q_view", "k_view", "v_view", "y_view".
+const char* attention_view_attr(size_t operand);
 
 // The fast pooling kernels' geometry for a MaxPool / AveragePool node (explicit, auto_pad and
 // ceil_mode padding resolved), or nothing when the node runs the reference kernel. Read by the

@@ -203,10 +203,12 @@ void attention_kernel(KernelContext& c) {
 
 }  // namespace
 
-bool attention_has_view(const Node& n, size_t operand) {
-  KILN_CHECK(operand < 4, "attention_has_view: operand ", operand);
-  return n.has_attr(kViewAttrs[operand]);
+const char* attention_view_attr(size_t operand) {
+  KILN_CHECK(operand < 4, "attention_view_attr: operand ", operand);
+  return kViewAttrs[operand];
 }
+
+bool attention_has_view(const Node& n, size_t operand) { return n.has_attr(attention_view_attr(operand)); }
 
 AttentionView attention_view(const Node& n, size_t operand, const std::vector<int64_t>& tensor) {
   KILN_CHECK(operand < 4, "attention_view: operand ", operand);
