@@ -35,45 +35,15 @@ namespace {
 constexpr std::string_view kName = "fold-attention-views";
 
 // Element (i0, ..) of a value at offset + sum i_d * strides[d] of a base tensor's elements.
-struct View {
-  int64_t offset = 0;
-  std::vector<int64_t> dims, strides;
-};
-
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
-View contiguous(const std::vector<int64_t>& dims) { return {0, dims, contiguous_strides(dims)}; }
-
-// The same elements in the same (row-major) order with size-1 dims dropped and neighbours that
-// step contiguously in the base merged: the linear index of the value is unchanged, and more
-// reshapes become expressible.
-View merged(const View& v) {
-  View m;
-  m.offset = v.offset;
-  for (size_t i = 0; i < v.dims.size(); ++i) {
-    if (v.dims[i] == 1) continue;
-    if (!m.dims.empty() && m.strides.back() == v.strides[i] * v.dims[i]) {
-      m.dims.back() *= v.dims[i];
-      m.strides.back() = v.strides[i];
-      continue;
-    }
-    m.dims.push_back(v.dims[i]);
-    m.strides.push_back(v.strides[i]);
-  }
-  return m;
-}
+using View = ops::StridedView;
 
 // op (a view over the linear index of a value whose view in the base is `in`) as a view of the
 // base: each of op's strides must step along one dim of `in` without carrying into the next,
 // so that op's linear offsets decode digit by digit.
 std::optional<View> compose(const View& in, const ops::StridedView& op) {
-  View m = merged(in);
+  View m = ops::merged_view(in);
   if (m.dims.empty()) m.dims = {1}, m.strides = {0};
-  const std::vector<int64_t> cs = contiguous_strides(m.dims);
+  const std::vector<int64_t> cs = ops::contiguous_view(m.dims).strides;
   const size_t n = m.dims.size();
   View out;
   out.offset = m.offset;
@@ -122,7 +92,7 @@ std::optional<ops::StridedView> op_view(const Node& n, const Value* out, int64_t
   auto y = static_dims(out);
   if (!x || !y) return std::nullopt;
   try {
-    if (reshapes(n)) return ops::StridedView{0, *y, contiguous_strides(*y)};
+    if (reshapes(n)) return ops::contiguous_view(*y);
     if (fuse::is_onnx(n, "Transpose")) return ops::transpose_view(n, *x);
     auto constant = [&n](size_t i) -> const Tensor* { return fuse::constant_value(n.input(i)); };
     if (fuse::is_onnx(n, "Slice"))
@@ -178,7 +148,7 @@ std::optional<Operand> fold_operand(Value* x, const Node& att, int64_t opset) {
   for (size_t len = nodes.size(); len > 0; --len) {
     auto base_dims = static_dims(values[len]);
     if (!base_dims) continue;
-    std::optional<View> v = contiguous(*base_dims);
+    std::optional<View> v = ops::contiguous_view(*base_dims);
     for (size_t i = len; i-- > 0 && v;) {
       auto op = op_view(*nodes[i], values[i], opset);
       v = op ? compose(*v, *op) : std::nullopt;
@@ -213,14 +183,14 @@ std::optional<Output> fold_output(Value* y) {
   for (size_t len = nodes.size(); len > 0; --len) {
     auto target_dims = static_dims(values[len]);
     if (!target_dims) continue;
-    std::optional<View> v = contiguous(*target_dims);
+    std::optional<View> v = ops::contiguous_view(*target_dims);
     for (size_t i = len; i-- > 0 && v;) {  // from node i's output back to its input
       const Node& n = *nodes[i];
       auto in_dims = static_dims(values[i]);
       if (!in_dims) {
         v = std::nullopt;
       } else if (reshapes(n)) {
-        v = compose(*v, ops::StridedView{0, *in_dims, contiguous_strides(*in_dims)});
+        v = compose(*v, ops::contiguous_view(*in_dims));
       } else {  // Transpose: output dim d is input dim perm[d]
         std::vector<int64_t> perm = n.attr_ints("perm", {});
         if (perm.empty())

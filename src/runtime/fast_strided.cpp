@@ -25,21 +25,10 @@ struct Copy {
 
 // The copy of view v of an input whose elements are `elem` bytes.
 Copy merged(const ops::StridedView& v, size_t elem) {
+  const ops::StridedView m = ops::merged_view(v);
   Copy c;
-  c.offset = v.offset;
-  c.elem = elem;
-  for (size_t i = 0; i < v.dims.size(); ++i) {
-    const int64_t dim = v.dims[i], stride = v.strides[i];
-    c.numel *= dim;
-    if (dim == 1) continue;  // moves nothing
-    if (!c.dims.empty() && c.strides.back() == stride * dim) {
-      c.dims.back() *= dim;  // the previous output dim steps over this one whole: one dim
-      c.strides.back() = stride;
-      continue;
-    }
-    c.dims.push_back(dim);
-    c.strides.push_back(stride);
-  }
+  c.offset = m.offset, c.dims = m.dims, c.strides = m.strides, c.elem = elem;
+  for (int64_t dim : v.dims) c.numel *= dim;
   return c;
 }
 

@@ -17,6 +17,12 @@ struct StridedView {
   std::vector<int64_t> dims, strides;  // the output's dims, and each one's stride in the input
 };
 
+// A contiguous tensor of dims `dims` as a view of itself (row-major strides, offset 0).
+StridedView contiguous_view(const std::vector<int64_t>& dims);
+// The same elements in the same order with size-1 dims dropped and neighbours that step
+// contiguously merged (the longest runs for a copy; more reshapes expressible as views).
+StridedView merged_view(const StridedView& v);
+
 // Transpose of an input of dims x: perm (default: reversed), checked (throws naming the node).
 StridedView transpose_view(const Node& n, const std::vector<int64_t>& x);
 

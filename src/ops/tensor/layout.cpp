@@ -178,6 +178,25 @@ void space_to_depth_kernel(KernelContext& k) {
 
 }  // namespace
 
+StridedView contiguous_view(const std::vector<int64_t>& dims) { return {0, dims, strides_of(dims)}; }
+
+StridedView merged_view(const StridedView& v) {
+  StridedView m;
+  m.offset = v.offset;
+  for (size_t i = 0; i < v.dims.size(); ++i) {
+    const int64_t dim = v.dims[i], stride = v.strides[i];
+    if (dim == 1) continue;  // moves nothing
+    if (!m.dims.empty() && m.strides.back() == stride * dim) {
+      m.dims.back() *= dim;  // the previous dim steps over this one whole: one dim
+      m.strides.back() = stride;
+      continue;
+    }
+    m.dims.push_back(dim);
+    m.strides.push_back(stride);
+  }
+  return m;
+}
+
 StridedView transpose_view(const Node& n, const std::vector<int64_t>& x) {
   const std::vector<int64_t> perm = transpose_perm(n, x.size());
   const std::vector<int64_t> st = strides_of(x);
