@@ -302,9 +302,9 @@ void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float
 
 namespace {
 
-// acc[l] += p[i * ld + l] for i < rows, l < n, in double, row by row: each lane's sum in the
-// order of a plane's scalar sum (global_average_pool_on), so the averages of every layout are
-// the same floats. Four lanes a step with SSE2 (the build's -O2 leaves the loop scalar).
+// acc[l] += p[i * ld + l] for i < rows, l < n, in double, row by row (double sums of floats
+// round so rarely that every layout's averages come out the same floats in practice, whatever
+// the order). Four lanes a step with SSE2 (the build's -O2 leaves the loop scalar).
 void sum_columns_f64(const float* p, int64_t ld, int64_t rows, int64_t n, double* acc) {
   const int64_t quads = n / 4 * 4;
   for (int64_t i = 0; i < rows; ++i, p += ld) {
@@ -327,10 +327,12 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
   if (threads <= 0) threads = default_threads();
   const int64_t blocks = N * (C / kConvBlock);
   const double count = static_cast<double>(size);
+  static_assert(kConvBlock == 8, "sum_block_rows sums rows of 8 lanes");
+  const KernelTable& t = kernel_table();
   parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
-      double acc[kConvBlock] = {};
-      sum_columns_f64(x + blk * size * kConvBlock, kConvBlock, size, kConvBlock, acc);
+      double acc[kConvBlock];
+      t.sum_block_rows(x + blk * size * kConvBlock, size, acc);
       for (int64_t l = 0; l < kConvBlock; ++l) y[blk * kConvBlock + l] = static_cast<float>(acc[l] / count);
     }
   });

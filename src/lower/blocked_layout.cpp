@@ -12,12 +12,15 @@
 //     writes blocks), or a 2-D f32 MaxPool the fast kernels run (kernels::max_pool_blocked);
 //   - it is not a graph output, and every reader is a packed direct kiln.FusedConv (group 1,
 //     input channels a multiple of 8) reading it as X or as the residual Z, such a depthwise
-//     one, such a MaxPool, or a GlobalAveragePool (whose [N, C, 1, 1] output is the same floats
-//     in either layout);
+//     one, such a MaxPool, a GlobalAveragePool (whose [N, C, 1, 1] output is the same floats
+//     in either layout), or a kiln.FusedElementwise reading it at its output's shape (its
+//     generated kernel then runs on blocks: efficientnet_b0's excitation products, which scale
+//     a depthwise output per channel);
+//   - a fused elementwise node writes blocks when its outputs and full-size inputs all do;
 //   - a convolution's residual and output agree: the epilogue reads Z in the output's layout,
 //     so a residual that must stay NCHW keeps the output NCHW, and the other way round; a
 //     MaxPool writes blocks only from blocks (it may read blocks and write NCHW: digits_cnn's
-//     pool before its Flatten).
+//     pool before its Flatten); a fused elementwise node's outputs and full-size inputs agree.
 // The last rule is solved by dropping tensors until nothing changes (the largest set that
 // keeps it). A tensor a subgraph reads (Graph::users looks inside bodies) is not blocked: no
 // node in a body is a packed convolution.
@@ -96,37 +99,98 @@ bool blocked_global_average(const Node& n) {
   return d && d->size() == 4 && (*d)[1] % kernels::kConvBlock == 0;
 }
 
+// Body ops of a kiln.FusedElementwise that may run on blocks: elementwise by index, with
+// emitters in codegen (which the lowering cannot ask: codegen comes after it; a blocked node
+// codegen refused would fail the compile, emit_graph_kernels).
+bool blockable_body_op(const Node& b) {
+  static const std::set<std::string> kOps = {"Add",     "Sub",         "Mul",       "Div",       "Max",  "Min",
+                                             "Sum",     "Relu",        "Sigmoid",   "Tanh",      "Exp",  "Neg",
+                                             "Abs",     "Sqrt",        "Erf",       "Reciprocal", "Clip", "LeakyRelu",
+                                             "HardSigmoid", "HardSwish", "Identity"};
+  if (!b.domain.empty()) return false;
+  if (b.op == "Constant") {  // one value: the same in every lane
+    const Attribute* v = b.find_attr("value");
+    return v && v->kind() == AttrKind::Tensor && v->t().numel() == 1;
+  }
+  return kOps.count(b.op) > 0;
+}
+
+// Dims of a rank-4 f32 value with the batch as 1, or nullopt.
+std::optional<std::vector<int64_t>> dims4(const Value* v) {
+  if (!v || v->dtype != DType::f32) return std::nullopt;
+  std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(v->shape);
+  if (!d || d->size() != 4) return std::nullopt;
+  return d;
+}
+
+// A kiln.FusedElementwise the generated kernel runs on blocks (codegen's blocked path, the
+// node's y_blocked): f32 outputs [N, C, H, W] with C a multiple of 8; each input either the
+// output's shape (read in the output's layout) or a value per channel or a single value
+// ([N|1, C|1, 1, 1], aligned to the right: efficientnet_b0's excitation scale), never one
+// broadcast over channels but not over pixels; a body of blockable_body_op ops.
+bool blocked_elementwise(const Node& n) {
+  if (n.domain != ops::kKilnDomain || n.op != "FusedElementwise" || n.outputs.empty()) return false;
+  const std::optional<std::vector<int64_t>> out = dims4(n.outputs[0]);
+  if (!out || (*out)[1] % kernels::kConvBlock != 0) return false;
+  for (const Value* o : n.outputs)
+    if (!o || o->dtype != DType::f32 || !(o->shape == n.outputs[0]->shape)) return false;
+  for (const Value* x : n.inputs) {
+    if (!x || x->shape == n.outputs[0]->shape) continue;
+    const std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(x->shape);
+    if (!d || d->size() > 4) return false;
+    std::vector<int64_t> a(4 - d->size(), 1);
+    a.insert(a.end(), d->begin(), d->end());
+    if (a[2] != 1 || a[3] != 1 || (a[1] != 1 && a[1] != (*out)[1])) return false;
+  }
+  const Attribute* body = n.find_attr("body");
+  if (!body || body->kind() != AttrKind::Graph || !body->g()) return false;
+  for (const auto& b : body->g()->nodes())
+    if (!blockable_body_op(*b)) return false;
+  for (const Value* c : body->g()->initializers)  // baked into the kernel: one value each
+    if (!c->initializer || c->initializer->numel() != 1) return false;
+  return true;
+}
+
 // The tensors to block when `direct` says which convolutions run direct (the rules above).
 std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   auto writes_blocks = [&](const Node& p) {
     if (const auto c = direct(p)) return c->second % kernels::kConvBlock == 0 && (!p.input(3) || residual_matches(p));
     if (blocked_depthwise(p) || blocked_depthwise(p, true)) return !p.input(3) || residual_matches(p);
-    return blocked_max_pool(p);
+    return blocked_max_pool(p) || blocked_elementwise(p);
   };
   auto reads_blocks = [&](const Node& u, size_t i) {
     if (const auto c = direct(u)) return (i == 0 && c->first % kernels::kConvBlock == 0) || (i == 3 && residual_matches(u));
     if (blocked_depthwise(u)) return i == 0 || (i == 3 && residual_matches(u));
+    if (blocked_elementwise(u)) return u.inputs[i]->shape == u.outputs[0]->shape;
     return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
   };
-  // Tensors that must share a layout: a convolution's residual and output.
-  auto tied = [&](const Node& n) -> std::optional<std::pair<const Value*, const Value*>> {
+  // Tensors that must share a layout: a convolution's residual and output; a fused elementwise
+  // node's outputs and full-size inputs (its kernel reads them all at one index).
+  auto tied = [&](const Node& n) {
+    std::vector<std::pair<const Value*, const Value*>> t;
     if ((direct(n) || blocked_depthwise(n) || blocked_depthwise(n, true)) && n.input(3))
-      return std::pair{n.input(3), n.outputs[0]};
-    return std::nullopt;
+      t.emplace_back(n.input(3), n.outputs[0]);
+    if (blocked_elementwise(n)) {
+      for (const Value* x : n.inputs)
+        if (x && x->shape == n.outputs[0]->shape) t.emplace_back(x, n.outputs[0]);
+      for (size_t k = 1; k < n.outputs.size(); ++k) t.emplace_back(n.outputs[k], n.outputs[0]);
+    }
+    return t;
   };
   const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
   std::set<const Value*> blocked;
   for (const auto& up : g.nodes()) {
     const Node& p = *up;
     if (p.outputs.empty() || !p.outputs[0] || !writes_blocks(p)) continue;
-    const Value* v = p.outputs[0];
-    if (outputs.count(v)) continue;
-    const std::vector<Node*> users = g.users(v);
-    bool ok = !users.empty();
-    for (const Node* u : users)
-      for (size_t i = 0; ok && i < u->inputs.size(); ++i)
-        if (u->inputs[i] == v) ok = reads_blocks(*u, i);
-    if (ok) blocked.insert(v);
+    for (const Value* v : p.outputs) {  // a fused elementwise node may have several (all tied)
+      if (!v || outputs.count(v)) continue;
+      const std::vector<Node*> users = g.users(v);
+      bool ok = !users.empty();
+      for (const Node* u : users)
+        for (size_t i = 0; ok && i < u->inputs.size(); ++i)
+          if (u->inputs[i] == v) ok = reads_blocks(*u, i);
+      if (ok) blocked.insert(v);
+    }
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -136,12 +200,12 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
         blocked.erase(up->outputs[0]);
         changed = true;
       }
-      const auto t = tied(*up);
-      if (!t) continue;
-      const bool a = blocked.count(t->first) > 0, b = blocked.count(t->second) > 0;
-      if (a == b) continue;
-      blocked.erase(a ? t->first : t->second);
-      changed = true;
+      for (const auto& [first, second] : tied(*up)) {
+        const bool a = blocked.count(first) > 0, b = blocked.count(second) > 0;
+        if (a == b) continue;
+        blocked.erase(a ? first : second);
+        changed = true;
+      }
     }
   }
   return blocked;
@@ -207,6 +271,10 @@ int assign_blocked_layout(Graph& g) {
   const std::set<const Value*> blocked = solve(g, lowered_direct);
   for (const auto& up : g.nodes()) {
     Node& n = *up;
+    if (blocked_elementwise(n)) {  // solve() blocks all its outputs and full-size inputs or none
+      if (blocked.count(n.outputs[0])) n.attrs["y_blocked"] = int64_t{1};
+      continue;
+    }
     if (!lowered_direct(n) && !blocked_depthwise(n) && !blocked_depthwise(n, true) && !blocked_max_pool(n) &&
         !blocked_global_average(n))
       continue;

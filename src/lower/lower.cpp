@@ -113,7 +113,9 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       const auto it = by_name.find(c.node);
       if (it == by_name.end()) continue;
       const Node* n = it->second;
-      const bool x = n->attr_i("x_blocked", 0) != 0, y = n->attr_i("y_blocked", 0) != 0;
+      // A fused elementwise node marks only y: its full-size inputs share the output's layout.
+      const bool y = n->attr_i("y_blocked", 0) != 0;
+      const bool x = n->attr_i("x_blocked", 0) != 0 || (y && n->op == "FusedElementwise");
       if (x || y)
         c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
                  " (NCHW8c, shared with the direct convolutions and pools next to it)";

@@ -3,11 +3,13 @@
 // one-line errors naming the op. Also SHA-256 against the FIPS 180-4 examples.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <thread>
 
 #include "codegen/codegen_test_util.h"
 #include "kiln/ir/sha256.h"
+#include "kiln/kernels/gemm_packed.h"
 #include "kiln/ir/text.h"
 
 namespace kiln::codegen::test {
@@ -132,6 +134,54 @@ TEST(Emit, ConcurrentCallsOnDisjointRangesMatchOneCall) {
   for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { lib.kernel(k.symbol)(&args, cuts[t], cuts[t + 1]); });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(compare(y, one[0], 0, 0), "");
+}
+
+// [N, C, H, W] -> [N][C/8][H][W][8] (lower/blocked_layout.cpp's channel blocks).
+Tensor to_blocks(const Tensor& t) {
+  const int64_t N = t.dim(0), C = t.dim(1), P = t.dim(2) * t.dim(3);
+  Tensor b(DType::f32, t.dims());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < P; ++p)
+        b.data<float>()[((n * (C / 8) + c / 8) * P + p) * 8 + c % 8] = t.data<float>()[(n * C + c) * P + p];
+  return b;
+}
+
+// A node whose operands are channel-blocked (y_blocked) runs one loop over blocks: the full-size
+// input and the output in blocks, the per-channel scale [N, C, 1, 1] and bias [C, 1, 1] and a
+// baked single value per lane. Against the body run in NCHW by the interpreter, then blocked
+// (within 3e-7 relative: the generated sigmoid may round differently), for ranges that start and end inside blocks and block rows (as threads split them). An input
+// broadcast over channels but not pixels cannot be read in blocks: a one-line error.
+TEST(Emit, ChannelBlockedOperandsRunInBlocks) {
+  Model m = fused_model({"f32[N,16,3,5]", "f32[N,16,1,1]", "f32[16,1,1]"}, R"(
+    %k = init f32[] dense<0.5>
+    %a = Mul(%x0, %x1)
+    %s = Sigmoid(%a)
+    %b = Add(%s, %x2)
+    %r0 = Mul(%b, %k))");
+  Node& n = const_cast<Node&>(fused_node(m));
+  n.attrs["y_blocked"] = int64_t{1};
+  const GeneratedKernel k = emit_fused_kernel(n);
+  EXPECT_NE(k.source.find("paths: channel-blocked"), std::string::npos);
+  BuildOptions bo;
+  bo.cache_dir = test_cache_dir();
+  bo.target_isa = std::string(kernels::gemm_isa());
+  LoadedLibrary lib(build_kernel_library({k}, bo).path);
+  Tensor x(DType::f32, {2, 16, 3, 5}), s(DType::f32, {2, 16, 1, 1}), bias(DType::f32, {16, 1, 1});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.7f * static_cast<float>(i)) * 3;
+  for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = 0.1f * static_cast<float>(i) - 1;
+  for (int64_t i = 0; i < bias.numel(); ++i) bias.data<float>()[i] = 0.25f * static_cast<float>(i);
+  const Tensor want = to_blocks(run_body(n, {x, s, bias})[0]);
+  const Tensor xb = to_blocks(x);
+  const CallLayout l = broadcast_layout({x.dims(), s.dims(), bias.dims()});
+  for (const std::vector<int64_t>& cuts : std::vector<std::vector<int64_t>>{{}, {3, 117, 120, 245, 301}, {121}}) {
+    const std::vector<Tensor> got = call_kernel(lib.kernel(k.symbol), {xb.raw(), s.raw(), bias.raw()}, l, {DType::f32}, cuts);
+    EXPECT_EQ(compare(got[0], want, 1e-30, 3e-7), "") << "cuts " << cuts.size();
+  }
+  Model bad = fused_model({"f32[N,16,3,5]", "f32[1,1,3,5]"}, "    %r0 = Mul(%x0, %x1)");
+  Node& bn = const_cast<Node&>(fused_node(bad));
+  bn.attrs["y_blocked"] = int64_t{1};
+  EXPECT_NE(emit_error(bad).find("broadcasts over the pixels but not the channels"), std::string::npos) << emit_error(bad);
 }
 
 TEST(Emit, CanGenerateAnswersForOuterNodes) {

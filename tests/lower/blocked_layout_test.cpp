@@ -102,6 +102,40 @@ graph g(%x: f32[3,1,8,8]) -> (%y) {
 }
 )";
 
+// EfficientNet's block: a depthwise 3x3 whose output a squeeze-and-excitation scales per
+// channel (global average, two 1x1s, a sigmoid, then Mul, which the lowering wraps into a
+// one-op kiln.FusedElementwise), then the 1x1 projection. On AVX-512 the Mul's generated kernel
+// runs on blocks, so the depthwise output, the product and the projection's output all pass
+// blocked (the projection runs direct); with the product also returned (`m_out`) the Mul's
+// output stays NCHW, and so does the depthwise output (tied to it).
+constexpr const char* kExcited = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[N,16,14,14]) -> (%y__M_OUT__) {
+  %ws = init f32[32,16,3,3] dense<0.01>
+  %wd = init f32[32,1,3,3] dense<0.03>
+  %w1 = init f32[8,32,1,1] dense<0.02>
+  %w2 = init f32[32,8,1,1] dense<0.05>
+  %wp = init f32[16,32,1,1] dense<0.04>
+  %b8 = init f32[8] dense<0.1>
+  %b16 = init f32[16] dense<0.1>
+  %b32 = init f32[32] dense<0.2>
+  %x1 = kiln::FusedConv(%x, %ws, %b32) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
+  %d = kiln::FusedConv(%x1, %wd, %b32) {group=32, kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @dw
+  %g = GlobalAveragePool(%d) @sq
+  %f1 = kiln::FusedConv(%g, %w1, %b8) {activation="Relu"} @fc1
+  %f2 = kiln::FusedConv(%f1, %w2, %b32) {activation="Sigmoid"} @fc2
+  %m = Mul(%d, %f2) @se
+  %p = kiln::FusedConv(%m, %wp, %b16) @pr
+  %y = GlobalAveragePool(%p) @gap
+}
+)";
+
+std::string excited(bool m_out) {
+  std::string s = kExcited;
+  s.replace(s.find("__M_OUT__"), 9, m_out ? ", %m" : "");
+  return s;
+}
+
 std::string inverted(bool d_out) {
   std::string s = kInverted;
   s.replace(s.find("__D_OUT__"), 9, d_out ? ", %d" : "");
@@ -134,7 +168,8 @@ Model parse_inferred(const std::string& text) {
 std::string marks(const Model& m) {
   std::string s;
   for (const auto& n : m.graph->nodes()) {
-    if (n->op != "FusedConv" && n->op != "MaxPool" && n->op != "GlobalAveragePool") continue;
+    if (n->op != "FusedConv" && n->op != "MaxPool" && n->op != "GlobalAveragePool" && n->op != "FusedElementwise")
+      continue;
     s += (s.empty() ? "" : " ") + n->name + ":" + (n->attr_i("x_blocked", 0) ? "x" : "-") +
          (n->attr_i("y_blocked", 0) ? "y" : "-");
   }
@@ -159,7 +194,7 @@ TEST(BlockedLayout, AResidualAndItsOutputAgree) {
   // o also feeds a Relu: o stays NCHW, so c2's residual a does too; h still passes blocked.
   Model m = parse_inferred(chain(true));
   LowerReport r = lower_model(m);
-  EXPECT_EQ(marks(m), "c0:-- c1:-y c2:x- c3:-- c4:-- c5:-- c6:--");
+  EXPECT_EQ(marks(m), "c0:-- c1:-y c2:x- c3:-- c4:-- c5:-- c6:-- r:--");
   EXPECT_EQ(r.blocked_tensors, 1);
 }
 
@@ -237,6 +272,29 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
       EXPECT_NE(k.tactic, "direct") << k.node;
     }
   }
+}
+
+TEST(BlockedLayout, ExcitationProductsPassBlocks) {
+  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
+  Model m = parse_inferred(excited(false));
+  LowerReport r = lower_model(m);
+  std::map<std::string, std::string> tactic, why;
+  for (const auto& k : r.kernels) tactic[k.node] = k.tactic, why[k.node] = k.why;
+  EXPECT_EQ(tactic["se"], "generated");
+  EXPECT_EQ(tactic["pr"], "direct");
+  // A FusedElementwise marks y only (its full-size inputs share the output's layout).
+  EXPECT_EQ(marks(m), "s0:-y dw:xy sq:x- fc1:-- fc2:-- se:-y pr:xy gap:x-");
+  EXPECT_EQ(r.blocked_tensors, 4);
+  EXPECT_NE(why["se"].find("channel-blocked input and output"), std::string::npos) << why["se"];
+  // The product returned too: it stays NCHW, the depthwise output with it (the Mul reads it at
+  // the output's index): the depthwise layer reads blocks and writes NCHW, and the projection,
+  // between NCHW tensors, keeps its cost's tactic.
+  Model n = parse_inferred(excited(true));
+  LowerReport rn = lower_model(n);
+  EXPECT_EQ(marks(n), "s0:-y dw:x- sq:-- fc1:-- fc2:-- se:-- pr:-- gap:--");
+  EXPECT_EQ(rn.blocked_tensors, 1);
+  for (const auto& k : rn.kernels)
+    if (k.node == "pr") EXPECT_NE(k.tactic, "direct");
 }
 
 TEST(BlockedLayout, OneInputChannelIntoManyWritesBlocks) {

@@ -280,6 +280,9 @@ struct KernelTable {
   void (*max_blocked_row)(const float* row, int64_t n, int64_t S, int64_t sw, int64_t dw, float* out) = nullptr;
   // Sum of x[0:n] accumulated in double (partial sums in any order: exact in practice).
   double (*sum_row)(const float* x, int64_t n) = nullptr;
+  // acc[l] = sum of x[i*8 + l] over i < rows, for l < 8, in double (partial sums in any order):
+  // the per-lane sums of one channel block (kConvBlock) of a blocked plane.
+  void (*sum_block_rows)(const float* x, int64_t rows, double* acc) = nullptr;
   // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
   // rows not covered are zero when covered < mr.
   void (*pack_a_runs)(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,

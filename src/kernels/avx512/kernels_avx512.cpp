@@ -35,12 +35,29 @@ double sum_row_f64(const float* x, int64_t n) {
   }
   return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
 }
+
+// Per-lane sums of rows of 8 floats: each row widened to 8 doubles, four accumulators in turn
+// (one accumulator through memory, the portable loop's shape, cost blocked global averages a
+// store-forwarding wait a row: 2x the NCHW planes' time on efficientnet_b0's 112x112 layer).
+void sum_block_rows_f64(const float* x, int64_t rows, double* acc) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 4 <= rows; i += 4, x += 32) {
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + 8)));
+    a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + 16)));
+    a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + 24)));
+  }
+  for (; i < rows; ++i, x += 8) a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x)));
+  _mm512_storeu_pd(acc, _mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
 }  // namespace kiln::kernels::avx512
 
 namespace kiln::kernels {
 KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
   t.sum_row = avx512::sum_row_f64;
+  t.sum_block_rows = avx512::sum_block_rows_f64;
   return t;
 }
 }  // namespace kiln::kernels

@@ -328,6 +328,18 @@ double sum_row(const float* x, int64_t n) {
   return (a0 + a1) + (a2 + a3);
 }
 
+// Per-lane sums of rows of 8 floats in double, two sets of partial sums (the AVX2 and AVX-512
+// tables override it with vectors).
+void sum_block_rows(const float* x, int64_t rows, double* acc) {
+  double a[8] = {}, b[8] = {};
+  int64_t i = 0;
+  for (; i + 2 <= rows; i += 2, x += 16)
+    for (int l = 0; l < 8; ++l) a[l] += x[l], b[l] += x[8 + l];
+  for (; i < rows; ++i, x += 8)
+    for (int l = 0; l < 8; ++l) a[l] += x[l];
+  for (int l = 0; l < 8; ++l) acc[l] = a[l] + b[l];
+}
+
 // ---- attention -----------------------------------------------------------------------------
 // Flash-style: per key block, S = Q·Kᵀ and O += P·V for groups of kAttnRows query rows with
 // register tiles (kAttnRows rows x 4 vectors), the online softmax in between on whole rows.

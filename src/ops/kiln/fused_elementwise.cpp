@@ -2,7 +2,8 @@
 // attribute `body` (its inputs are the node's inputs in order, its outputs the node's outputs),
 // made by fuse-elementwise; codegen emits one loop nest for it. Every output has the same
 // shape, the broadcast of the inputs (the calling convention of codegen/fused_abi.h). The
-// reference kernel runs the body with the interpreter (KernelContext::run_subgraph).
+// reference kernel runs the body with the interpreter (KernelContext::run_subgraph). `y_blocked`
+// (lowering): the outputs and the full-size inputs are channel-blocked, [N][C/8][H][W][8].
 #include "kiln_common.h"
 
 namespace kiln::ops {
@@ -77,6 +78,9 @@ Cost cost_fused_elementwise(const CostContext& c) {
 }
 
 void fused_elementwise_kernel(KernelContext& c) {
+  // Set by lowering for the generated kernel (lower/blocked_layout.cpp): the body's ops read NCHW.
+  if (c.node().attr_i("y_blocked", 0) != 0)
+    c.fail("channel-blocked operands run only on the generated kernel; recompile the model");
   const Graph& body = body_of(c.node());
   std::vector<Tensor> ins;
   for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.input(i));
@@ -95,7 +99,7 @@ OpDef def_FusedElementwise() {
           .max_inputs = -1,
           .min_outputs = 1,
           .max_outputs = -1,
-          .attrs = {{"body", AttrKind::Graph, true}, {"kernel", AttrKind::String}},
+          .attrs = {{"body", AttrKind::Graph, true}, {"kernel", AttrKind::String}, {"y_blocked", AttrKind::Int}},
           .infer = infer_fused_elementwise,
           .cost = cost_fused_elementwise,
           .kernel = fused_elementwise_kernel,
