@@ -54,9 +54,10 @@ void BM_Conv(benchmark::State& st) {
   if (const char* forced = std::getenv("KILN_CONV_TACTIC"))
     for (ConvTactic t : {ConvTactic::Gemm, ConvTactic::Pointwise, ConvTactic::PixelGemm, ConvTactic::Direct})
       if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
-  // KILN_CONV_BLOCKED=1: a direct layer reads and writes channel-blocked activations, as between
-  // two direct layers in a model (lower/blocked_layout.cpp).
-  if (const char* b = std::getenv("KILN_CONV_BLOCKED"); b && std::string(b) == "1" && tactic == ConvTactic::Direct &&
+  // KILN_CONV_BLOCKED=1: a direct or depthwise layer reads and writes channel-blocked
+  // activations, as between two such layers in a model (lower/blocked_layout.cpp).
+  if (const char* b = std::getenv("KILN_CONV_BLOCKED");
+      b && std::string(b) == "1" && (tactic == ConvTactic::Direct || tactic == ConvTactic::Depthwise) &&
       s.C % kConvBlock == 0 && s.K % kConvBlock == 0)
     s.x_blocked = s.y_blocked = true;
   std::mt19937 rng(1);
