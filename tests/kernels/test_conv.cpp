@@ -408,7 +408,7 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
 // activations; a partial 16-lane block (24 channels on AVX-512), stride 2, a 5x5 window, 7-wide
 // rows (7-pixel groups), several staged chunks, batch 2, one and two threads; one input channel
 // into 16 writes blocks (its input is one plane). Blocked in and out, AVX-512 runs the pair
-// kernel (depthwise_pairs): the same floats too.
+// kernels (depthwise_pairs at stride 2, depthwise_pairs_s1 at stride 1): the same floats too.
 TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   const std::vector<Conv2dShape> shapes = {
       shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16),  shape(2, 24, 15, 13, 24, 3, 3, 2, 1, 1, 24),
@@ -418,6 +418,10 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // dilation 2 with padding 2, an odd width with no padding.
       shape(1, 16, 33, 41, 16, 3, 3, 2, 1, 1, 16), shape(1, 16, 20, 21, 16, 3, 3, 1, 2, 2, 16),
       shape(1, 8, 9, 19, 8, 3, 3, 2, 0, 1, 8),
+      // Stride 1 on even rows of 16 and more (depthwise_pairs_s1): 3x3 with edge and 4-pair
+      // groups, 5x5 with a partial 16-lane unit (24 channels), a batch of 2 in bands of 16 rows.
+      shape(1, 16, 18, 32, 16, 3, 3, 1, 1, 1, 16), shape(1, 24, 9, 20, 24, 5, 5, 1, 2, 1, 24),
+      shape(2, 16, 40, 16, 16, 3, 3, 1, 1, 1, 16),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
   };
   int ran = 0;

@@ -190,6 +190,15 @@ void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, con
   if (q < px) depthwise_block_store<A, false>(stage + q * kW, static_cast<int>(px - q), at + q, bo);
 }
 
+// The pair kernels' weights of 8-channel block blk: tap t's 8 weights twice (both pixels of a
+// pair) at wt + 16 t, and the bias likewise (zeros without one).
+inline void pair_weights(const float* w, const float* b, int64_t blk, int64_t RS, float* wt, float* bias) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  for (int64_t t = 0; t < RS; ++t)
+    for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
+  for (int64_t c = 0; c < 16; ++c) bias[c] = b ? b[blk * kB + c % kB] : 0.f;
+}
+
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
 // 8-channel block, so each tap of a pixel pair is two 32-byte loads straight from the blocked
 // input ([C/8][H][W][8]) times the tap's 8 weights twice; no padded copy of the plane and no
@@ -198,8 +207,10 @@ void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, con
 // order (kh, kw from zero; fma(acc, alpha, bias), + residual, activation), the skipped taps
 // being its zeros, so the floats are its floats. Interior rows run 4 pairs at a time. Not for a
 // call whose output overlaps its input (a layer in place: that path copies the plane first).
-// (Stride 1 was slower than the copy: see depthwise_block.)
+// (Stride 1: depthwise_pairs_s1, which shares each row's loads between the pairs.)
 constexpr int64_t kPairMaxTaps = 25;
+// Stride-1 pairs (depthwise_pairs_s1) from this output width on.
+constexpr int64_t kPairS1MinWidth = 16;
 template <Act A, class VV = V>
 void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
                      int64_t out_plane, const TileEpilogue& e) {
@@ -208,14 +219,9 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   alignas(64) static const float kZeros[kB] = {};
   const int64_t RS = g.R * g.S;
   const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
-  alignas(64) float wt[kPairMaxTaps * 16];
+  alignas(64) float wt[kPairMaxTaps * 16], bias[16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    // Tap t's 8 weights twice (both pixels of a pair), and the bias likewise.
-    for (int64_t t = 0; t < RS; ++t)
-      for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
-    alignas(64) float bias[16] = {};
-    if (e.bias)
-      for (int64_t c = 0; c < 16; ++c) bias[c] = e.bias[blk * kB + c % kB];
+    pair_weights(w, e.bias, blk, RS, wt, bias);
     const VV bv = VV::load(bias);
     const float* xb = x + blk * x_plane;
     float* ob = out + blk * out_plane;
@@ -287,6 +293,84 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   }
 }
 
+// Channel-blocked in and out on 16 lanes at stride 1, a K x K window (K 3 or 5) with 'same'
+// padding (K / 2 on the left), an even row width: one vector holds output pixels 2k and 2k + 1
+// of an 8-channel block. Q_j, input pixels (2j, 2j + 1) of a row, is one aligned 64-byte load;
+// a tap at an odd pixel is (high half of Q_j, low half of Q_j+1), one shuffle. A group of G
+// pairs loads G + 2 vectors a window row and shuffles G + 1 of them for its G * K FMAs; no
+// padded copy, no stage (depthwise_block's copy wrote and re-read the whole plane: 832 KB for a
+// 112x112 block of 16 channels). Vectors past the row's ends and window rows outside the input
+// are zeros / skipped, which depthwise_block adds as zeros: the same sums in the same order
+// (kh, kw from zero), so the same floats. Not for a call whose output overlaps its input.
+template <Act A, int K, class VV = V>
+void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
+                        int64_t out_plane, const TileEpilogue& e) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  constexpr int kPad = K / 2;
+  const int64_t P = g.OW / 2;  // pairs per row (g.W == g.OW, even)
+  const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
+  alignas(64) float wt[K * K * 16], bias[16];
+  for (int64_t blk = 0; blk * kB < nc; ++blk) {
+    pair_weights(w, e.bias, blk, K * K, wt, bias);
+    const VV bv = VV::load(bias);
+    const float* xb = x + blk * x_plane;
+    float* ob = out + blk * out_plane;
+    const float* rb = e.residual ? e.residual + blk * e.ldr : nullptr;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const int64_t top = oh - g.pad_top;
+      const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
+      const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+      // G pairs from pair k0; EDGE: Q_j outside [0, P) reads as zero.
+      auto group = [&](auto g_count, auto edge, int64_t k0) __attribute__((always_inline)) {
+        constexpr int G = decltype(g_count)::value;
+        constexpr bool EDGE = decltype(edge)::value;
+        VV acc[G];
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q) acc[q] = VV::zero();
+        for (int kh = kh0; kh < kh1; ++kh) {
+          const float* row = xb + (top + kh) * g.W * kB;
+          VV q[G + 2], hl[G + 1];  // q[i] = Q_{k0-1+i}, hl[i] = (high of q[i], low of q[i+1])
+#pragma GCC unroll 8
+          for (int i = 0; i < G + 2; ++i) {
+            const int64_t j = k0 - 1 + i;
+            q[i] = !EDGE || (j >= 0 && j < P) ? VV::load(row + j * 2 * kB) : VV::zero();
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < G + 1; ++i) hl[i] = VV::high_low(q[i], q[i + 1]);
+          const float* wk = wt + kh * K * 16;
+#pragma GCC unroll 5
+          for (int kw = 0; kw < K; ++kw) {
+            const VV wv = VV::load(wk + kw * 16);
+            // Pair k0 + p's tap kw starts at pixel 2(k0 + p) - kPad + kw.
+#pragma GCC unroll 4
+            for (int p = 0; p < G; ++p) {
+              const int a = 2 * p - kPad + kw + 2;  // pixel offset from 2(k0 - 1), >= 0
+              const VV tap = (a % 2 == 0) ? q[a / 2] : hl[(a - 1) / 2];
+              acc[p] = fma(wv, tap, acc[p]);
+            }
+          }
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < G; ++p) {
+          const int64_t at = (oh * g.OW + 2 * (k0 + p)) * kB;
+          VV y = fma(acc[p], alpha, bv);
+          if (rb) y = y + VV::load(rb + at);
+          activate<A>(y, act_a, act_b).store(ob + at);
+        }
+      };
+      using Four = std::integral_constant<int, 4>;
+      using One = std::integral_constant<int, 1>;
+      using Edge = std::true_type;
+      using Inner = std::false_type;
+      int64_t k = 0;
+      // Edge groups until Q_{k-1} exists; inner groups while Q_{k+4} does; then edge pairs.
+      for (; k < P && k < 1; ++k) group(One{}, Edge{}, k);
+      for (; k + 4 < P; k += 4) group(Four{}, Inner{}, k);
+      for (; k < P; ++k) group(One{}, Edge{}, k);
+    }
+  }
+}
+
 void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
                      float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked, bool y_blocked) {
   constexpr int64_t kW = V::W;
@@ -298,12 +382,25 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     const float* o_end = out + (blocks - 1) * out_plane + g.OH * g.OW * 8;
     const bool apart = x_end <= out || o_end <= x;
     // Where it measured faster than the copy: stride 2 on rows of 16 or more outputs (mobilenet_v2's
-    // 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread). At stride 1 two of a 3x3's three
-    // taps load 64 bytes across two lines (pixel pairs at odd offsets: 56x56 1.28x), and short
-    // rows leave the 4-pair groups empty (14 -> 7: 1.96x), so those keep the copy.
+    // 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread). Short rows leave the 4-pair groups
+    // empty (14 -> 7: 1.96x), so those keep the copy.
     if (x_blocked && y_blocked && nc % 8 == 0 && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps &&
         apart && e.bias_mode != TileEpilogue::Bias::Scalar) {
       with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, w, out, out_plane, e); });
+      return;
+    }
+    // Stride 1 with 'same' padding on even rows of 16 or more (conv_bench, Zen 4, blocked, one
+    // thread: mobilenet_v2's 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x;
+    // efficientnet_b0's 28x28 5x5 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s
+    // 1.2x slower: those keep the copy.
+    const bool same_k = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1;
+    if (x_blocked && y_blocked && nc % 8 == 0 && same_k && g.stride_h == 1 && g.stride_w == 1 &&
+        g.pad_left == g.S / 2 && g.W == g.OW && g.OW % 2 == 0 && g.OW >= kPairS1MinWidth && apart &&
+        e.bias_mode != TileEpilogue::Bias::Scalar) {
+      with_act(e.act, [&]<Act A>() {
+        if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
+        else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
+      });
       return;
     }
   }

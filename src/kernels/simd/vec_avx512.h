@@ -28,6 +28,8 @@ struct Vec512 {
   // the pixels' two 8-channel blocks (kConvBlock).
   static Vec512 low_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x44)}; }
   static Vec512 high_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0xee)}; }
+  // a's high 256 bits, then b's low 256 bits.
+  static Vec512 high_low(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x4e)}; }
   // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
   static Vec512 load_even(const float* p) {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
