@@ -291,6 +291,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const auto& tiles = p.blocked ? t.conv_tile_blk[s.stride_w - 1] : t.conv_tile[p.sw - 1];
   const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[s.stride_w - 1] : t.conv_tile_wrap[p.sw - 1];
   const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[s.stride_w - 1] : t.conv_tile_half[p.sw - 1];
+  const ConvTileKernel three_quarter =
+      p.blocked ? t.conv_tile_three_quarter_blk[s.stride_w - 1] : t.conv_tile_three_quarter[p.sw - 1];
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.C * s.H * s.W;
     float* yn = y + n * s.K * p.OHW;
@@ -403,8 +405,11 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               } else {
                 a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-                const ConvTileKernel tile =
-                    half && rows == t.gemm.mr && 2 * ncols <= NR ? half : tiles[wide][rows - 1];
+                // Whole tiles of at most a half or three quarters of a panel's columns: the
+                // narrower tiles (fewer FMAs on the panel's zero columns).
+                ConvTileKernel tile = tiles[wide][rows - 1];
+                if (rows == t.gemm.mr && half && 2 * ncols <= NR) tile = half;
+                else if (rows == t.gemm.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
                 tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr);
               }
             }

@@ -265,6 +265,10 @@ TEST(Conv, DirectTactic) {
       // At most NR / 2 output channels: the half-panel tile for whole mr-pixel tiles.
       {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Relu, true, true},   // flat 1x1, K = 16
       {shape(1, 5, 30, 30, 12, 3, 3, 2, 1), Act::Silu, true, true},    // stride 2, 15-wide rows, K = 12
+      // 17..24 of a panel's columns: AVX-512's tile with a half-width last vector.
+      {shape(1, 32, 28, 28, 24, 1, 1, 1, 0), Act::Silu, true, true},   // flat 1x1, K = 24
+      {shape(1, 16, 14, 14, 56, 3, 3, 1, 1), Act::Relu, true, true},   // K = 56: 32 + 24
+      {shape(1, 8, 14, 28, 20, 3, 3, 2, 1), Act::None, true, false},   // stride 2, K = 20
       // Padding as deep as the window: output rows whose window lies wholly in the padding
       // (all of K, on zeros) next to rows of one and two window rows.
       {shape(1, 16, 4, 6, 24, 3, 3, 1, 3), Act::Relu, true, true},
@@ -298,6 +302,8 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
       {shape(1, 16, 9, 11, 8, 3, 3, 1, 0), Act::Silu, false, false},   // unpadded 3x3, in place
       {shape(1, 200, 9, 30, 72, 3, 3, 1, 1), Act::Relu, true, true},   // three K blocks
       {shape(1, 320, 7, 7, 160, 1, 1, 1, 0), Act::Relu, true, true},   // one chunk, 5 panels in 4 groups
+      {shape(1, 144, 28, 28, 24, 1, 1, 1, 0), Act::None, true, true},  // K = 24: a half-width last vector
+      {shape(1, 144, 14, 14, 56, 1, 1, 1, 0), Act::Silu, true, true},  // K = 56: 32 + 24
       {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Clip, true, true},   // K = 16: half-panel tiles
       {shape(1, 24, 30, 30, 8, 3, 3, 2, 1), Act::Relu, true, true},    // padded, stride 2, K = 8
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu, true, true},   // two chunks

@@ -223,6 +223,13 @@ struct KernelTable {
   // where the NR-column tile spends half its FMAs on zero columns (mobilenet_v2's 32 -> 16 at
   // 112x112). Null on tables whose panel is one vector.
   ConvTileKernel conv_tile_half[2] = {}, conv_tile_half_blk[2] = {};
+  // conv_tile_three_quarter[SW - 1] (_blk: over the channel-blocked copy): mr rows by the first
+  // 3 NR / 4 columns of a panel, the last vector's loads and FMAs half-width, for output channel
+  // ranges of 17..24 on AVX-512 (NR 32), where the full tile spent a quarter of its FMAs on zero
+  // columns: double-pumped 512-bit FMAs (Zen 4) make a 256-bit one half the cost (conv_bench,
+  // blocked, one thread: efficientnet_b0's and mobilenet_v2's 1x1s to 24 channels 0.83x). An
+  // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Null elsewhere.
+  ConvTileKernel conv_tile_three_quarter[2] = {}, conv_tile_three_quarter_blk[2] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out) = {};

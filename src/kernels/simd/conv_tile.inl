@@ -73,7 +73,16 @@ template <int ROWS, int NVEC, class VV = V>
   }
 }
 
-template <int ROWS, int NVEC, int SW, int SPLIT = 0>
+// The low-half operations of a LAST_HALF tile (Vec512 only; dependent names, so only the tiles
+// that use them instantiate them).
+template <class VV>
+[[gnu::always_inline]] inline VV load_low(const float* p) { return VV::load_low(p); }
+template <class VV>
+[[gnu::always_inline]] inline VV fma_low(VV a, VV b, VV c) { return VV::fma_low(a, b, c); }
+
+// LAST_HALF: the last of the NVEC vectors holds 8 columns (ncols <= (NVEC - 1) * W + 8), computed
+// with half-width loads and FMAs (conv_tile_three_quarter in dispatch.h).
+template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false>
 void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a, int64_t jump,
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
                      bool load_c, const ConvTileOut* out) {
@@ -90,12 +99,19 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
     for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += NR, b2 += NR) {
       V bv[NVEC];
 #pragma GCC unroll 4
-      for (int v = 0; v < NVEC; ++v) bv[v] = V::load((v < PV ? b : b2) + (v % PV) * V::W);
+      for (int v = 0; v < NVEC; ++v) {
+        const float* bp = (v < PV ? b : b2) + (v % PV) * V::W;
+        if constexpr (LAST_HALF) bv[v] = v == NVEC - 1 ? load_low<V>(bp) : V::load(bp);
+        else bv[v] = V::load(bp);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < ROWS; ++r) {
         const V ar = V::set1(SPLIT > 0 && r >= SPLIT ? ap2[r * SW] : ap[r * SW]);
 #pragma GCC unroll 4
-        for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+        for (int v = 0; v < NVEC; ++v) {
+          if constexpr (LAST_HALF) acc[r][v] = v == NVEC - 1 ? fma_low<V>(ar, bv[v], acc[r][v]) : fma(ar, bv[v], acc[r][v]);
+          else acc[r][v] = fma(ar, bv[v], acc[r][v]);
+        }
       }
     }
   }
@@ -133,10 +149,10 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
   }
 }
 
-template <int ROWS, int NVEC, int SW>
+template <int ROWS, int NVEC, int SW, bool LAST_HALF = false>
 void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t b_next,
                float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out) {
-  conv_tile_split<ROWS, NVEC, SW>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c, out);
+  conv_tile_split<ROWS, NVEC, SW, 0, LAST_HALF>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c, out);
 }
 
 // mr pixels that wrap from one output row to the next: rows [0, SPLIT) from a, the rest from

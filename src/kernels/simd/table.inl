@@ -25,6 +25,12 @@ KernelTable make_table() {
     t.conv_tile_half_blk[0] = conv_tile<MR, NR / V::W / 2, 8>;
     t.conv_tile_half_blk[1] = conv_tile<MR, NR / V::W / 2, 16>;
   }
+  if constexpr (V::W == 16 && NR == 2 * V::W) {  // AVX-512: 24 of a panel's 32 columns
+    t.conv_tile_three_quarter[0] = conv_tile<MR, 2, 1, true>;
+    t.conv_tile_three_quarter[1] = conv_tile<MR, 2, 2, true>;
+    t.conv_tile_three_quarter_blk[0] = conv_tile<MR, 2, 8, true>;
+    t.conv_tile_three_quarter_blk[1] = conv_tile<MR, 2, 16, true>;
+  }
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
   t.epilogue_blocks = epilogue_blocks;

@@ -28,6 +28,14 @@ struct Vec512 {
   // the pixels' two 8-channel blocks (kConvBlock).
   static Vec512 low_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x44)}; }
   static Vec512 high_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0xee)}; }
+  // Low-half arithmetic for tiles whose last vector holds 8 columns (conv_tile_split's LAST_HALF):
+  // 256-bit loads and FMAs, half the cost of 512-bit ones on double-pumped cores (Zen 4); the
+  // high half is not meaningful.
+  static Vec512 load_low(const float* p) { return {_mm512_castps256_ps512(_mm256_loadu_ps(p))}; }
+  static Vec512 fma_low(Vec512 a, Vec512 b, Vec512 c) {
+    return {_mm512_castps256_ps512(
+        _mm256_fmadd_ps(_mm512_castps512_ps256(a.v), _mm512_castps512_ps256(b.v), _mm512_castps512_ps256(c.v)))};
+  }
   // a's high 256 bits, then b's low 256 bits.
   static Vec512 high_low(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x4e)}; }
   // p[0], p[2], ..., p[2W-2]: the even elements of 2W floats (a stride-2 row's phase).
