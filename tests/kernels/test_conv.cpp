@@ -414,7 +414,8 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
 // activations; a partial 16-lane block (24 channels on AVX-512), stride 2, a 5x5 window, 7-wide
 // rows (7-pixel groups), several staged chunks, batch 2, one and two threads; one input channel
 // into 16 writes blocks (its input is one plane). Blocked in and out, AVX-512 runs the pair
-// kernels (depthwise_pairs at stride 2, depthwise_pairs_s1 at stride 1): the same floats too.
+// kernels (depthwise_pairs and depthwise_pairs_s2 at stride 2, depthwise_pairs_s1 at stride 1):
+// the same floats too.
 TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   const std::vector<Conv2dShape> shapes = {
       shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16),  shape(2, 24, 15, 13, 24, 3, 3, 2, 1, 1, 24),
@@ -428,6 +429,9 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // groups, 5x5 with a partial 16-lane unit (24 channels), a batch of 2 in bands of 16 rows.
       shape(1, 16, 18, 32, 16, 3, 3, 1, 1, 1, 16), shape(1, 24, 9, 20, 24, 5, 5, 1, 2, 1, 24),
       shape(2, 16, 40, 16, 16, 3, 3, 1, 1, 1, 16),
+      // Stride 2 with 'same' padding on even rows (depthwise_pairs_s2): 3x3 to 14 outputs, 5x5
+      // with a partial unit and a batch of 2.
+      shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16), shape(2, 24, 20, 36, 24, 5, 5, 2, 2, 1, 24),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
   };
   int ran = 0;

@@ -371,6 +371,84 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
   }
 }
 
+// The stride-2 pairs with 'same' padding (K / 2 on the left, K 3 or 5) on even rows, in
+// depthwise_pairs_s1's form: pair m's tap kw reads input pixels 4m - K/2 + kw and that + 2,
+// the same half of Q_j and Q_j+1 (j = their pixel / 2): one shuffle of two aligned loads, the
+// row's 2G + 2 or so vectors loaded once for a group of G pairs. Vectors past the row's ends
+// read as zeros (no per-tap checks at the edges, which depthwise_pairs's general pairs make);
+// the same sums in the same order as depthwise_block's, so the same floats.
+template <Act A, int K, class VV = V>
+void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
+                        int64_t out_plane, const TileEpilogue& e) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  constexpr int kPad = K / 2;
+  const int64_t P = g.W / 2;  // input pairs per row (g.W even)
+  const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
+  alignas(64) float wt[K * K * 16], bias[16];
+  for (int64_t blk = 0; blk * kB < nc; ++blk) {
+    pair_weights(w, e.bias, blk, K * K, wt, bias);
+    const VV bv = VV::load(bias);
+    const float* xb = x + blk * x_plane;
+    float* ob = out + blk * out_plane;
+    const float* rb = e.residual ? e.residual + blk * e.ldr : nullptr;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const int64_t top = oh * 2 - g.pad_top;
+      const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
+      const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+      // G pairs from output pair m0 (output pixels 2 m0 ..); q[i] = Q_{2 m0 - 1 + i}.
+      auto group = [&](auto g_count, auto edge, int64_t m0) __attribute__((always_inline)) {
+        constexpr int G = decltype(g_count)::value;
+        constexpr bool EDGE = decltype(edge)::value;
+        // The last tap's pixel from 2 (2 m0 - 1), then the vectors it takes.
+        constexpr int kLast = 4 * (G - 1) - kPad + K - 1 + 2 + 2;
+        constexpr int NQ = kLast / 2 + 1;
+        VV acc[G];
+#pragma GCC unroll 4
+        for (int p = 0; p < G; ++p) acc[p] = VV::zero();
+        for (int kh = kh0; kh < kh1; ++kh) {
+          const float* row = xb + (top + kh) * g.W * kB;
+          VV q[NQ];
+#pragma GCC unroll 12
+          for (int i = 0; i < NQ; ++i) {
+            const int64_t j = 2 * m0 - 1 + i;
+            q[i] = !EDGE || (j >= 0 && j < P) ? VV::load(row + j * 2 * kB) : VV::zero();
+          }
+          const float* wk = wt + kh * K * 16;
+#pragma GCC unroll 5
+          for (int kw = 0; kw < K; ++kw) {
+            const VV wv = VV::load(wk + kw * 16);
+#pragma GCC unroll 4
+            for (int p = 0; p < G; ++p) {
+              const int a = 4 * p - kPad + kw + 2;  // the first pixel from 2 (2 m0 - 1)
+              const VV tap = a % 2 == 0 ? VV::low_halves(q[a / 2], q[a / 2 + 1]) : VV::high_halves(q[a / 2], q[a / 2 + 1]);
+              acc[p] = fma(wv, tap, acc[p]);
+            }
+          }
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < G; ++p) {
+          const int64_t ow = 2 * (m0 + p);
+          const bool two = ow + 1 < g.OW;
+          const int64_t at = (oh * g.OW + ow) * kB;
+          VV y = fma(acc[p], alpha, bv);
+          if (rb) y = y + (two ? VV::load(rb + at) : VV::load_first(rb + at, kB));
+          y = activate<A>(y, act_a, act_b);
+          if (two) y.store(ob + at);
+          else y.store_first(ob + at, kB);
+        }
+      };
+      using Four = std::integral_constant<int, 4>;
+      using One = std::integral_constant<int, 1>;
+      constexpr int kInnerQ = (4 * 3 - kPad + K - 1 + 2 + 2) / 2 + 1;  // group<4>'s NQ
+      const int64_t pairs = (g.OW + 1) / 2;
+      int64_t m = 0;
+      for (; m < pairs && m < 1; ++m) group(One{}, std::true_type{}, m);
+      for (; m + 4 <= pairs && 2 * m - 1 + kInnerQ <= P; m += 4) group(Four{}, std::false_type{}, m);
+      for (; m < pairs; ++m) group(One{}, std::true_type{}, m);
+    }
+  }
+}
+
 void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
                      float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked, bool y_blocked) {
   constexpr int64_t kW = V::W;
@@ -384,6 +462,19 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // Where it measured faster than the copy: stride 2 on rows of 16 or more outputs (mobilenet_v2's
     // 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread). Short rows leave the 4-pair groups
     // empty (14 -> 7: 1.96x), so those keep the copy.
+    // Stride 2 with 'same' padding on even rows to 14 outputs or more: depthwise_pairs_s2
+    // (conv_bench, Zen 4, blocked, one thread, against depthwise_pairs or, for 14 outputs, the
+    // copy: mobilenet_v2's 112 -> 56 0.80x, 56 -> 28 0.78x, 28 -> 14 0.76x; efficientnet_b0's
+    // 56 -> 28 5x5 0.68x). To 7 outputs the 3x3 ran no faster and the 5x5 1.34x slower.
+    const bool same_k = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1;
+    if (x_blocked && y_blocked && nc % 8 == 0 && same_k && g.stride_h == 2 && g.stride_w == 2 &&
+        g.pad_left == g.S / 2 && g.W % 2 == 0 && g.OW >= 14 && apart && e.bias_mode != TileEpilogue::Bias::Scalar) {
+      with_act(e.act, [&]<Act A>() {
+        if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
+        else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
+      });
+      return;
+    }
     if (x_blocked && y_blocked && nc % 8 == 0 && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps &&
         apart && e.bias_mode != TileEpilogue::Bias::Scalar) {
       with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, w, out, out_plane, e); });
@@ -393,7 +484,6 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // thread: mobilenet_v2's 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x;
     // efficientnet_b0's 28x28 5x5 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s
     // 1.2x slower: those keep the copy.
-    const bool same_k = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1;
     if (x_blocked && y_blocked && nc % 8 == 0 && same_k && g.stride_h == 1 && g.stride_w == 1 &&
         g.pad_left == g.S / 2 && g.W == g.OW && g.OW % 2 == 0 && g.OW >= kPairS1MinWidth && apart &&
         e.bias_mode != TileEpilogue::Bias::Scalar) {
