@@ -190,13 +190,40 @@ void depthwise_block_store_chunk(const float* stage, int64_t px, int64_t at, con
   if (q < px) depthwise_block_store<A, false>(stage + q * kW, static_cast<int>(px - q), at + q, bo);
 }
 
-// The pair kernels' weights of 8-channel block blk: tap t's 8 weights twice (both pixels of a
-// pair) at wt + 16 t, and the bias likewise (zeros without one).
-inline void pair_weights(const float* w, const float* b, int64_t blk, int64_t RS, float* wt, float* bias) {
+// The pair kernels' epilogue of one 8-channel block, in depthwise_block's order:
+// fma(acc, alpha, bias), + residual, activation; stored at element `at` of the block's output,
+// both pixels of the pair or (`two` false) the first.
+template <Act A, class VV>
+struct PairOut {
+  VV alpha, bias, act_a, act_b;
+  const float* res;
+  float* out;
+  [[gnu::always_inline]] void store(VV acc, int64_t at, bool two) const {
+    constexpr int64_t kB = 8;  // kConvBlock
+    VV y = fma(acc, alpha, bias);
+    if (res) y = y + (two ? VV::load(res + at) : VV::load_first(res + at, kB));
+    y = activate<A>(y, act_a, act_b);
+    if (two) y.store(out + at);
+    else y.store_first(out + at, kB);
+  }
+};
+
+// Block blk's set-up for the pair kernels: tap t's 8 weights twice (both pixels of a pair) at
+// wt + 16 t, and its epilogue (the bias likewise twice).
+template <Act A, class VV>
+PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpilogue& e, float* out,
+                          int64_t out_plane, float* wt) {
   constexpr int64_t kB = 8;  // kConvBlock
   for (int64_t t = 0; t < RS; ++t)
     for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
-  for (int64_t c = 0; c < 16; ++c) bias[c] = b ? b[blk * kB + c % kB] : 0.f;
+  alignas(64) float bias[16];
+  for (int64_t c = 0; c < 16; ++c) bias[c] = e.bias ? e.bias[blk * kB + c % kB] : 0.f;
+  return {VV::set1(e.alpha),
+          VV::load(bias),
+          VV::set1(e.act_alpha),
+          VV::set1(e.act_beta),
+          e.residual ? e.residual + blk * e.ldr : nullptr,
+          out + blk * out_plane};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -209,8 +236,8 @@ inline void pair_weights(const float* w, const float* b, int64_t blk, int64_t RS
 // call whose output overlaps its input (a layer in place: that path copies the plane first).
 // (Stride 1: depthwise_pairs_s1, which shares each row's loads between the pairs.)
 constexpr int64_t kPairMaxTaps = 25;
-// Stride-1 pairs (depthwise_pairs_s1) from this output width on.
-constexpr int64_t kPairS1MinWidth = 16;
+// The aligned-pair kernels from these output widths on (depthwise_block says why).
+constexpr int64_t kPairS1MinWidth = 16, kPairS2MinWidth = 14;
 template <Act A, class VV = V>
 void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
                      int64_t out_plane, const TileEpilogue& e) {
@@ -218,23 +245,14 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   constexpr int64_t kStep = 2 * kB;     // input floats between consecutive output pixels
   alignas(64) static const float kZeros[kB] = {};
   const int64_t RS = g.R * g.S;
-  const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
-  alignas(64) float wt[kPairMaxTaps * 16], bias[16];
+  alignas(64) float wt[kPairMaxTaps * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    pair_weights(w, e.bias, blk, RS, wt, bias);
-    const VV bv = VV::load(bias);
+    const PairOut<A, VV> po = pair_block<A, VV>(w, RS, blk, e, out, out_plane, wt);
     const float* xb = x + blk * x_plane;
-    float* ob = out + blk * out_plane;
-    const float* rb = e.residual ? e.residual + blk * e.ldr : nullptr;
     // The pair at output pixels (oh, ow) and (oh, ow + 1) (`two`: the second exists) through the
     // epilogue into the output.
     auto finish = [&](VV acc, int64_t oh, int64_t ow, bool two) __attribute__((always_inline)) {
-      const int64_t at = (oh * g.OW + ow) * kB;
-      VV y = fma(acc, alpha, bv);
-      if (rb) y = y + (two ? VV::load(rb + at) : VV::load_first(rb + at, kB));
-      y = activate<A>(y, act_a, act_b);
-      if (two) y.store(ob + at);
-      else y.store_first(ob + at, kB);
+      po.store(acc, (oh * g.OW + ow) * kB, two);
     };
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t top = oh * g.stride_h - g.pad_top;
@@ -308,14 +326,10 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
   constexpr int64_t kB = 8;  // kConvBlock
   constexpr int kPad = K / 2;
   const int64_t P = g.OW / 2;  // pairs per row (g.W == g.OW, even)
-  const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
-  alignas(64) float wt[K * K * 16], bias[16];
+  alignas(64) float wt[K * K * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    pair_weights(w, e.bias, blk, K * K, wt, bias);
-    const VV bv = VV::load(bias);
+    const PairOut<A, VV> po = pair_block<A, VV>(w, K * K, blk, e, out, out_plane, wt);
     const float* xb = x + blk * x_plane;
-    float* ob = out + blk * out_plane;
-    const float* rb = e.residual ? e.residual + blk * e.ldr : nullptr;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t top = oh - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
@@ -351,12 +365,7 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
           }
         }
 #pragma GCC unroll 4
-        for (int p = 0; p < G; ++p) {
-          const int64_t at = (oh * g.OW + 2 * (k0 + p)) * kB;
-          VV y = fma(acc[p], alpha, bv);
-          if (rb) y = y + VV::load(rb + at);
-          activate<A>(y, act_a, act_b).store(ob + at);
-        }
+        for (int p = 0; p < G; ++p) po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
@@ -377,20 +386,21 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
 // row's 2G + 2 or so vectors loaded once for a group of G pairs. Vectors past the row's ends
 // read as zeros (no per-tap checks at the edges, which depthwise_pairs's general pairs make);
 // the same sums in the same order as depthwise_block's, so the same floats.
+// The aligned vectors a group of G stride-2 pairs loads per window row, from Q_{2 m0 - 1}: up
+// to the one after the last tap's first pixel, 4 (G - 1) - K / 2 + K - 1 + 2 pixels on from
+// 2 (2 m0 - 1), plus 2 for the tap's second pixel.
+constexpr int pairs_s2_vectors(int G, int K) { return (4 * (G - 1) - K / 2 + K - 1 + 2 + 2) / 2 + 1; }
+
 template <Act A, int K, class VV = V>
 void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
                         int64_t out_plane, const TileEpilogue& e) {
   constexpr int64_t kB = 8;  // kConvBlock
   constexpr int kPad = K / 2;
   const int64_t P = g.W / 2;  // input pairs per row (g.W even)
-  const VV alpha = VV::set1(e.alpha), act_a = VV::set1(e.act_alpha), act_b = VV::set1(e.act_beta);
-  alignas(64) float wt[K * K * 16], bias[16];
+  alignas(64) float wt[K * K * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    pair_weights(w, e.bias, blk, K * K, wt, bias);
-    const VV bv = VV::load(bias);
+    const PairOut<A, VV> po = pair_block<A, VV>(w, K * K, blk, e, out, out_plane, wt);
     const float* xb = x + blk * x_plane;
-    float* ob = out + blk * out_plane;
-    const float* rb = e.residual ? e.residual + blk * e.ldr : nullptr;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t top = oh * 2 - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
@@ -399,9 +409,7 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
       auto group = [&](auto g_count, auto edge, int64_t m0) __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
         constexpr bool EDGE = decltype(edge)::value;
-        // The last tap's pixel from 2 (2 m0 - 1), then the vectors it takes.
-        constexpr int kLast = 4 * (G - 1) - kPad + K - 1 + 2 + 2;
-        constexpr int NQ = kLast / 2 + 1;
+        constexpr int NQ = pairs_s2_vectors(G, K);
         VV acc[G];
 #pragma GCC unroll 4
         for (int p = 0; p < G; ++p) acc[p] = VV::zero();
@@ -428,18 +436,12 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
 #pragma GCC unroll 4
         for (int p = 0; p < G; ++p) {
           const int64_t ow = 2 * (m0 + p);
-          const bool two = ow + 1 < g.OW;
-          const int64_t at = (oh * g.OW + ow) * kB;
-          VV y = fma(acc[p], alpha, bv);
-          if (rb) y = y + (two ? VV::load(rb + at) : VV::load_first(rb + at, kB));
-          y = activate<A>(y, act_a, act_b);
-          if (two) y.store(ob + at);
-          else y.store_first(ob + at, kB);
+          po.store(acc[p], (oh * g.OW + ow) * kB, ow + 1 < g.OW);
         }
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
-      constexpr int kInnerQ = (4 * 3 - kPad + K - 1 + 2 + 2) / 2 + 1;  // group<4>'s NQ
+      constexpr int kInnerQ = pairs_s2_vectors(4, K);
       const int64_t pairs = (g.OW + 1) / 2;
       int64_t m = 0;
       for (; m < pairs && m < 1; ++m) group(One{}, std::true_type{}, m);
@@ -459,34 +461,33 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     const float* x_end = x + (blocks - 1) * x_plane + g.H * g.W * 8;
     const float* o_end = out + (blocks - 1) * out_plane + g.OH * g.OW * 8;
     const bool apart = x_end <= out || o_end <= x;
-    // Where it measured faster than the copy: stride 2 on rows of 16 or more outputs (mobilenet_v2's
-    // 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread). Short rows leave the 4-pair groups
-    // empty (14 -> 7: 1.96x), so those keep the copy.
-    // Stride 2 with 'same' padding on even rows to 14 outputs or more: depthwise_pairs_s2
-    // (conv_bench, Zen 4, blocked, one thread, against depthwise_pairs or, for 14 outputs, the
-    // copy: mobilenet_v2's 112 -> 56 0.80x, 56 -> 28 0.78x, 28 -> 14 0.76x; efficientnet_b0's
-    // 56 -> 28 5x5 0.68x). To 7 outputs the 3x3 ran no faster and the 5x5 1.34x slower.
-    const bool same_k = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1;
-    if (x_blocked && y_blocked && nc % 8 == 0 && same_k && g.stride_h == 2 && g.stride_w == 2 &&
-        g.pad_left == g.S / 2 && g.W % 2 == 0 && g.OW >= 14 && apart && e.bias_mode != TileEpilogue::Bias::Scalar) {
+    const bool pairs = x_blocked && y_blocked && nc % 8 == 0 && apart && e.bias_mode != TileEpilogue::Bias::Scalar;
+    // 'Same' padding (K / 2 on the left), a 3x3 or 5x5 window without dilation, even rows: the
+    // aligned-pair kernels.
+    const bool same = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 &&
+                      g.pad_left == g.S / 2 && g.W % 2 == 0;
+    // Stride 2 to 14 outputs or more: depthwise_pairs_s2 (conv_bench, Zen 4, blocked, one
+    // thread, against depthwise_pairs or, for 14 outputs, the copy: mobilenet_v2's 112 -> 56
+    // 0.80x, 56 -> 28 0.78x, 28 -> 14 0.76x; efficientnet_b0's 56 -> 28 5x5 0.68x). To 7 outputs
+    // the 3x3 ran no faster and the 5x5 1.34x slower.
+    if (pairs && same && g.stride_h == 2 && g.stride_w == 2 && g.OW >= kPairS2MinWidth) {
       with_act(e.act, [&]<Act A>() {
         if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
         else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
       });
       return;
     }
-    if (x_blocked && y_blocked && nc % 8 == 0 && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps &&
-        apart && e.bias_mode != TileEpilogue::Bias::Scalar) {
+    // Other stride-2 layers, where it measured faster than the copy: rows of 16 or more outputs
+    // (mobilenet_v2's 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread, before the kernel
+    // above). Short rows leave the 4-pair groups empty (14 -> 7: 1.96x), so those keep the copy.
+    if (pairs && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps) {
       with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, w, out, out_plane, e); });
       return;
     }
-    // Stride 1 with 'same' padding on even rows of 16 or more (conv_bench, Zen 4, blocked, one
-    // thread: mobilenet_v2's 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x;
-    // efficientnet_b0's 28x28 5x5 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s
-    // 1.2x slower: those keep the copy.
-    if (x_blocked && y_blocked && nc % 8 == 0 && same_k && g.stride_h == 1 && g.stride_w == 1 &&
-        g.pad_left == g.S / 2 && g.W == g.OW && g.OW % 2 == 0 && g.OW >= kPairS1MinWidth && apart &&
-        e.bias_mode != TileEpilogue::Bias::Scalar) {
+    // Stride 1 on rows of 16 or more (conv_bench, Zen 4, blocked, one thread: mobilenet_v2's
+    // 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x; efficientnet_b0's 28x28 5x5
+    // 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s 1.2x slower: those keep the copy.
+    if (pairs && same && g.stride_h == 1 && g.stride_w == 1 && g.W == g.OW && g.OW >= kPairS1MinWidth) {
       with_act(e.act, [&]<Act A>() {
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
         else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
