@@ -88,15 +88,21 @@ bool blocked_max_pool(const Node& n) {
   return g && g->kind == kernels::PoolKind::Max && g->shape.C % kernels::kConvBlock == 0;
 }
 
+// Dims of a rank-4 f32 value with the batch as 1, or nullopt.
+std::optional<std::vector<int64_t>> dims4(const Value* v) {
+  if (!v || v->dtype != DType::f32) return std::nullopt;
+  std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(v->shape);
+  if (!d || d->size() != 4) return std::nullopt;
+  return d;
+}
+
 // A GlobalAveragePool over a static f32 NCHW input (a symbolic batch allowed: the runtime plans
 // each batch's shapes) with a multiple of 8 channels: its output [N, C, 1, 1] is the same floats
 // in either layout, so it only reads blocks.
 bool blocked_global_average(const Node& n) {
   if (!n.domain.empty() || n.op != "GlobalAveragePool") return false;
-  const Value* x = n.input(0);
-  if (!x || x->dtype != DType::f32) return false;
-  const std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(x->shape);
-  return d && d->size() == 4 && (*d)[1] % kernels::kConvBlock == 0;
+  const std::optional<std::vector<int64_t>> d = dims4(n.input(0));
+  return d && (*d)[1] % kernels::kConvBlock == 0;
 }
 
 // Body ops of a kiln.FusedElementwise that may run on blocks: elementwise by index, with
@@ -115,13 +121,8 @@ bool blockable_body_op(const Node& b) {
   return kOps.count(b.op) > 0;
 }
 
-// Dims of a rank-4 f32 value with the batch as 1, or nullopt.
-std::optional<std::vector<int64_t>> dims4(const Value* v) {
-  if (!v || v->dtype != DType::f32) return std::nullopt;
-  std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(v->shape);
-  if (!d || d->size() != 4) return std::nullopt;
-  return d;
-}
+// Whether a fused elementwise node reads x at its output's shape (in the output's layout).
+bool full_size(const Node& n, const Value* x) { return x && x->shape == n.outputs[0]->shape; }
 
 // A kiln.FusedElementwise the generated kernel runs on blocks (codegen's blocked path, the
 // node's y_blocked): f32 outputs [N, C, H, W] with C a multiple of 8; each input either the
@@ -135,7 +136,7 @@ bool blocked_elementwise(const Node& n) {
   for (const Value* o : n.outputs)
     if (!o || o->dtype != DType::f32 || !(o->shape == n.outputs[0]->shape)) return false;
   for (const Value* x : n.inputs) {
-    if (!x || x->shape == n.outputs[0]->shape) continue;
+    if (!x || full_size(n, x)) continue;
     const std::optional<std::vector<int64_t>> d = ops::dims_batch_as_one(x->shape);
     if (!d || d->size() > 4) return false;
     std::vector<int64_t> a(4 - d->size(), 1);
@@ -161,7 +162,7 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   auto reads_blocks = [&](const Node& u, size_t i) {
     if (const auto c = direct(u)) return (i == 0 && c->first % kernels::kConvBlock == 0) || (i == 3 && residual_matches(u));
     if (blocked_depthwise(u)) return i == 0 || (i == 3 && residual_matches(u));
-    if (blocked_elementwise(u)) return u.inputs[i]->shape == u.outputs[0]->shape;
+    if (blocked_elementwise(u)) return full_size(u, u.inputs[i]);
     return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
   };
   // Tensors that must share a layout: a convolution's residual and output; a fused elementwise
@@ -172,7 +173,7 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
       t.emplace_back(n.input(3), n.outputs[0]);
     if (blocked_elementwise(n)) {
       for (const Value* x : n.inputs)
-        if (x && x->shape == n.outputs[0]->shape) t.emplace_back(x, n.outputs[0]);
+        if (full_size(n, x)) t.emplace_back(x, n.outputs[0]);
       for (size_t k = 1; k < n.outputs.size(); ++k) t.emplace_back(n.outputs[k], n.outputs[0]);
     }
     return t;
