@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kiln/analysis/compare.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
@@ -292,13 +293,9 @@ TEST(Compile, ExcitationProductOnChannelBlocksMatchesTheInterpreter) {
       opt.threads = threads;
       Tensor got = exe->run(in, opt).at("y");
       ASSERT_EQ(got.dims(), want.dims());
-      double max_ref = 0, max_diff = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        max_ref = std::max(max_ref, std::fabs(double(want.data<float>()[i])));
-        max_diff = std::max(max_diff, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
-      }
-      EXPECT_GT(max_ref, 0.1);
-      EXPECT_LE(max_diff, 1e-5 * max_ref) << "N=" << n << " threads=" << threads;
+      const Comparison c = compare_tensors(got, want, 1e-5);
+      EXPECT_GT(c.max_abs_ref, 0.1);
+      EXPECT_TRUE(c.ok) << c.str() << " N=" << n << " threads=" << threads;
     }
   }
 }

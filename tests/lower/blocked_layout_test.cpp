@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "kiln/analysis/compare.h"
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/lower/lower.h"
@@ -293,8 +294,11 @@ TEST(BlockedLayout, ExcitationProductsPassBlocks) {
   LowerReport rn = lower_model(n);
   EXPECT_EQ(marks(n), "s0:-y dw:x- sq:-- fc1:-- fc2:-- se:-- pr:-- gap:--");
   EXPECT_EQ(rn.blocked_tensors, 1);
-  for (const auto& k : rn.kernels)
-    if (k.node == "pr") EXPECT_NE(k.tactic, "direct");
+  for (const auto& k : rn.kernels) {
+    if (k.node == "pr") {
+      EXPECT_NE(k.tactic, "direct");
+    }
+  }
 }
 
 TEST(BlockedLayout, OneInputChannelIntoManyWritesBlocks) {
@@ -347,13 +351,9 @@ TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
       for (const auto& [name, w] : want) {
         const Tensor& g = got.at(name);
         ASSERT_EQ(g.dims(), w.dims()) << name;
-        double max_ref = 0, max_diff = 0;
-        for (int64_t i = 0; i < w.numel(); ++i) {
-          max_ref = std::max(max_ref, std::fabs(w.as_double(i)));
-          max_diff = std::max(max_diff, std::fabs(g.as_double(i) - w.as_double(i)));
-        }
-        EXPECT_GT(max_ref, 0.01) << name;
-        EXPECT_LE(max_diff, 1e-5 * max_ref) << name << " relu_of_o=" << relu_of_o << " threads=" << threads;
+        const Comparison c = compare_tensors(g, w, 1e-5);
+        EXPECT_GT(c.max_abs_ref, 0.01) << name;
+        EXPECT_TRUE(c.ok) << name << " " << c.str() << " relu_of_o=" << relu_of_o << " threads=" << threads;
       }
     }
   }
