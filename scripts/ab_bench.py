@@ -4,7 +4,9 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
 
   scripts/ab_bench.py model MODEL.onnx THREADS ROUNDS A B
       Each side compiles an artifact (kiln compile --dim N=1; DIM= in the environment to
-      change or drop it, several separated by spaces: DIM="seq=1 past=127"), then `kiln bench ARTIFACT --threads T --runs 20 --json` alternates.
+      change or drop it, several separated by spaces: DIM="seq=1 past=127"), then `kiln bench ARTIFACT --threads T --runs 20 --json` alternates
+      (BENCH= in the environment adds flags to it: DIM="" BENCH="--batch 1" times an artifact
+      compiled with its batch symbolic, as `kiln bench MODEL.onnx` and the zoo table do).
   scripts/ab_bench.py int8 MODEL.onnx THREADS ROUNDS A B
       The same with INT8 artifacts: each side runs kiln quantize MODEL --calib-random 16 --seed 1
       (the same calibration on both sides) with the DIM flags.
@@ -56,7 +58,8 @@ def model_ab(model, threads, rounds, sides, kind="fp32"):
     ms = [[], []]
     for r in range(rounds):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            out = run([sides[i][0], "bench", arts[i], "--threads", str(threads), "--runs", "20", "--json"], sides[i][1])
+            out = run([sides[i][0], "bench", arts[i], "--threads", str(threads), "--runs", "20", "--json"] +
+                      os.environ.get("BENCH", "").split(), sides[i][1])
             ms[i].append(json.loads(out)["kiln"]["median_ms"])
     report("kiln bench %s, %s threads" % (model, threads), {"model": ms})
 

@@ -372,12 +372,14 @@ TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
 // Where conv_depthwise_in_place says so, the depthwise tactic writing its output over its input
 // (the same buffer as x and y, as the memory planner then lays them) gives the floats it gives
 // into a buffer of its own: 3x3 and 5x5, a partial 16-lane block, batch 2, 1 and 2 threads. And
-// it does not say so for a stride, planes tall enough for bands of rows, or NCHW activations.
+// it does not say so for a stride, planes tall enough for bands of rows, NCHW activations, or
+// (on AVX-512) rows of 16 or more that the aligned-pair kernel takes out of place.
 TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
   const KernelTable& t = kernel_table();
   const std::vector<Conv2dShape> shapes = {
       shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16), shape(2, 24, 7, 7, 24, 3, 3, 1, 1, 1, 24),
-      shape(1, 32, 28, 28, 32, 5, 5, 1, 2, 1, 32), shape(1, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384)};
+      shape(1, 32, 14, 14, 32, 5, 5, 1, 2, 1, 32), shape(1, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384),
+      shape(1, 16, 15, 15, 16, 3, 3, 1, 1, 1, 16)};
   for (Conv2dShape s : shapes) {
     s.x_blocked = s.y_blocked = true;
     if (!t.depthwise_block || t.simd_width < 8) {  // the plane kernel: never in place
@@ -406,6 +408,9 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
   EXPECT_FALSE(conv_depthwise_in_place(strided));
   EXPECT_FALSE(conv_depthwise_in_place(tall));
   EXPECT_FALSE(conv_depthwise_in_place(planar));
+  Conv2dShape wide = shape(1, 32, 28, 28, 32, 5, 5, 1, 2, 1, 32);
+  wide.x_blocked = wide.y_blocked = true;
+  EXPECT_EQ(conv_depthwise_in_place(wide), t.simd_width != 16);
 }
 
 // The blocked depthwise kernel reads and writes channel-blocked activations ([N][C/8][H][W][8])

@@ -273,6 +273,9 @@ struct KernelTable {
   void (*depthwise_block)(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w,
                           float* scratch, float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked,
                           bool y_blocked) = nullptr;
+  // Whether depthwise_block has a faster kernel for g that needs its output apart from its input
+  // (so a layer written over its input runs slower: conv_depthwise_in_place declines it).
+  bool (*depthwise_block_wants_apart)(const DepthwisePlane& g) = nullptr;
   // out[j] = max_t taps[t][j] for j < n (ntaps >= 1): a max-pooling plane on the phase grid.
   void (*max_grid)(const float* const* taps, int64_t ntaps, int64_t n, float* out) = nullptr;
   // out[j] = the maximum of rows[i][2j - pad_left + kw] over i < 3, kw < 3 for j < n, a column

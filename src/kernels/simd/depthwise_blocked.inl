@@ -451,6 +451,22 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
   }
 }
 
+// 'Same' padding (K / 2 on the left), a 3x3 or 5x5 window without dilation, even rows: the
+// shapes the aligned-pair kernels take.
+bool depthwise_pairs_same(const DepthwisePlane& g) {
+  return g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == g.S / 2 &&
+         g.W % 2 == 0;
+}
+
+// Stride 1 on rows of 16 or more: depthwise_pairs_s1 (why: depthwise_block).
+bool depthwise_pairs_s1_apply(const DepthwisePlane& g) {
+  return V::W == 16 && depthwise_pairs_same(g) && g.stride_h == 1 && g.stride_w == 1 && g.W == g.OW &&
+         g.OW >= kPairS1MinWidth;
+}
+
+// KernelTable::depthwise_block_wants_apart.
+bool depthwise_block_wants_apart(const DepthwisePlane& g) { return depthwise_pairs_s1_apply(g); }
+
 void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* scratch,
                      float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked, bool y_blocked) {
   constexpr int64_t kW = V::W;
@@ -462,10 +478,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     const float* o_end = out + (blocks - 1) * out_plane + g.OH * g.OW * 8;
     const bool apart = x_end <= out || o_end <= x;
     const bool pairs = x_blocked && y_blocked && nc % 8 == 0 && apart && e.bias_mode != TileEpilogue::Bias::Scalar;
-    // 'Same' padding (K / 2 on the left), a 3x3 or 5x5 window without dilation, even rows: the
-    // aligned-pair kernels.
-    const bool same = g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 &&
-                      g.pad_left == g.S / 2 && g.W % 2 == 0;
+    const bool same = depthwise_pairs_same(g);
     // Stride 2 to 14 outputs or more: depthwise_pairs_s2 (conv_bench, Zen 4, blocked, one
     // thread, against depthwise_pairs or, for 14 outputs, the copy: mobilenet_v2's 112 -> 56
     // 0.80x, 56 -> 28 0.78x, 28 -> 14 0.76x; efficientnet_b0's 56 -> 28 5x5 0.68x). To 7 outputs
@@ -487,7 +500,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // Stride 1 on rows of 16 or more (conv_bench, Zen 4, blocked, one thread: mobilenet_v2's
     // 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x; efficientnet_b0's 28x28 5x5
     // 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s 1.2x slower: those keep the copy.
-    if (pairs && same && g.stride_h == 1 && g.stride_w == 1 && g.W == g.OW && g.OW >= kPairS1MinWidth) {
+    if (pairs && depthwise_pairs_s1_apply(g)) {
       with_act(e.act, [&]<Act A>() {
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
         else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);

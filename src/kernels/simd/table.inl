@@ -39,6 +39,7 @@ KernelTable make_table() {
   t.depthwise_grid = depthwise_grid;
   t.depthwise_plane = depthwise_plane;
   t.depthwise_block = depthwise_block;
+  t.depthwise_block_wants_apart = depthwise_block_wants_apart;
   t.max_grid = max_grid;
   t.max_blocked_row = max_blocked_row;
   t.max_pool_3x3s2_row = max_pool_3x3s2_row;
