@@ -177,6 +177,8 @@ TEST(Conv, DepthwiseTactic) {
       {shape(1, 32, 56, 56, 32, 3, 3, 1, 1, 1, 32), Act::Clip, true, true},
       {shape(1, 32, 70, 40, 32, 5, 5, 2, 2, 1, 32), Act::Relu, true, true},
       {shape(2, 24, 40, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
+      // 112 rows: 7 bands of 16, cut to 6 at two threads (whole bands per thread).
+      {shape(1, 16, 112, 18, 16, 3, 3, 1, 1, 1, 16), Act::Relu, true, true},
       {shape(1, 640, 7, 7, 640, 3, 3, 1, 1, 1, 640), Act::Relu},       // too short for bands: groups
       // Channel blocks: a partial last block (20 = 16 + 4 = 8 + 8 + 4), 7-pixel groups on a
       // 7-wide output with a residual; 23-wide rows (8 + 8 + a group of 7) under a 5x5 window.

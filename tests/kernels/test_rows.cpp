@@ -162,6 +162,7 @@ TEST(Rows, AttentionMatchesNaive) {
       {2, 3, 37, 37, 16, 16, true, false},      // padding mask broadcast over heads and queries
       {1, 2, 70, 70, 64, 64, false, true},      // causal self-attention (GPT-2 full sequence)
       {1, 2, 1, 131, 64, 64, false, true},      // decode step: one query, KV cache of 131
+      {1, 12, 1, 128, 64, 64, false, true},     // GPT-2's decode step: over 2^16 MACs, heads on threads
       {1, 1, 5, 150, 12, 20, true, true, 1},    // Sq < Sk with a full mask, D != Dv
       {2, 1, 50, 20, 8, 5, true, false, 1},     // Sq > Sk
       {1, 1, 40, 20, 8, 8, false, true},        // causal with Sq > Sk: first rows see no key
