@@ -6,6 +6,7 @@
 #include "graph_report_internal.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_scaling.h"
 #include "kiln/plan/json.h"
 
 namespace kiln::analysis {
@@ -92,7 +93,7 @@ std::string profile_to_text(const Profile& p, size_t top) {
   return o.str();
 }
 
-std::string profile_to_json(const Profile& p, const Diagnosis* explain) {
+std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Scaling* scaling) {
   json::Value j;
   j.set("model", p.model);
   j.set("threads", p.threads);
@@ -145,6 +146,7 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain) {
     e.set("ms", s.ms);
   }
   if (explain) j.set("explain", diagnosis_json(*explain));
+  if (scaling) j.set("scaling", scaling_json(*scaling));
   return j.dump() + "\n";
 }
 

@@ -1,6 +1,7 @@
 // kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
 // this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
-// --json, --explain (measured against the perf model's prediction for the compiled graph).
+// --json, --explain (measured against the perf model's prediction for the compiled graph),
+// --scaling (each kernel at one thread against --threads N).
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_scaling.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/runtime/artifact.h"
@@ -47,7 +49,7 @@ int verb_profile(int argc, char** argv) {
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
           "--shape", "--cache"},
-         {"--json", "--explain", "--quiet"});
+         {"--json", "--explain", "--scaling", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
   KILN_CHECK(fs::exists(path), "kiln profile: ", path, ": cannot open");
@@ -61,6 +63,8 @@ int verb_profile(int argc, char** argv) {
   KILN_CHECK(opt.warmup >= 0, "--warmup must be >= 0");
   KILN_CHECK(top >= 1, "--top must be >= 1");
   KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
+  KILN_CHECK(!a.has("--scaling") || opt.threads >= 2,
+             "--scaling compares --threads N with one thread: give --threads 2 or more");
   const bool quiet = a.has("--quiet") || a.has("--json");
   auto progress = [&](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "profile: %s\n", line.c_str());
@@ -128,6 +132,15 @@ int verb_profile(int argc, char** argv) {
   analysis::Profile p = analysis::profile_model(*exe, ordered, costed, sources, roof, opt);
   p.model = path;
   p.machine = machine.cpu + " x" + std::to_string(machine.cores);
+  // --scaling: the same runs on one thread, right after, kernel by kernel.
+  std::optional<analysis::Scaling> scaling;
+  if (a.has("--scaling")) {
+    progress(str_cat("the same ", opt.runs, " runs on one thread (--scaling)"));
+    analysis::ProfileOptions one = opt;
+    one.threads = 1;
+    scaling = analysis::compare_scaling(
+        analysis::profile_model(*exe, ordered, costed, sources, analysis::roof_for(machine, 1), one), p);
+  }
 
   std::optional<analysis::Diagnosis> diag;
   if (a.has("--explain")) {
@@ -139,9 +152,10 @@ int verb_profile(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::profile_to_json(p, diag ? &*diag : nullptr);
+    out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
+    if (scaling) out += analysis::scaling_to_text(*scaling, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -9,6 +9,7 @@
 
 #include "toy_mlp.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_scaling.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/ir/error.h"
 #include "kiln/ir/text.h"
@@ -171,6 +172,44 @@ TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
   EXPECT_EQ(find(suggest(p, *m.graph), "tune"), nullptr);
 }
 
+// --scaling from synthetic numbers: the model runs 10 -> 5.5 ms (1.82x); kernel "a" scales with
+// it, "b" not at all (it loses 2 - 2 / 1.82 ms), "c" gets slower on two threads; a kernel list
+// that does not match is an error.
+TEST(ProfileScaling, TimeLostAgainstTheModelsSpeedupAndKernelsThatGetSlower) {
+  auto profile = [](int threads, double plain, std::vector<std::pair<std::string, double>> ks) {
+    Profile p;
+    p.threads = threads;
+    p.plain_ms = plain;
+    for (auto& [name, ms] : ks) {
+      KernelProfile k;
+      k.name = name, k.op = "Op", k.ms = ms;
+      p.kernels.push_back(k);
+    }
+    return p;
+  };
+  Profile one = profile(1, 10, {{"a", 7.7}, {"b", 2}, {"c", 0.3}});
+  Profile two = profile(2, 5.5, {{"a", 4.2}, {"b", 2}, {"c", 0.6}});
+  Scaling s = compare_scaling(one, two);
+  EXPECT_EQ(s.threads, 2);
+  EXPECT_DOUBLE_EQ(s.speedup, 10 / 5.5);
+  ASSERT_EQ(s.kernels.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.kernels[1].speedup, 1);
+  EXPECT_NEAR(s.kernels[1].lost_ms, 2 - 2 / (10 / 5.5), 1e-12);
+  EXPECT_NEAR(s.kernels[0].lost_ms, 4.2 - 7.7 / (10 / 5.5), 1e-12);
+  const std::string text = scaling_to_text(s, 10);
+  EXPECT_NE(text.find("1 -> 2 threads: a plain run 10.000 -> 5.500 ms (1.82x)"), std::string::npos) << text;
+  EXPECT_LT(text.find("  b "), text.find("  c ")) << text;  // b loses 0.9 ms, c 0.44
+  EXPECT_NE(text.find("slower on 2 threads than on 1: 1 kernels, 0.300 ms more in all: c"), std::string::npos) << text;
+  json::Value j = scaling_json(s);
+  const auto& worse = j.find("slower_kernels")->as_array("slower_kernels");
+  ASSERT_EQ(worse.size(), 1u);
+  EXPECT_EQ(worse[0].as_string("slower"), "c");
+  EXPECT_DOUBLE_EQ(j.find("kernels")->as_array("kernels")[2].find("ms_one_thread")->as_double("ms"), 0.3);
+  Profile other = profile(2, 5.5, {{"a", 4.2}, {"x", 2}, {"c", 0.6}});
+  EXPECT_THROW(compare_scaling(one, other), Error);
+  EXPECT_THROW(compare_scaling(one, profile(2, 5.5, {{"a", 4.2}})), Error);
+}
+
 TEST(ProfileSourceMap, FusedNodesCoverTheNodesTheyReplaced) {
   Model original = toy_mlp(Dim(8));
   // What epilogue fusion makes of it: one node taking over 'r' (MatMul + Add + Relu), the
@@ -326,6 +365,32 @@ TEST(ProfileCli, ErrorsAreOneLine) {
   auto [rc3, out3] = run_cli(digits + " --top many");
   EXPECT_EQ(rc3, 1);
   EXPECT_EQ(std::count(out3.begin(), out3.end(), '\n'), 1) << out3;
+  auto [rc4, out4] = run_cli(digits + " --scaling --threads 1");
+  EXPECT_EQ(rc4, 1);
+  EXPECT_EQ(out4, "kiln: --scaling compares --threads N with one thread: give --threads 2 or more\n");
+}
+
+// --scaling --json on digits_cnn: a "scaling" member whose kernels are the profile's, each with its
+// one-thread time and speed-up = ms_one_thread / ms.
+TEST(ProfileCli, ScalingJsonPairsEveryKernelWithItsOneThreadTime) {
+  if (!fs::exists(fs::path(KILN_BINARY_DIR) / "bin" / "kiln")) GTEST_SKIP() << "kiln CLI not built";
+  std::string digits = std::string(KILN_SOURCE_DIR) + "/build/zoo/digits_cnn/model.onnx";
+  if (!fs::exists(digits)) GTEST_SKIP() << "zoo not prepared";
+  auto [rc, out] = run_cli(digits + " --batch 4 --threads 2 --runs 3 --warmup 1 --scaling --json");
+  ASSERT_EQ(rc, 0) << out;
+  json::Value j = json::parse(out.substr(out.find('{')), "profile json");
+  const json::Value* sc = j.find("scaling");
+  ASSERT_TRUE(sc && sc->find("kernels")) << out;
+  EXPECT_EQ(sc->find("threads")->as_double("threads"), 2);
+  const auto& ks = sc->find("kernels")->as_array("kernels");
+  ASSERT_EQ(ks.size(), j.find("kernels")->as_array("kernels").size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    EXPECT_EQ(ks[i].find("name")->as_string("name"), j.find("kernels")->as_array("k")[i].find("name")->as_string("n"));
+    const double one = ks[i].find("ms_one_thread")->as_double("one"), two = ks[i].find("ms")->as_double("ms");
+    EXPECT_GT(one, 0);
+    EXPECT_NEAR(ks[i].find("speedup")->as_double("speedup"), one / two, 1e-9 * (1 + one / two));
+  }
+  EXPECT_TRUE(sc->find("slower_kernels")->is_array());
 }
 
 }  // namespace

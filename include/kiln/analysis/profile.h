@@ -132,8 +132,11 @@ std::string profile_to_text(const Profile& p, size_t top);
 // {"model", "threads", "runs", "roof", "total_ms", "profiled_ms", "plain_ms", "overhead_fraction",
 //  "kernels": [{"name","op","tactic","fast","nodes","ms","share","flops","bytes","intensity",
 //               "gflops","gbs","roof_ms","roof_fraction","verdict"}], "nodes": [...], "suggestions": [...]}
-// With `explain` (kiln profile --explain), the perf model's diagnosis is the last member, "explain".
-std::string profile_to_json(const Profile& p, const Diagnosis* explain = nullptr);
+// With `explain` (kiln profile --explain), the perf model's diagnosis is a member "explain"; with
+// `scaling` (kiln profile --scaling, profile_scaling.h), the comparison with one thread is the
+// last member, "scaling".
+struct Scaling;
+std::string profile_to_json(const Profile& p, const Diagnosis* explain = nullptr, const Scaling* scaling = nullptr);
 // Chrome / Perfetto trace: one complete ("X") event per step per run on the run's thread.
 std::string profile_to_trace(const Profile& p);
 // A self-contained page: the roofline (SVG; one circle per costed kernel, the memory and compute
