@@ -199,7 +199,7 @@ TEST(ProfileScaling, TimeLostAgainstTheModelsSpeedupAndKernelsThatGetSlower) {
   const std::string text = scaling_to_text(s, 10);
   EXPECT_NE(text.find("1 -> 2 threads: a plain run 10.000 -> 5.500 ms (1.82x)"), std::string::npos) << text;
   EXPECT_LT(text.find("  b "), text.find("  c ")) << text;  // b loses 0.9 ms, c 0.44
-  EXPECT_NE(text.find("slower on 2 threads than on 1: 1 kernels, 0.300 ms more in all: c"), std::string::npos) << text;
+  EXPECT_NE(text.find("slower on 2 threads than on 1: 1 kernels, 0.3000 ms more in all: c"), std::string::npos) << text;
   json::Value j = scaling_json(s);
   const auto& worse = j.find("slower_kernels")->as_array("slower_kernels");
   ASSERT_EQ(worse.size(), 1u);
