@@ -10,7 +10,7 @@
 // (conv_tile_pair).
 // ConvTileOut's epilogue, its parameters in registers: alpha, the activation (A, one of
 // ConvTileOut::fused_act's) and its bounds, whether there is a bias or a residual.
-// (epilogue_blocks's order: scale, bias, residual, activation.)
+// (epilogue_blocks's order and its `activate`: scale, bias, residual, activation.)
 struct TileFinish {
   V alpha, act_alpha, act_beta;
   bool scale, bias, residual;
@@ -21,10 +21,7 @@ template <Act A>
   if (f.scale) x = x * f.alpha;
   if (f.bias) x = x + bias;
   if (f.residual) x = x + (n == V::W ? V::load(res) : V::load_first(res, n));
-  if constexpr (A == Act::Relu) return max(x, V::zero());
-  else if constexpr (A == Act::LeakyRelu) return fma(f.act_alpha, min(x, V::zero()), max(x, V::zero()));
-  else if constexpr (A == Act::Clip) return min(max(x, f.act_alpha), f.act_beta);
-  else return x;
+  return activate<A>(x, f.act_alpha, f.act_beta);
 }
 
 // The accumulators of ROWS consecutive output pixels by NVEC vectors of channels through
