@@ -74,6 +74,13 @@ void BM_Conv(benchmark::State& st) {
   AlignedFloats y(s.N * s.K * OH * OW);
   Epilogue e;
   e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Relu;
+  // KILN_CONV_ACT=none|clip|silu: the fused activation (default Relu), e.g. efficientnet_b0's SiLU.
+  if (const char* a = std::getenv("KILN_CONV_ACT")) {
+    const std::string act = a;
+    if (act == "none") e.act = Act::None;
+    if (act == "clip") e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+    if (act == "silu") e.act = Act::Silu;
+  }
   double best = 1e30;
   for (auto _ : st) {
     auto t0 = std::chrono::steady_clock::now();

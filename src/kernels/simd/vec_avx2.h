@@ -11,6 +11,7 @@ struct Vec256 {
   static constexpr int W = 8;
   // fma(a, b, c) rounds once (the hardware FMA), not a·b then + c.
   static constexpr bool kFusedFma = true;
+  static constexpr bool kLookup32 = false;  // no lookup32 (vec_avx512.h)
   __m256 v;
 
   // Lanes [0, n) set: the mask maskload/maskstore take.

@@ -11,6 +11,7 @@ struct Vec4 {
   static constexpr int W = 4;
   // fma(a, b, c) is a·b + c with two roundings (no FMA in the base target).
   static constexpr bool kFusedFma = false;
+  static constexpr bool kLookup32 = false;  // no lookup32 (vec_avx512.h)
   typedef float F __attribute__((vector_size(16)));
   typedef int32_t I __attribute__((vector_size(16)));
   F v;

@@ -3,7 +3,8 @@
 // compiled with that ISA's flags, so each ISA gets its own copy and no symbol is shared.
 //
 // Accuracy (float inputs, measured in tests/kernels/test_vecmath.cpp against std::):
-//   exp_v    relative error <= 2.6e-7 on [-87.33, 88.37]; inputs below -87.33
+//   exp_v    relative error <= 2.6e-7 on [-87.33, 88.37] (AVX-512's exp_table32: 4.5e-7, as
+//            e^-x for sigmoid and SiLU); inputs below -87.33
 //            give e^-87.33 (1.18e-38, the bottom of the normal range: no denormals, and not
 //            0), inputs above 88.37 give e^88.37; NaN stays NaN (x86).
 //   tanh_v   |x| < 0.55: odd Taylor polynomial to x^17 (truncation < 1e-8 relative);
@@ -24,43 +25,85 @@ inline V exp_reduced(V r) {
   return fma(p, r, V::set1(1.0000001192092896f));
 }
 
+// 2^(j/32) for j = 0..31, rounded to float (exp_table32).
+alignas(64) inline constexpr float kExp2Fractions32[32] = {
+    0x1.0p+0f,     0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f, 0x1.2387a6p+0f,
+    0x1.29e9ep+0f, 0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f, 0x1.4bfdaep+0f, 0x1.5342b6p+0f,
+    0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f, 0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f,
+    0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f, 0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f,
+    0x1.d5818ep+0f, 0x1.dfc974p+0f, 0x1.ea4afap+0f, 0x1.f50766p+0f};
+
+// e^x (NEG: e^-x) = 2^(k/32)·e^r with k = round(±32·x/ln2), |r| <= ln2/64, where the ISA can
+// look up 32 floats in registers (VV::kLookup32, AVX-512's two-register permute): 2^(k/32) is the
+// table's 2^((k & 31)/32) with k >> 5 added to its exponent, and e^r a degree-2 polynomial fitted
+// for least relative error (5.3e-8 before float rounding; its odd term changes sign for e^-r as
+// in exp_reduced). It is the shorter dependency chain that counts: SiLU is bound by how many of
+// its operations the FP schedulers hold in flight, not by a port (on Zen 4 SiLU went 0.188 ->
+// 0.159 ns an element, where a degree-4 polynomial in exp_neg_v's form gave 0.168 and Estrin's
+// scheme for the degree 5 0.200). The argument is clamped as in exp_v (exp_neg_v: negated), so
+// that k >> 5 stays within [-126, 127] and 2^(k >> 5) is a normal float.
+template <bool NEG, class VV>
+[[gnu::always_inline]] inline VV exp_table32(VV x) {
+  constexpr float s = NEG ? -1.f : 1.f;
+  const VV magic = VV::set1(12582912.f);  // 1.5·2^23: t's low bits are k
+  VV xc = NEG ? min(VV::set1(87.33f), max(VV::set1(-88.3762626647949f), x))
+              : min(VV::set1(88.3762626647949f), max(VV::set1(-87.33f), x));
+  VV t = fma(xc, VV::set1(s * 32.f * 1.44269504088896341f), magic);
+  VV k = t - magic;
+  VV r = fma(k, VV::set1(-s * 0.693147180559945f / 32), xc);  // e^x: x - k·ln2/32; e^-x: its negation
+  VV p = fma(fma(VV::set1(0.4999963343143463f), r, VV::set1(s * 1.0000146627426147f)), r, VV::set1(1.f));
+  return scale_by_exponent_bits32(VV::lookup32(kExp2Fractions32, t), t) * p;
+}
+
 // e^x = 2^n·e^r with n = round(x / ln2). The argument is clamped to where the result is a
 // normal float, with no compare and blend for the ends (that and the degree-5 polynomial:
 // SiLU on it 0.285 -> 0.219 ns an element on Zen 4). lo is a hair above ln(FLT_MIN) so that
 // 2^n·e^r stays normal. max(lo, x) before min(hi, ...): on x86 a NaN x passes through both
 // (they return the second operand when one is NaN).
-inline V exp_v(V x) {
-  const V hi = V::set1(88.3762626647949f), lo = V::set1(-87.33f);
-  V xc = min(hi, max(lo, x));
-  // x / ln2 + 127 + 1.5·2^23 rounds to an integer in float (ties to even), so t - magic is n
-  // and t's low mantissa bits are n + 127, the biased exponent of 2^n (exponent_bits).
-  const V magic = V::set1(12583039.f);  // 1.5·2^23 + 127
-  V t = fma(xc, V::set1(1.44269504088896341f), magic);
-  V n = t - magic;
-  // r = x - n·ln2 in two pieces so r keeps full precision.
-  V r = fma(n, V::set1(-0.693359375f), xc);
-  r = fma(n, V::set1(2.12194440e-4f), r);
-  return exp_reduced<false>(r) * exponent_bits(t);
+// AVX-512 takes exp_table32 instead.
+template <class VV = V>
+inline VV exp_v(VV x) {
+  if constexpr (VV::kLookup32) {
+    return exp_table32<false>(x);
+  } else {
+    const VV hi = VV::set1(88.3762626647949f), lo = VV::set1(-87.33f);
+    VV xc = min(hi, max(lo, x));
+    // x / ln2 + 127 + 1.5·2^23 rounds to an integer in float (ties to even), so t - magic is n
+    // and t's low mantissa bits are n + 127, the biased exponent of 2^n (exponent_bits).
+    const VV magic = VV::set1(12583039.f);  // 1.5·2^23 + 127
+    VV t = fma(xc, VV::set1(1.44269504088896341f), magic);
+    VV n = t - magic;
+    // r = x - n·ln2 in two pieces so r keeps full precision.
+    VV r = fma(n, VV::set1(-0.693359375f), xc);
+    r = fma(n, VV::set1(2.12194440e-4f), r);
+    return exp_reduced<false>(r) * exponent_bits(t);
+  }
 }
 
 // e^-x for the logistic functions: exp_v's steps with the negation folded into the constants
 // (r' = x + n·ln2 = -r, so the polynomial is exp_reduced's for e^-r') and, with a fused FMA,
 // n·ln2 in one piece: ln2's float rounding (1.9e-9) then puts n·1.9e-9 into r, 5.5e-8
 // relative at |x| = 20 and 2.4e-7 at the ends of the range, where sigmoid is about e^x.
-// SiLU 0.219 -> 0.193 ns an element on Zen 4 (the one-piece step is the gain).
-inline V exp_neg_v(V x) {
-  const V magic = V::set1(12583039.f);  // 1.5·2^23 + 127, as in exp_v
-  V xc = min(V::set1(87.33f), max(V::set1(-88.3762626647949f), x));
-  V t = fma(xc, V::set1(-1.44269504088896341f), magic);
-  V n = t - magic;
-  V r;
-  if constexpr (V::kFusedFma) {
-    r = fma(n, V::set1(0.693147180559945f), xc);
-  } else {  // n·ln2 rounded on its own would cancel against x: exp_v's two pieces
-    r = fma(n, V::set1(0.693359375f), xc);
-    r = fma(n, V::set1(-2.12194440e-4f), r);
+// SiLU 0.219 -> 0.193 ns an element on Zen 4 (the one-piece step is the gain). AVX-512 takes
+// exp_table32<true> instead.
+template <class VV = V>
+inline VV exp_neg_v(VV x) {
+  if constexpr (VV::kLookup32) {
+    return exp_table32<true>(x);
+  } else {
+    const VV magic = VV::set1(12583039.f);  // 1.5·2^23 + 127, as in exp_v
+    VV xc = min(VV::set1(87.33f), max(VV::set1(-88.3762626647949f), x));
+    VV t = fma(xc, VV::set1(-1.44269504088896341f), magic);
+    VV n = t - magic;
+    VV r;
+    if constexpr (VV::kFusedFma) {
+      r = fma(n, VV::set1(0.693147180559945f), xc);
+    } else {  // n·ln2 rounded on its own would cancel against x: exp_v's two pieces
+      r = fma(n, VV::set1(0.693359375f), xc);
+      r = fma(n, VV::set1(-2.12194440e-4f), r);
+    }
+    return exp_reduced<true>(r) * exponent_bits(t);
   }
-  return exp_reduced<true>(r) * exponent_bits(t);
 }
 
 inline V sigmoid_v(V x) { return V::set1(1.f) / (V::set1(1.f) + exp_neg_v(x)); }
