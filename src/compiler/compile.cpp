@@ -196,6 +196,10 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
     s << "; " << lowered.blocked_tensors << " activations channel-blocked (between direct convolutions and pools)";
   if (lowered.nhwc_tensors > 0)
     s << "; " << lowered.nhwc_tensors << " INT8 activations pixel-major (between INT8 convolutions)";
+  if (lowered.folded_means > 0)
+    s << "; " << lowered.folded_means
+      << (lowered.folded_means == 1 ? " global average folded into its depthwise convolution"
+                                    : " global averages folded into their depthwise convolutions");
   s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")

@@ -191,6 +191,40 @@ bool conv_depthwise_in_place(const Conv2dShape& s) {
 
 namespace {
 
+// Adds the sums of `pixels` consecutive output pixels of nc channels (from y on; planes or, in
+// blocks, 8-channel blocks `plane` floats apart) to acc[0..nc): sum_row's, or sum_block_rows_runs's
+// (float runs of 64 pixels, then double; within ~1e-6 of the double sums global_average_pool takes).
+void sum_output_planes(const KernelTable& t, const float* y, int64_t plane, int nc, int64_t pixels, bool blocked,
+                       double* acc) {
+  if (!blocked) {
+    for (int c = 0; c < nc; ++c) acc[c] += t.sum_row(y + c * plane, pixels);
+    return;
+  }
+  for (int c0 = 0; c0 < nc; c0 += static_cast<int>(kConvBlock)) {
+    double block[kConvBlock];
+    t.sum_block_rows_runs(y + (c0 / kConvBlock) * plane, pixels, block);
+    for (int64_t l = 0; l < kConvBlock && c0 + l < nc; ++l) acc[c0 + l] += block[l];
+  }
+}
+
+// epi.channel_means of an output the kernel wrote without them (every tactic but the blocked
+// depthwise one), plane by plane after it, as global_average_pool would.
+void channel_means_after(const KernelTable& t, const Conv2dShape& s, const float* y, float* means, int threads) {
+  const int64_t OHW = s.out_h() * s.out_w();
+  const int64_t plane = s.y_blocked ? kConvBlock * OHW : OHW, step = s.y_blocked ? kConvBlock : 1;
+  const double count = static_cast<double>(OHW);
+  const int64_t units = s.N * ceil_div(s.K, step);
+  parallel_for(units, threads_for_work(static_cast<double>(s.N * s.K * OHW), threads), [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t n = u / ceil_div(s.K, step), c0 = u % ceil_div(s.K, step) * step;
+      double acc[kConvBlock] = {};
+      const int nc = static_cast<int>(std::min(step, s.K - c0));
+      sum_output_planes(t, y + n * s.K * OHW + c0 * OHW, plane, nc, OHW, s.y_blocked, acc);
+      for (int l = 0; l < nc; ++l) means[n * s.K + c0 + l] = static_cast<float>(acc[l] / count);
+    }
+  });
+}
+
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
@@ -209,6 +243,13 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
              "multiple of ", kConvBlock);
   const int64_t x_plane = s.x_blocked ? kConvBlock * s.H * s.W : s.C == 1 ? 0 : s.H * s.W;
   const int64_t out_plane = s.y_blocked ? kConvBlock * OH * OW : OH * OW;
+  // epi.channel_means: each part sums the output it has just written (band by band, in double),
+  // sums[band][n * K + k]; the bands are added in order after the region.
+  // (The calling thread's vector, reached through a plain pointer: inside the parts, which run
+  // on other threads too, the thread_local's name would be each thread's own.)
+  thread_local std::vector<double> own_sums;
+  if (epi.channel_means) own_sums.assign(static_cast<size_t>(split.bands * s.N * s.K), 0.0);
+  double* const sums = own_sums.data();
   for_depthwise_parts(g, split, units, slot, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
                                                           float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
@@ -225,8 +266,19 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       const TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
       t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, y + yo, out_plane, te, s.x_blocked,
                         s.y_blocked);
+      if (epi.channel_means) {
+        sum_output_planes(t, y + yo, out_plane, nc, bd.g.OH * OW, s.y_blocked, &sums[bd.index * s.N * s.K + first]);
+      }
     }
   });
+  if (epi.channel_means) {
+    const double count = static_cast<double>(OH * OW);
+    for (int64_t i = 0; i < s.N * s.K; ++i) {
+      double total = 0;
+      for (int64_t band = 0; band < split.bands; ++band) total += sums[band * s.N * s.K + i];
+      epi.channel_means[i] = static_cast<float>(total / count);
+    }
+  }
 }
 
 void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
@@ -522,6 +574,7 @@ void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
         if (share.N == 0) continue;
         Epilogue e = epi;
         if (e.residual) e.residual += first * s.K * s.out_h() * s.out_w();
+        if (e.channel_means) e.channel_means += first * s.K;
         conv2d_on(t, tactic, share, x + first * s.C * s.H * s.W, packed_w, y + first * s.K * s.out_h() * s.out_w(), e,
                   workspace ? workspace + static_cast<size_t>(part) * slot : nullptr, 1);
       }
@@ -536,6 +589,9 @@ void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
     detail::conv_direct(t, s, x, packed_w, y, epi, workspace, threads);
   else
     conv_gemm(t, tactic, s, x, packed_w, y, epi, workspace, threads);
+  // The blocked depthwise kernel summed its output as it went (depthwise_blocks).
+  if (epi.channel_means && !(tactic == ConvTactic::Depthwise && depthwise_blocked(t)))
+    channel_means_after(t, s, y, epi.channel_means, threads);
 }
 
 size_t conv_packed_weight_floats(ConvTactic t, const Conv2dShape& s) {

@@ -43,6 +43,7 @@ bool depthwise_never_bands(const Conv2dShape& s);
 struct DepthwiseBand {
   DepthwisePlane g;
   int64_t x_offset = 0, out_offset = 0;
+  int64_t index = 0;  // which band of the split (for_depthwise_parts)
 };
 DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1);
 
@@ -77,7 +78,8 @@ void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, i
     if (static_cast<int64_t>(own.size()) < slot_floats) own.resize(slot_floats);
     for (int64_t part = pb; part < pe; ++part) {
       const int64_t band = part / split.groups, group = part % split.groups;
-      const DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
+      DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
+      bd.index = band;
       body(bd, units * group / split.groups, units * (group + 1) / split.groups, own.data());
     }
   });

@@ -106,6 +106,7 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
     r.blocked_tensors += assign_blocked_layout(g);
     r.nhwc_tensors += assign_int8_nhwc_layout(g);
     mark_in_place_convs(g);
+    r.folded_means += fold_channel_means(g, r.kernels);
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();
     for (size_t i = first; i < r.kernels.size(); ++i) {

@@ -44,6 +44,12 @@ int assign_int8_nhwc_layout(Graph& g);
 // the layouts; the memory plan's report lists them ("in place of").
 void mark_in_place_convs(Graph& g);
 
+// Folds each GlobalAveragePool of a packed depthwise kiln.FusedConv's output into the
+// convolution as its second output M (channel_means.cpp), after the in-place marks; drops the
+// pools' entries from `kernels` and notes the fold on the convolutions'. Returns how many.
+// KILN_FOLD_MEANS=0 turns it off (for A/B runs).
+int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels);
+
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct
 // or such 1x1s, so the activations around them stay channel-blocked. AVX-512 only (measured there).

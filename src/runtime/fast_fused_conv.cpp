@@ -1,6 +1,7 @@
 // kiln.FusedConv with a weight the lowering packed: the convolution tactic it chose (gemm,
 // pointwise, depthwise) from kernels/conv.h, bias + residual + activation in the kernel's
-// epilogue, im2col panels in this step's arena workspace.
+// epilogue, im2col panels in this step's arena workspace; the optional averages M through
+// Epilogue::channel_means.
 #include "fast_common.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"
@@ -31,6 +32,12 @@ bool prepare(StepContext& ctx) {
   if (const Value* z = n.input(3))
     KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
                " must have the output's shape ", n.outputs[0]->shape.str());
+  if (const Value* m = n.outputs.size() > 1 ? n.outputs[1] : nullptr) {
+    const Shape& y = n.outputs[0]->shape;
+    KILN_CHECK(m->dtype == DType::f32 && y.is_static() && m->shape.is_static() && m->shape.rank() == 4 &&
+                   m->shape[0] == y[0] && m->shape[1] == y[1] && m->shape[2].value == 1 && m->shape[3].value == 1,
+               n.describe(), ": the averages ", m->shape.str(), " must be f32 [N, K, 1, 1] of the output ", y.str());
+  }
   st->epi = epilogue_of(n);
   st->epi.bias_per_row = true;
   ctx.workspace_bytes =
@@ -44,6 +51,7 @@ void run(StepContext& ctx) {
   kernels::Epilogue epi = st.epi;
   if (ctx.inputs.size() > 2 && ctx.inputs[2]) epi.bias = ctx.in(2).data<float>();
   if (ctx.inputs.size() > 3 && ctx.inputs[3]) epi.residual = ctx.in(3).data<float>();
+  if (ctx.outputs.size() > 1 && ctx.outputs[1]) epi.channel_means = ctx.out(1).data<float>();
   kernels::conv2d(st.tactic, st.shape, ctx.in(0).data<float>(), ctx.in(1).data<float>(), ctx.out(0).data<float>(),
                   epi, static_cast<float*>(ctx.workspace), ctx.threads);
 }

@@ -477,6 +477,62 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   EXPECT_GT(ran, 0);
 }
 
+// Epilogue::channel_means: the blocked depthwise kernel sums each part of its output as it
+// writes it (bands of rows at 2 threads on the 64-row plane, channel groups on the 14x14 one, in
+// place over its input, a partial 16-lane unit, a batch of 2, NCHW or blocked output); the other
+// tactics and the plane kernel sum the output after it. Against each output plane's mean in
+// double, within float rounding; a missing band, part or channel would be off by far more.
+TEST(Conv, ChannelMeansAreTheOutputPlanesMeans) {
+  struct Case {
+    Conv2dShape s;
+    ConvTactic tactic;
+    bool in_place;
+  };
+  const std::vector<Case> cases = {
+      {shape(1, 16, 64, 64, 16, 3, 3, 1, 1, 1, 16), ConvTactic::Depthwise, false},
+      {shape(1, 48, 14, 14, 48, 3, 3, 1, 1, 1, 48), ConvTactic::Depthwise, true},
+      {shape(2, 24, 36, 20, 24, 5, 5, 2, 2, 1, 24), ConvTactic::Depthwise, false},
+      {shape(1, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1), ConvTactic::Direct, false},
+  };
+  int ran = 0;
+  for (const KernelTable* t : test::all_tables())
+    for (const Case& c : cases)
+      for (bool blocked_io : {false, true})
+        for (int threads : {1, 2}) {
+          Conv2dShape s = c.s;
+          const bool blockable = t->simd_width >= 8 && (c.tactic == ConvTactic::Direct || t->depthwise_block);
+          if (blocked_io && !blockable) continue;
+          if (c.in_place && !blocked_io) continue;
+          s.x_blocked = s.y_blocked = blocked_io;
+          if (!conv_tactic_unsupported(c.tactic, s).empty()) continue;
+          const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
+          auto x = random_vec(s.N * s.C * HW, 21), w = random_vec(s.K * (s.C / s.group) * s.R * s.S, 22);
+          const auto bias = random_vec(s.K, 23);
+          if (blocked_io) x = blocked(x, s.N, s.C, HW);
+          std::vector<float> packed(conv_packed_weight_floats_on(*t, c.tactic, s));
+          conv_pack_weight_on(*t, c.tactic, s, w.data(), packed.data());
+          std::vector<float> ws(conv_workspace_floats_on(*t, c.tactic, s, threads));
+          Epilogue e;
+          e.act = Act::Silu, e.bias = bias.data(), e.bias_per_row = true;
+          std::vector<float> means(s.N * s.K, -1.f), out(s.N * s.K * OHW);
+          e.channel_means = means.data();
+          float* y = c.in_place ? x.data() : out.data();
+          conv2d_on(*t, c.tactic, s, x.data(), packed.data(), y, e, ws.data(), threads);
+          std::vector<float> plain(y, y + s.N * s.K * OHW);
+          if (blocked_io) plain = blocked(plain, s.N, s.K, OHW, /*back=*/true);
+          for (int64_t p = 0; p < s.N * s.K; ++p) {
+            double sum = 0;
+            for (int64_t i = 0; i < OHW; ++i) sum += plain[p * OHW + i];
+            const double want = sum / static_cast<double>(OHW);
+            ASSERT_NEAR(means[p], want, 1e-6 * std::max(1.0, std::fabs(want)))
+                << isa_name(t->isa) << " C=" << s.C << " blocked " << blocked_io << " threads " << threads
+                << " plane " << p;
+          }
+          ++ran;
+        }
+  EXPECT_GT(ran, 12);
+}
+
 TEST(Conv, BatchOfSmallImagesSplitsAcrossThreads) {
   const ConvCase three_by_three{shape(8, 8, 8, 8, 16, 3, 3, 1, 1), Act::Relu, true, true};
   const ConvCase one_by_one{shape(9, 32, 8, 8, 24, 1, 1, 1, 0), Act::Silu, true, true};  // 5 + 4

@@ -156,13 +156,8 @@ std::string chain(bool relu_of_o) {
   return s;
 }
 
-// Weights and biases of varied values (the text gives one value per tensor): 0.05 sin(1.3 i + k).
-Model parse_inferred(const std::string& text) {
-  return parse_filled(text, [](Tensor& t, int k) {
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.data<float>()[i] = 0.05f * std::sin(1.3f * static_cast<float>(i) + static_cast<float>(k));
-  });
-}
+// Weights and biases of varied values (the text gives one value per tensor).
+Model parse_inferred(const std::string& text) { return parse_sines(text, 0.05f); }
 
 // "c0:-y c1:xy ..." : per convolution, x when it reads a blocked input, y when it writes a
 // blocked output.
@@ -300,8 +295,10 @@ TEST(BlockedLayout, ExcitationProductsPassBlocks) {
   for (const auto& k : r.kernels) tactic[k.node] = k.tactic, why[k.node] = k.why;
   EXPECT_EQ(tactic["se"], "generated");
   EXPECT_EQ(tactic["pr"], "direct");
-  // A FusedElementwise marks y only (its full-size inputs share the output's layout).
-  EXPECT_EQ(marks(m), "s0:-y dw:xy sq:x- fc1:-- fc2:-- se:-y pr:xy gap:x-");
+  // A FusedElementwise marks y only (its full-size inputs share the output's layout). The
+  // average sq is folded into dw (lower/channel_means.cpp: channel_means_test.cpp).
+  EXPECT_EQ(marks(m), "s0:-y dw:xy fc1:-- fc2:-- se:-y pr:xy gap:x-");
+  EXPECT_EQ(r.folded_means, 1);
   EXPECT_EQ(r.blocked_tensors, 4);
   EXPECT_NE(why["se"].find("channel-blocked input and output"), std::string::npos) << why["se"];
   // The product returned too: it stays NCHW, the depthwise output with it (the Mul reads it at
@@ -309,7 +306,7 @@ TEST(BlockedLayout, ExcitationProductsPassBlocks) {
   // between NCHW tensors, keeps its cost's tactic.
   Model n = parse_inferred(excited(true));
   LowerReport rn = lower_model(n);
-  EXPECT_EQ(marks(n), "s0:-y dw:x- sq:-- fc1:-- fc2:-- se:-- pr:-- gap:--");
+  EXPECT_EQ(marks(n), "s0:-y dw:x- fc1:-- fc2:-- se:-- pr:-- gap:--");
   EXPECT_EQ(rn.blocked_tensors, 1);
   for (const auto& k : rn.kernels) {
     if (k.node == "pr") {
@@ -358,21 +355,7 @@ TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
     if (!xs.is_static()) dims[0] = 2;
     Tensor x(DType::f32, dims);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
-    Model ref = parse_inferred(text);
-    auto want = run_model(ref, {{"x", x}});
-    for (int threads : {1, 2}) {
-      RunOptions opt;
-      opt.threads = threads;
-      auto got = exe->run({{"x", x}}, opt);
-      ASSERT_EQ(got.size(), want.size());
-      for (const auto& [name, w] : want) {
-        const Tensor& g = got.at(name);
-        ASSERT_EQ(g.dims(), w.dims()) << name;
-        const Comparison c = compare_tensors(g, w, 1e-5);
-        EXPECT_GT(c.max_abs_ref, 0.01) << name;
-        EXPECT_TRUE(c.ok) << name << " " << c.str() << " relu_of_o=" << relu_of_o << " threads=" << threads;
-      }
-    }
+    expect_lowered_matches(parse_inferred(text), *exe, x, relu_of_o ? "relu_of_o" : "");
   }
 }
 

@@ -3,18 +3,22 @@
 // and inferred; and the round trip of a lowered model written as an artifact (no passes
 // recorded, this CPU's ISA) and loaded back to run on the compiled runtime.
 #pragma once
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "kiln/analysis/compare.h"
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
 #include "kiln/runtime/executable.h"
+#include "kiln/runtime/interpreter.h"
 
 namespace kiln::lower {
 
@@ -25,6 +29,33 @@ inline Model parse_filled(const std::string& text, const std::function<void(Tens
   ops::verify_model(m);
   ops::infer_shapes(m);
   return m;
+}
+
+// Weights and biases of varied values: scale * sin(1.3 i + k).
+inline Model parse_sines(const std::string& text, float scale) {
+  return parse_filled(text, [scale](Tensor& t, int k) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] = scale * std::sin(1.3f * static_cast<float>(i) + static_cast<float>(k));
+  });
+}
+
+// The lowered model's executable against the interpreter on `ref` (the graph before lowering) for
+// the input x, at 1 and 2 threads: every output within 1e-5 of its largest magnitude (> 0.01).
+inline void expect_lowered_matches(const Model& ref, Executable& exe, const Tensor& x, const std::string& what) {
+  const auto want = run_model(ref, {{"x", x}});
+  for (int threads : {1, 2}) {
+    RunOptions opt;
+    opt.threads = threads;
+    const auto got = exe.run({{"x", x}}, opt);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (const auto& [name, w] : want) {
+      const Tensor& g = got.at(name);
+      ASSERT_EQ(g.dims(), w.dims()) << what << " " << name;
+      const Comparison c = compare_tensors(g, w, 1e-5);
+      EXPECT_GT(c.max_abs_ref, 0.01) << what << " " << name;
+      EXPECT_TRUE(c.ok) << what << " " << name << " " << c.str() << " threads=" << threads;
+    }
+  }
 }
 
 inline std::unique_ptr<Executable> load_lowered(const Model& m, const std::string& tag) {

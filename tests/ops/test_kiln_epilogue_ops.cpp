@@ -152,6 +152,37 @@ TEST(KilnFusedConv, CostIsConvPlusEpilogueWithoutIntermediateTraffic) {
   EXPECT_DOUBLE_EQ(f.bytes_written, 4.0 * 2 * 8 * 5 * 3);
 }
 
+// The optional second output M is GlobalAveragePool(Y) ([N, K, 1, 1]): inferred, computed by the
+// reference kernel as the pool would, and counted in the cost (one add an element, M written).
+TEST(KilnFusedConv, SecondOutputIsTheGlobalAverageOfTheFirst) {
+  const char* with_mean = R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[2,6,9,8], %w: f32[8,3,3,3], %b: f32[8], %z: f32[2,8,5,3]) -> (%y, %m) {
+  %y, %m = kiln::FusedConv(%x, %w, %b, %z) {group=2, pads=[1,1,1,0], strides=[2,2], dilations=[1,2], activation="Sigmoid"}
+})";
+  const char* pooled = R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[2,6,9,8], %w: f32[8,3,3,3], %b: f32[8], %z: f32[2,8,5,3]) -> (%m) {
+  %y = kiln::FusedConv(%x, %w, %b, %z) {group=2, pads=[1,1,1,0], strides=[2,2], dilations=[1,2], activation="Sigmoid"}
+  %m = GlobalAveragePool(%y)
+})";
+  std::map<std::string, Tensor> feeds = {{"x", random_f32({2, 6, 9, 8}, 1)},
+                                         {"w", random_f32({8, 3, 3, 3}, 2)},
+                                         {"b", random_f32({8}, 3)},
+                                         {"z", random_f32({2, 8, 5, 3}, 4)}};
+  Model m = parse_model(with_mean);
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  EXPECT_EQ(m.graph->find("m")->shape.str(), "[2,8,1,1]");
+  const auto out = run_model(m, feeds);
+  expect_close(out.at("y"), run_text(kConvFused, feeds), 0);
+  expect_close(out.at("m"), run_text(pooled, feeds), 0);
+  Model plain = parse_model(kConvFused);
+  ops::infer_shapes(plain);
+  const ops::Cost one = *ops::node_cost(*plain.graph->nodes().at(0));
+  const ops::Cost two = *ops::node_cost(*m.graph->nodes().at(0));
+  EXPECT_DOUBLE_EQ(two.flops, one.flops + 2 * 8 * 5 * 3);
+  EXPECT_DOUBLE_EQ(two.bytes_written, one.bytes_written + 4.0 * 2 * 8);
+}
+
 // ---- FusedMatMul
 
 TEST(KilnFusedMatMul, EqualsGemmWithTransBAlphaBiasResidualAndGelu) {

@@ -18,6 +18,11 @@ struct Epilogue {
   int64_t ldr = 0;                  // row stride of residual
   Act act = Act::None;
   float act_alpha = 0.f, act_beta = 0.f;  // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
+  // conv2d only (GEMMs ignore it): when set, channel_means[n * K + k] receives the mean of output
+  // plane (n, k) after the activation, as a GlobalAveragePool of the output would (its sums in
+  // double). The blocked depthwise kernel sums each part of the output right after writing it,
+  // while it is still in cache (efficientnet_b0's squeeze-excitation averages).
+  float* channel_means = nullptr;
 };
 
 }  // namespace kiln::kernels

@@ -31,6 +31,7 @@ struct LowerReport {
   int reference_nodes = 0;       // nodes left to reference kernels
   int blocked_tensors = 0;       // activations kept channel-blocked between direct convolutions
   int nhwc_tensors = 0;          // INT8 activations kept pixel-major between QConvs (int8_nhwc_layout.cpp)
+  int folded_means = 0;          // GlobalAveragePools folded into their depthwise convolution (channel_means.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 

@@ -1,6 +1,8 @@
-// kiln.FusedConv(X, W, B?, Z?) = act(Conv(X, W) + B + Z): a Conv with its bias, residual Add
-// and activation in one node (made by the fuse-epilogue pass). Shape inference, cost and the
-// reference kernel are Conv's, followed by the epilogue.
+// kiln.FusedConv(X, W, B?, Z?) -> Y, M? with Y = act(Conv(X, W) + B + Z): a Conv with its bias,
+// residual Add and activation in one node (made by the fuse-epilogue pass). Shape inference,
+// cost and the reference kernel are Conv's, followed by the epilogue. The optional M is
+// GlobalAveragePool(Y), [N, K, 1, 1], which the lowering folds in (lower/channel_means.cpp) so
+// that the depthwise kernel averages its output while it still has it in cache.
 #include "kiln_common.h"
 
 namespace kiln::ops {
@@ -18,6 +20,13 @@ void infer_fused_conv(InferContext& c) {
   }
   if (c.has_output(0)) check_broadcasts_into(c, c.node().outputs[0]->shape, 3, "residual Z");
   activation_of(c.node());    // an unknown activation name fails here, not at run time
+  if (c.has_output(1)) {
+    const Shape& y = c.node().outputs[0]->shape;
+    if (!y.rank_known) return c.set_output(1, c.node().outputs[0]->dtype, Shape::unknown_rank());
+    std::vector<Dim> m = {y[0], y[1]};
+    m.resize(y.rank(), Dim(1));
+    c.set_output(1, c.node().outputs[0]->dtype, Shape(m));
+  }
 }
 
 Cost cost_fused_conv(const CostContext& packed_or_not) {
@@ -26,6 +35,7 @@ Cost cost_fused_conv(const CostContext& packed_or_not) {
   double outs = static_cast<double>(numel_of(c.out_dims[0]));
   if (c.node.input(3)) k.flops += outs;
   k.flops += outs * activation_flops(activation_of(c.node).act);
+  if (c.out_dims.size() > 1 && !c.out_dims[1].empty()) k.flops += outs;  // M: one add an element (io bytes count it)
   return k;
 }
 
@@ -38,6 +48,7 @@ void fused_conv_kernel(KernelContext& c) {
   Tensor y = run_onnx_kernel(c, "Conv", {&x, &w, b ? &*b : nullptr});
   if (c.has_input(3)) add_into(c, y, f32_input(c, 3), "residual Z");
   activate(y, activation_of(c.node()));
+  if (c.has_output(1)) c.set_output(1, from_f32(run_onnx_kernel(c, "GlobalAveragePool", {&y}), dt));
   c.set_output(0, from_f32(y, dt));
 }
 
@@ -56,11 +67,13 @@ OpDef def_FusedConv() {
           .since = kKilnOpsetVersion,
           .min_inputs = 2,
           .max_inputs = 4,
+          .max_outputs = 2,
           .attrs = fused_conv_attrs(),
           .infer = infer_fused_conv,
           .cost = cost_fused_conv,
           .kernel = fused_conv_kernel,
-          .doc = "act(Conv(X, W) + B + Z): Conv with bias, residual Add and activation fused"};
+          .doc = "act(Conv(X, W) + B + Z): Conv with bias, residual Add and activation fused; optional 2nd output: its "
+                 "GlobalAveragePool"};
 }
 
 }  // namespace kiln::ops
