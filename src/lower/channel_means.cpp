@@ -36,8 +36,13 @@ Node* depthwise_producer(const Graph& g, const Node& pool, std::string& why) {
 
 }  // namespace
 
+bool fold_means_enabled() {
+  const char* env = std::getenv("KILN_FOLD_MEANS");
+  return !env || std::string(env) != "0";
+}
+
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels) {
-  if (const char* env = std::getenv("KILN_FOLD_MEANS"); env && std::string(env) == "0") return 0;  // for A/B runs
+  if (!fold_means_enabled()) return 0;
   std::vector<std::pair<Node*, Node*>> folds;  // (pool, convolution)
   std::set<const Node*> taken;                  // a convolution takes one pool's average
   for (const auto& up : g.nodes()) {

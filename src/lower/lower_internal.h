@@ -47,7 +47,7 @@ void mark_in_place_convs(Graph& g);
 // Folds each GlobalAveragePool of a packed depthwise kiln.FusedConv's output into the
 // convolution as its second output M (channel_means.cpp), after the in-place marks; drops the
 // pools' entries from `kernels` and notes the fold on the convolutions'. Returns how many.
-// KILN_FOLD_MEANS=0 turns it off (for A/B runs).
+// KILN_FOLD_MEANS=0 turns it off (for A/B runs; fold_means_enabled in lower.h).
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels);
 
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct

@@ -132,7 +132,7 @@ TEST(Compile, UnchangedRecompileIsACacheHitOtherOptionsAreNot) {
   EXPECT_FALSE(compile_file(src, out, dims).cache_hit);
   // Nor is one with a layout switched off (they change the lowering, not the options).
   EXPECT_TRUE(compile_file(src, out, dims).cache_hit);
-  for (const char* env : {"KILN_BLOCKED_LAYOUT", "KILN_INT8_NHWC"}) {
+  for (const char* env : {"KILN_BLOCKED_LAYOUT", "KILN_INT8_NHWC", "KILN_FOLD_MEANS"}) {
     ::setenv(env, "0", 1);
     const bool hit = compile_file(src, out, dims).cache_hit;
     ::unsetenv(env);

@@ -47,6 +47,8 @@ LowerReport lower_model(Model& m, const LowerOptions& opt = {});
 bool blocked_layout_enabled();
 // KILN_INT8_NHWC=0 turns off pixel-major INT8 activations (lower/int8_nhwc_layout.cpp).
 bool int8_nhwc_enabled();
+// False when KILN_FOLD_MEANS=0 is set: global averages stay pools (channel_means.cpp; for A/B runs).
+bool fold_means_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);
