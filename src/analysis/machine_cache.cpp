@@ -210,6 +210,11 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
   }
   MachinePeaks m = measure_machine(opt);
   if (measured) *measured = true;
+  if (m.cpu_share < opt.min_cpu_share) {
+    MachinePeaks again = measure_machine(opt);
+    if (again.fp32_gflops_per_core > m.fp32_gflops_per_core) m = std::move(again);
+    if (m.cpu_share < opt.min_cpu_share) return m;  // contention_warning says so; not cached
+  }
   std::error_code ec;
   if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
   // Per-process temporary name: concurrent kiln processes may re-measure at the same time.

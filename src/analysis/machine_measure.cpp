@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -30,13 +31,24 @@ void pin_to(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort: a refusal only adds noise
 }
 
+// CPU time of the calling thread, in seconds.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 // Runs work(i) on one thread per cpus[i], all released together; returns the seconds from
-// the first start to the last finish.
-double run_pinned(const std::vector<int>& cpus, const std::function<void(size_t)>& work) {
+// the first start to the last finish. `cpu_share`: the least share of its wall time a thread
+// spent on its core (its CPU time over its wall time; under 1 when another process of this
+// machine shared the core; a hypervisor's steal is not seen from inside the guest).
+double run_pinned(const std::vector<int>& cpus, const std::function<void(size_t)>& work,
+                  double* cpu_share = nullptr) {
   size_t n = cpus.size();
   std::atomic<size_t> ready{0};
   std::atomic<bool> go{false};
   std::vector<Clock::time_point> start(n), end(n);
+  std::vector<double> share(n, 1.0);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
@@ -44,13 +56,18 @@ double run_pinned(const std::vector<int>& cpus, const std::function<void(size_t)
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       start[i] = Clock::now();
+      const double cpu0 = thread_cpu_seconds();
       work(i);
+      const double cpu = thread_cpu_seconds() - cpu0;
       end[i] = Clock::now();
+      const double wall = std::chrono::duration<double>(end[i] - start[i]).count();
+      if (wall > 0) share[i] = std::min(1.0, cpu / wall);
     });
   }
   while (ready.load() < n) std::this_thread::yield();
   go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
+  if (cpu_share) *cpu_share = *std::min_element(share.begin(), share.end());
   auto first = *std::min_element(start.begin(), start.end());
   auto last = *std::max_element(end.begin(), end.end());
   return std::chrono::duration<double>(last - first).count();
@@ -76,27 +93,31 @@ int64_t calibrate(int cpu, const std::function<void(int64_t)>& run, double secon
 }
 
 // Best rate (work units per second) over `reps` runs of work(i) on all `cpus` together;
-// work returns the units it did.
-double best_rate(const std::vector<int>& cpus, int reps, const std::function<double(size_t)>& work) {
-  double best = 0;
+// work returns the units it did. `cpu_share`: run_pinned's share for the best run.
+double best_rate(const std::vector<int>& cpus, int reps, const std::function<double(size_t)>& work,
+                 double* cpu_share = nullptr) {
+  double best = 0, best_share = 1.0;
   std::vector<double> units(cpus.size());
   for (int r = 0; r < reps; ++r) {
-    double t = run_pinned(cpus, [&](size_t i) { units[i] = work(i); });
+    double share = 1.0;
+    double t = run_pinned(cpus, [&](size_t i) { units[i] = work(i); }, &share);
     double total = 0;
     for (double u : units) total += u;
-    if (t > 0) best = std::max(best, total / t);
+    if (t > 0 && total / t > best) best = total / t, best_share = share;
   }
+  if (cpu_share) *cpu_share = best_share;
   return best;
 }
 
 struct PeakPair {
   double one = 0, all = 0;  // giga-ops per second: one core, all cores together
+  double one_cpu_share = 1;  // the share of its wall time the best one-core run had its core
 };
 
 PeakPair compute_peak(double (*loop)(int64_t), const std::vector<int>& cpus, const MeasureOptions& opt) {
   int64_t iters = calibrate(cpus[0], [&](int64_t n) { loop(n); }, opt.seconds_per_rep);
   PeakPair p;
-  p.one = best_rate({cpus[0]}, opt.repetitions, [&](size_t) { return loop(iters); }) / 1e9;
+  p.one = best_rate({cpus[0]}, opt.repetitions, [&](size_t) { return loop(iters); }, &p.one_cpu_share) / 1e9;
   p.all = cpus.size() == 1 ? p.one : best_rate(cpus, opt.repetitions, [&](size_t) { return loop(iters); }) / 1e9;
   return p;
 }
@@ -192,6 +213,13 @@ double (*fma_loop(const CpuFeatures& f))(int64_t) {
 }  // namespace
 
 std::string contention_warning(const MachinePeaks& m) {
+  if (m.cpu_share < kContendedShare) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f%%", m.cpu_share * 100);
+    return str_cat("the one-core runs had their core only ", buf,
+                   " of the time (another process of this machine ran on it): every number is low, so it was not "
+                   "cached; measure again on a quiet machine (kiln machine --refresh)");
+  }
   if (m.cores <= 1 || m.fp32_gflops_per_core <= 0) return "";
   const double capacity = m.fp32_gflops_all_cores / m.fp32_gflops_per_core;
   if (capacity >= kContendedShare * m.cores) return "";
@@ -225,6 +253,7 @@ MachinePeaks measure_machine(const MeasureOptions& opt) {
   PeakPair fp32 = compute_peak(fma_loop(f), cpus, opt);
   m.fp32_gflops_per_core = fp32.one;
   m.fp32_gflops_all_cores = fp32.all;
+  m.cpu_share = fp32.one_cpu_share;
   if (f.avx512_vnni || f.avx_vnni || f.avx2) {
     // What kiln's int8 kernels multiply with on this CPU: vpdpbusd, or on AVX2 alone the
     // vpmaddubsw pair of its 7-bit-weight kernels (full-range weights widen and run at half that).

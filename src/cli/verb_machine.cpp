@@ -17,7 +17,10 @@ int verb_machine(int argc, char** argv) {
   std::string out = a.has("--json") ? analysis::machine_to_json(m) : analysis::machine_to_text(m);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  if (!a.has("--json")) std::fprintf(stderr, "%s %s\n", measured ? "measured; cached in" : "cached in", path.c_str());
+  const bool cached = !measured || m.cpu_share >= analysis::kContendedShare;
+  if (!a.has("--json"))
+    std::fprintf(stderr, "%s %s\n", !measured ? "cached in" : cached ? "measured; cached in" : "measured; not cached in",
+                 path.c_str());
   if (std::string w = analysis::contention_warning(m); !w.empty())
     std::fprintf(stderr, "kiln machine: warning: %s\n", w.c_str());
   return 0;

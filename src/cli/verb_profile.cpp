@@ -120,6 +120,9 @@ int verb_profile(int argc, char** argv) {
 
   analysis::MachinePeaks machine =
       analysis::load_or_measure_machine(a.get_or("--cache", analysis::default_machine_cache_path()), false);
+  // The roofline verdicts read these ceilings: a measurement taken while the host was busy says so.
+  if (std::string w = analysis::contention_warning(machine); !w.empty())
+    std::fprintf(stderr, "kiln profile: warning: machine ceilings: %s\n", w.c_str());
   analysis::Roof roof = analysis::roof_for(machine, opt.threads);
   roof.dispatch_us = analysis::measure_dispatch_us(opt.threads);
 

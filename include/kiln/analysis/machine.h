@@ -58,6 +58,10 @@ struct MachinePeaks {
   std::vector<KernelRate> kernels; // kiln's kernels at calibration shapes, one core
   int64_t memory_bytes = 0;        // physical memory
   double measure_seconds = 0;      // how long the measurement took
+  // The share of its wall time the one-core FP32 run had its core (thread CPU time over wall
+  // time): under kContendedShare, another process shared the core and every number is low. Not
+  // in the cache file (such a measurement is not cached).
+  double cpu_share = 1;
   std::string key;                 // cache key: cpu model + core count
   std::string build;               // the kiln build that measured (kiln/ir/build_identity.h): the
                                    // kernel rates are kiln's own code, so a rebuilt kiln re-measures
@@ -70,6 +74,9 @@ struct MeasureOptions {
   // the one least disturbed, and more short runs find one more often than a few long ones.
   int repetitions = 7;
   double seconds_per_rep = 0.02;   // target length of one compute repetition
+  // load_or_measure_machine caches a measurement only when its best one-core FP32 run had its
+  // core at least this share of the time (MachinePeaks::cpu_share).
+  double min_cpu_share = 0.85;     // kContendedShare
 };
 
 // What this machine is (name, cores, ISA, cache sizes, memory) without measuring.
@@ -90,9 +97,11 @@ constexpr double kContendedShare = 0.85;
 // code. `kiln bench` measures it before timing with more than one thread.
 double parallel_capacity(int threads, const MeasureOptions& opt);
 
-// When all cores together reached under kContendedShare x cores of one core's FP32 FMA rate, a line saying
-// the host was running other work on them while `m` was measured (its all-core numbers, and
-// the perf model's multi-thread predictions, are then low); "" otherwise.
+// When the one-core runs had their core under kContendedShare of the time (cpu_share), a line
+// saying every number is low and was not cached; when all cores together reached under
+// kContendedShare x cores of one core's FP32 FMA rate, a line saying the host was running other
+// work on them while `m` was measured (its all-core numbers, and the perf model's multi-thread
+// predictions, are then low); "" otherwise.
 std::string contention_warning(const MachinePeaks& m);
 
 // Names of the kernel calibrations measure_machine takes (a cache lacking one is re-measured).
@@ -106,7 +115,10 @@ std::string machine_to_text(const MachinePeaks& m);
 // $HOME/.cache/kiln/machine.json (or $XDG_CACHE_HOME/kiln/machine.json).
 std::string default_machine_cache_path();
 // The cached numbers when `path` holds a measurement of this machine (same key) and
-// `refresh` is false; otherwise measures and rewrites `path`. `measured` tells which.
+// `refresh` is false; otherwise measures and rewrites `path`. `measured` tells which. A
+// measurement whose one-core runs did not have their core (cpu_share) is taken once more; if
+// that one did not either, the better of the two is returned and nothing is cached (the next
+// call measures again), so one busy minute does not set every later roofline.
 MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured = nullptr,
                                      const MeasureOptions& opt = {});
 
