@@ -38,6 +38,10 @@ struct TileEpilogue {
   int64_t ldr = 0;
   Act act = Act::None;
   float act_alpha = 0.f, act_beta = 0.f;
+  // depthwise_block with a blocked output only: adds the sum of each channel's outputs it writes
+  // into sums[c] (c < nc), summed in float over at most one output row (the pair kernels) or 16
+  // pixels (the staged path) and then in double (Epilogue::channel_means).
+  double* sums = nullptr;
 };
 
 // One query tile of attention for one (batch, head): rows [i0, i0+rows) of Q against keys

@@ -24,7 +24,28 @@ struct BlockOut {
   const float* residual;
   int64_t ldr;
   bool blocked = false;
+  double* sums = nullptr;  // TileEpilogue::sums (blocked output only)
 };
+
+// sums[c] += lane c of s for c < nc (a channel's float sum over a few pixels, then in double).
+// Lanes past nc are another part's channels: never written. AVX-512 widens and adds 8 lanes a
+// step (the staged path calls this every 16 pixels: lane by lane it cost 4-6% of a 14x14 layer).
+template <class VV = V>
+inline void add_lane_sums(VV s, int nc, double* sums) {
+#if defined(__AVX512F__)
+  if constexpr (VV::W == 16) {
+    const __mmask8 lo = static_cast<__mmask8>(nc >= 8 ? 0xff : (1u << nc) - 1u);
+    const __mmask8 hi = static_cast<__mmask8>(nc >= 16 ? 0xff : nc > 8 ? (1u << (nc - 8)) - 1u : 0u);
+    const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(s.v)), b = _mm512_cvtps_pd(_mm512_extractf32x8_ps(s.v, 1));
+    _mm512_mask_storeu_pd(sums, lo, _mm512_add_pd(_mm512_maskz_loadu_pd(lo, sums), a));
+    if (hi) _mm512_mask_storeu_pd(sums + 8, hi, _mm512_add_pd(_mm512_maskz_loadu_pd(hi, sums + 8), b));
+    return;
+  }
+#endif
+  alignas(64) float f[VV::W];
+  s.store(f);
+  for (int c = 0; c < nc && c < VV::W; ++c) sums[c] += static_cast<double>(f[c]);
+}
 
 // One pixel's W channels from channel-blocked memory (kConvBlock = 8 floats per pixel and block):
 // lanes 0-7 at p, lanes 8-15 at p + block (zero past nc). Tables of 8 or 16 lanes only (the
@@ -88,6 +109,7 @@ inline void depthwise_block_store(const float* stage, int n, int64_t at, const B
   constexpr int64_t kW = V::W;
   if (bo.blocked) {  // a pixel's channels are already what the blocks hold: no transpose
     constexpr int64_t kB = 8;  // kConvBlock
+    V sum = V::zero();
 #pragma GCC unroll 16
     for (int p = 0; p < kW; ++p) {
       if (!Full && p >= n) break;
@@ -95,7 +117,9 @@ inline void depthwise_block_store(const float* stage, int n, int64_t at, const B
       if (bo.residual) y = y + load_pixel_blocks(bo.residual + (at + p) * kB, bo.ldr, bo.nc);
       y = activate<A>(y, bo.act_a, bo.act_b);
       store_pixel_blocks(y, bo.out + (at + p) * kB, bo.out_plane, bo.nc);
+      sum = sum + y;
     }
+    if (bo.sums) add_lane_sums(sum, bo.nc, bo.sums);
     return;
   }
   V r[kW];
@@ -198,13 +222,23 @@ struct PairOut {
   VV alpha, bias, act_a, act_b;
   const float* res;
   float* out;
-  [[gnu::always_inline]] void store(VV acc, int64_t at, bool two) const {
+  double* sums;  // TileEpilogue::sums: each block's 8 channels at sums + 8 * blk
+  // Returns what it stored (a single pixel's: the high half zero), for the row's sums.
+  [[gnu::always_inline]] VV store(VV acc, int64_t at, bool two) const {
     constexpr int64_t kB = 8;  // kConvBlock
     VV y = fma(acc, alpha, bias);
     if (res) y = y + (two ? VV::load(res + at) : VV::load_first(res + at, kB));
     y = activate<A>(y, act_a, act_b);
-    if (two) y.store(out + at);
-    else y.store_first(out + at, kB);
+    if (two) {
+      y.store(out + at);
+      return y;
+    }
+    y.store_first(out + at, kB);
+    return VV::low_halves(y, VV::zero());
+  }
+  // A row's sum of stored pairs (two pixels' 8 channels in the two halves) into the block's sums.
+  [[gnu::always_inline]] void add_row(VV row_sum) const {
+    if (sums) add_lane_sums(VV::low_halves(row_sum, row_sum) + VV::high_halves(row_sum, row_sum), 8, sums);
   }
 };
 
@@ -223,7 +257,8 @@ PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpi
           VV::set1(e.act_alpha),
           VV::set1(e.act_beta),
           e.residual ? e.residual + blk * e.ldr : nullptr,
-          out + blk * out_plane};
+          out + blk * out_plane,
+          e.sums ? e.sums + blk * kB : nullptr};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -251,10 +286,13 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     const float* xb = x + blk * x_plane;
     // The pair at output pixels (oh, ow) and (oh, ow + 1) (`two`: the second exists) through the
     // epilogue into the output.
+    // (The lambdas return what they stored, for the row's sum: a sum they added into through a
+    // captured reference lived in memory, since a float store may alias a vector.)
     auto finish = [&](VV acc, int64_t oh, int64_t ow, bool two) __attribute__((always_inline)) {
-      po.store(acc, (oh * g.OW + ow) * kB, two);
+      return po.store(acc, (oh * g.OW + ow) * kB, two);
     };
     for (int64_t oh = 0; oh < g.OH; ++oh) {
+      VV row_sum = VV::zero();
       const int64_t top = oh * g.stride_h - g.pad_top;
       int64_t kh0 = 0, kh1 = g.R;
       while (kh0 < kh1 && top + kh0 * g.dil_h < 0) ++kh0;
@@ -279,7 +317,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                       VV::load_halves(in0 ? row + i0 * kB : kZeros, in1 ? row + i1 * kB : kZeros), acc);
           }
         }
-        finish(acc, oh, ow, two);
+        return finish(acc, oh, ow, two);
       };
       // Q interior pairs from ow (Q a compile-time count: 4, then single pairs).
       auto interior = [&](auto q_count, int64_t ow) __attribute__((always_inline)) {
@@ -299,14 +337,17 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
             }
           }
         }
+        VV sum = VV::zero();
 #pragma GCC unroll 4
-        for (int q = 0; q < Q; ++q) finish(acc[q], oh, ow + 2 * q, true);
+        for (int q = 0; q < Q; ++q) sum = sum + finish(acc[q], oh, ow + 2 * q, true);
+        return sum;
       };
       int64_t ow = 0;
-      for (; ow < p0; ow += 2) general(ow);
-      for (; ow + 8 <= p1; ow += 8) interior(std::integral_constant<int, 4>{}, ow);
-      for (; ow < p1; ow += 2) interior(std::integral_constant<int, 1>{}, ow);
-      for (; ow < g.OW; ow += 2) general(ow);
+      for (; ow < p0; ow += 2) row_sum = row_sum + general(ow);
+      for (; ow + 8 <= p1; ow += 8) row_sum = row_sum + interior(std::integral_constant<int, 4>{}, ow);
+      for (; ow < p1; ow += 2) row_sum = row_sum + interior(std::integral_constant<int, 1>{}, ow);
+      for (; ow < g.OW; ow += 2) row_sum = row_sum + general(ow);
+      po.add_row(row_sum);
     }
   }
 }
@@ -334,6 +375,7 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
       const int64_t top = oh - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+      VV row_sum = VV::zero();
       // G pairs from pair k0; EDGE: Q_j outside [0, P) reads as zero.
       auto group = [&](auto g_count, auto edge, int64_t k0) __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
@@ -364,8 +406,10 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
             }
           }
         }
+        VV sum = VV::zero();  // what was stored, for the row's sum (returned: see depthwise_pairs)
 #pragma GCC unroll 4
-        for (int p = 0; p < G; ++p) po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
+        for (int p = 0; p < G; ++p) sum = sum + po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
+        return sum;
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
@@ -373,9 +417,10 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
       using Inner = std::false_type;
       int64_t k = 0;
       // Edge groups until Q_{k-1} exists; inner groups while Q_{k+4} does; then edge pairs.
-      for (; k < P && k < 1; ++k) group(One{}, Edge{}, k);
-      for (; k + 4 < P; k += 4) group(Four{}, Inner{}, k);
-      for (; k < P; ++k) group(One{}, Edge{}, k);
+      for (; k < P && k < 1; ++k) row_sum = row_sum + group(One{}, Edge{}, k);
+      for (; k + 4 < P; k += 4) row_sum = row_sum + group(Four{}, Inner{}, k);
+      for (; k < P; ++k) row_sum = row_sum + group(One{}, Edge{}, k);
+      po.add_row(row_sum);
     }
   }
 }
@@ -405,6 +450,7 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
       const int64_t top = oh * 2 - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+      VV row_sum = VV::zero();
       // G pairs from output pair m0 (output pixels 2 m0 ..); q[i] = Q_{2 m0 - 1 + i}.
       auto group = [&](auto g_count, auto edge, int64_t m0) __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
@@ -433,20 +479,23 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
             }
           }
         }
+        VV sum = VV::zero();  // what was stored, for the row's sum (returned: see depthwise_pairs)
 #pragma GCC unroll 4
         for (int p = 0; p < G; ++p) {
           const int64_t ow = 2 * (m0 + p);
-          po.store(acc[p], (oh * g.OW + ow) * kB, ow + 1 < g.OW);
+          sum = sum + po.store(acc[p], (oh * g.OW + ow) * kB, ow + 1 < g.OW);
         }
+        return sum;
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
       constexpr int kInnerQ = pairs_s2_vectors(4, K);
       const int64_t pairs = (g.OW + 1) / 2;
       int64_t m = 0;
-      for (; m < pairs && m < 1; ++m) group(One{}, std::true_type{}, m);
-      for (; m + 4 <= pairs && 2 * m - 1 + kInnerQ <= P; m += 4) group(Four{}, std::false_type{}, m);
-      for (; m < pairs; ++m) group(One{}, std::true_type{}, m);
+      for (; m < pairs && m < 1; ++m) row_sum = row_sum + group(One{}, std::true_type{}, m);
+      for (; m + 4 <= pairs && 2 * m - 1 + kInnerQ <= P; m += 4) row_sum = row_sum + group(Four{}, std::false_type{}, m);
+      for (; m < pairs; ++m) row_sum = row_sum + group(One{}, std::true_type{}, m);
+      po.add_row(row_sum);
     }
   }
 }
@@ -523,7 +572,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
   if (e.bias)
     for (int c = 0; c < nc; ++c) bias[c] = e.bias[c];
   const BlockOut bo{out,        out_plane, nc,        V::set1(e.alpha), V::load(bias), V::set1(e.act_alpha),
-                    V::set1(e.act_beta), e.residual, e.ldr, y_blocked};
+                    V::set1(e.act_beta), e.residual, e.ldr, y_blocked, y_blocked ? e.sums : nullptr};
   // 3x3 and 5x5 windows (stride 1 or 2, no dilation) with their tap loops unrolled: mobilenet_v2's
   // and efficientnet_b0's layers ran 0.80-0.93x the time of the run-time loops (Zen 3).
   const int k = g.R == g.S && g.dil_h == 1 && g.dil_w == 1 && (g.R == 3 || g.R == 5) ? static_cast<int>(g.R) : 0;
