@@ -192,8 +192,8 @@ bool conv_depthwise_in_place(const Conv2dShape& s) {
 namespace {
 
 // Adds the sums of `pixels` consecutive output pixels of nc channels (from y on; planes or, in
-// blocks, 8-channel blocks `plane` floats apart) to acc[0..nc): sum_row's, or sum_block_rows_runs's
-// (float runs of 64 pixels, then double; within ~1e-6 of the double sums global_average_pool takes).
+// blocks, 8-channel blocks `plane` floats apart) to acc[0..nc), in double: sum_row's or
+// sum_block_rows's order, the one global_average_pool takes over whole planes.
 void sum_output_planes(const KernelTable& t, const float* y, int64_t plane, int nc, int64_t pixels, bool blocked,
                        double* acc) {
   if (!blocked) {
@@ -202,7 +202,7 @@ void sum_output_planes(const KernelTable& t, const float* y, int64_t plane, int 
   }
   for (int c0 = 0; c0 < nc; c0 += static_cast<int>(kConvBlock)) {
     double block[kConvBlock];
-    t.sum_block_rows_runs(y + (c0 / kConvBlock) * plane, pixels, block);
+    t.sum_block_rows(y + (c0 / kConvBlock) * plane, pixels, block);
     for (int64_t l = 0; l < kConvBlock && c0 + l < nc; ++l) acc[c0 + l] += block[l];
   }
 }

@@ -108,8 +108,8 @@ TEST(ChannelMeans, NothingChangesWhereTheRuleDoesNotApply) {
 }
 
 // The compiled block (batch 1 and 3, 1 and 2 threads) against the interpreter on the unlowered
-// graph: every output within 1e-5 of its largest magnitude (the averages sum in float runs of 64
-// pixels before double on AVX-512: KernelTable::sum_block_rows_runs).
+// graph: every output within 1e-5 of its largest magnitude (the kernel sums each output row or 16
+// pixels in float before double: TileEpilogue::sums).
 TEST(ChannelMeans, CompiledBlockMatchesTheInterpreter) {
   for (bool second : {false, true}) {
     const Model ref = parse_block(block(second));

@@ -297,10 +297,6 @@ struct KernelTable {
   // acc[l] = sum of x[i*8 + l] over i < rows, for l < 8, in double (partial sums in any order):
   // the per-lane sums of one channel block (kConvBlock) of a blocked plane.
   void (*sum_block_rows)(const float* x, int64_t rows, double* acc) = nullptr;
-  // The same sums with runs of up to 64 rows summed in float before they are added in double
-  // (AVX-512; elsewhere sum_block_rows): each run within ~11 float roundings relative to its
-  // sum of magnitudes, for the depthwise kernel's channel means (Epilogue::channel_means).
-  void (*sum_block_rows_runs)(const float* x, int64_t rows, double* acc) = nullptr;
   // out[q*mr + r] = rows[q][pixel r] for q < kc, the panel's pixels given as runs (PixelRun);
   // rows not covered are zero when covered < mr.
   void (*pack_a_runs)(const float* const* rows, int64_t kc, const PixelRun* runs, int nruns, int covered, int mr,

@@ -19,9 +19,10 @@ struct Epilogue {
   Act act = Act::None;
   float act_alpha = 0.f, act_beta = 0.f;  // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
   // conv2d only (GEMMs ignore it): when set, channel_means[n * K + k] receives the mean of output
-  // plane (n, k) after the activation, as a GlobalAveragePool of the output would (its sums in
-  // double). The blocked depthwise kernel sums each part of the output right after writing it,
-  // while it is still in cache (efficientnet_b0's squeeze-excitation averages).
+  // plane (n, k) after the activation, as a GlobalAveragePool of the output would. The blocked
+  // depthwise kernel sums a blocked output in registers as it stores it (float over a row or 16
+  // pixels, then double: TileEpilogue::sums), an NCHW one right after each part; other tactics
+  // average the output after it, in double (efficientnet_b0's squeeze-excitation averages).
   float* channel_means = nullptr;
 };
 

@@ -63,7 +63,6 @@ KernelTable make_avx2_table() {
   KernelTable t = avx2::make_table();
   t.sum_row = avx2::sum_row_f64;
   t.sum_block_rows = avx2::sum_block_rows_f64;
-  t.sum_block_rows_runs = avx2::sum_block_rows_f64;  // exact: the AVX-512 runs are where widening was the cost
   return t;
 }
 }  // namespace kiln::kernels

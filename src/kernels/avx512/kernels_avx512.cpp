@@ -2,8 +2,6 @@
 // -mfma (CMakeLists.txt) and only reached through the kernel table after CPUID says so.
 // Register tile 14 x 32: 28 zmm accumulators + 2 for the B row, A broadcast from memory.
 #if defined(__x86_64__)
-#include <algorithm>
-
 #include "kiln/kernels/dispatch.h"
 #include "simd/vec_avx512.h"
 
@@ -54,33 +52,6 @@ void sum_block_rows_f64(const float* x, int64_t rows, double* acc) {
   _mm512_storeu_pd(acc, _mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
 }
 
-// KernelTable::sum_block_rows_runs: runs of up to 64 rows summed in float, two rows per vector in
-// four accumulators (8 adds each at most), each run's sum widened and added in double. Widening
-// every row (vcvtps2pd, one a cycle: sum_block_rows_f64) was the whole cost of a depthwise
-// layer's averages for its squeeze-excitation (lower/channel_means.cpp): 60-85% of what the
-// separate GlobalAveragePool had cost.
-void sum_block_rows_runs(const float* x, int64_t rows, double* acc) {
-  constexpr int64_t kRun = 64;
-  __m512d total = _mm512_setzero_pd();
-  int64_t i = 0;
-  const int64_t pairs_end = rows & ~int64_t{1};
-  while (i < pairs_end) {
-    const int64_t end = std::min(pairs_end, i + kRun);
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    for (; i + 8 <= end; i += 8, x += 64) {
-      a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x));
-      a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + 16));
-      a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + 32));
-      a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + 48));
-    }
-    for (; i < end; i += 2, x += 16) a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x));
-    const __m512 s = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-    // Lanes 0-7 hold the even rows' sums, 8-15 the odd rows'.
-    total = _mm512_add_pd(total, _mm512_cvtps_pd(_mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1))));
-  }
-  if (i < rows) total = _mm512_add_pd(total, _mm512_cvtps_pd(_mm256_loadu_ps(x)));
-  _mm512_storeu_pd(acc, total);
-}
 }  // namespace kiln::kernels::avx512
 
 namespace kiln::kernels {
@@ -88,7 +59,6 @@ KernelTable make_avx512_table() {
   KernelTable t = avx512::make_table();
   t.sum_row = avx512::sum_row_f64;
   t.sum_block_rows = avx512::sum_block_rows_f64;
-  t.sum_block_rows_runs = avx512::sum_block_rows_runs;
   return t;
 }
 }  // namespace kiln::kernels

@@ -45,7 +45,6 @@ KernelTable make_table() {
   t.max_pool_3x3s2_row = max_pool_3x3s2_row;
   t.sum_row = sum_row;
   t.sum_block_rows = sum_block_rows;
-  t.sum_block_rows_runs = sum_block_rows;
   t.pack_a_runs = pack_a_runs;
   t.transpose = transpose_blocks;
   t.transpose_epilogue = transpose_epilogue;
