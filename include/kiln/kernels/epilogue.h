@@ -20,9 +20,9 @@ struct Epilogue {
   float act_alpha = 0.f, act_beta = 0.f;  // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta
   // conv2d only (GEMMs ignore it): when set, channel_means[n * K + k] receives the mean of output
   // plane (n, k) after the activation, as a GlobalAveragePool of the output would. The blocked
-  // depthwise kernel sums a blocked output in registers as it stores it (float over a row or 16
-  // pixels, then double: TileEpilogue::sums), an NCHW one right after each part; other tactics
-  // average the output after it, in double (efficientnet_b0's squeeze-excitation averages).
+  // depthwise kernel sums a blocked output as it writes it (float over a row or 16 pixels, then
+  // double: TileEpilogue::sums), an NCHW one right after each part; other tactics average the
+  // output after it, in double (efficientnet_b0's squeeze-excitation averages).
   float* channel_means = nullptr;
 };
 

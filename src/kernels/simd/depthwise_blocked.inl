@@ -47,6 +47,29 @@ inline void add_lane_sums(VV s, int nc, double* sums) {
   for (int c = 0; c < nc && c < VV::W; ++c) sums[c] += static_cast<double>(f[c]);
 }
 
+// TileEpilogue::sums after a pair kernel (16 lanes, whole 8-channel blocks): each block's output
+// read back right after it was written (in L1 / L2), two pixels a vector, in float over a row,
+// then in double: a load and an add per output vector, +10-20 us on efficientnet_b0's 112- and
+// 56-row layers at one thread (their pools had cost ~28 us). Summing inside the pair kernels as
+// they store cost as much when they summed and made them slower when they did not
+// (mobilenet_v2's 56x56 layer 1.05x in conv_bench; as a template parameter, no faster).
+template <class VV = V>
+void add_block_row_sums(const float* out, int64_t out_plane, int nc, int64_t rows, int64_t width, double* sums) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  for (int64_t blk = 0; blk * kB < nc; ++blk) {
+    const float* o = out + blk * out_plane;
+    for (int64_t r = 0; r < rows; ++r, o += width * kB) {
+      VV a = VV::zero(), b = VV::zero();
+      int64_t i = 0;
+      for (; i + 4 <= width; i += 4) a = a + VV::load(o + i * kB), b = b + VV::load(o + i * kB + 2 * kB);
+      for (; i + 2 <= width; i += 2) a = a + VV::load(o + i * kB);
+      if (i < width) a = a + VV::low_halves(VV::load_first(o + i * kB, kB), VV::zero());
+      a = a + b;
+      add_lane_sums(VV::low_halves(a, a) + VV::high_halves(a, a), 8, sums + blk * kB);
+    }
+  }
+}
+
 // One pixel's W channels from channel-blocked memory (kConvBlock = 8 floats per pixel and block):
 // lanes 0-7 at p, lanes 8-15 at p + block (zero past nc). Tables of 8 or 16 lanes only (the
 // blocked depthwise kernel's: conv.cpp, depthwise_blocked). (VV: V, a template parameter so that
@@ -109,7 +132,7 @@ inline void depthwise_block_store(const float* stage, int n, int64_t at, const B
   constexpr int64_t kW = V::W;
   if (bo.blocked) {  // a pixel's channels are already what the blocks hold: no transpose
     constexpr int64_t kB = 8;  // kConvBlock
-    V sum = V::zero();
+    V sum = V::zero();  // TileEpilogue::sums, in float over these pixels
 #pragma GCC unroll 16
     for (int p = 0; p < kW; ++p) {
       if (!Full && p >= n) break;
@@ -117,7 +140,7 @@ inline void depthwise_block_store(const float* stage, int n, int64_t at, const B
       if (bo.residual) y = y + load_pixel_blocks(bo.residual + (at + p) * kB, bo.ldr, bo.nc);
       y = activate<A>(y, bo.act_a, bo.act_b);
       store_pixel_blocks(y, bo.out + (at + p) * kB, bo.out_plane, bo.nc);
-      sum = sum + y;
+      if (bo.sums) sum = sum + y;
     }
     if (bo.sums) add_lane_sums(sum, bo.nc, bo.sums);
     return;
@@ -222,23 +245,13 @@ struct PairOut {
   VV alpha, bias, act_a, act_b;
   const float* res;
   float* out;
-  double* sums;  // TileEpilogue::sums: each block's 8 channels at sums + 8 * blk
-  // Returns what it stored (a single pixel's: the high half zero), for the row's sums.
-  [[gnu::always_inline]] VV store(VV acc, int64_t at, bool two) const {
+  [[gnu::always_inline]] void store(VV acc, int64_t at, bool two) const {
     constexpr int64_t kB = 8;  // kConvBlock
     VV y = fma(acc, alpha, bias);
     if (res) y = y + (two ? VV::load(res + at) : VV::load_first(res + at, kB));
     y = activate<A>(y, act_a, act_b);
-    if (two) {
-      y.store(out + at);
-      return y;
-    }
-    y.store_first(out + at, kB);
-    return VV::low_halves(y, VV::zero());
-  }
-  // A row's sum of stored pairs (two pixels' 8 channels in the two halves) into the block's sums.
-  [[gnu::always_inline]] void add_row(VV row_sum) const {
-    if (sums) add_lane_sums(VV::low_halves(row_sum, row_sum) + VV::high_halves(row_sum, row_sum), 8, sums);
+    if (two) y.store(out + at);
+    else y.store_first(out + at, kB);
   }
 };
 
@@ -257,8 +270,7 @@ PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpi
           VV::set1(e.act_alpha),
           VV::set1(e.act_beta),
           e.residual ? e.residual + blk * e.ldr : nullptr,
-          out + blk * out_plane,
-          e.sums ? e.sums + blk * kB : nullptr};
+          out + blk * out_plane};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -286,13 +298,10 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     const float* xb = x + blk * x_plane;
     // The pair at output pixels (oh, ow) and (oh, ow + 1) (`two`: the second exists) through the
     // epilogue into the output.
-    // (The lambdas return what they stored, for the row's sum: a sum they added into through a
-    // captured reference lived in memory, since a float store may alias a vector.)
     auto finish = [&](VV acc, int64_t oh, int64_t ow, bool two) __attribute__((always_inline)) {
-      return po.store(acc, (oh * g.OW + ow) * kB, two);
+      po.store(acc, (oh * g.OW + ow) * kB, two);
     };
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      VV row_sum = VV::zero();
       const int64_t top = oh * g.stride_h - g.pad_top;
       int64_t kh0 = 0, kh1 = g.R;
       while (kh0 < kh1 && top + kh0 * g.dil_h < 0) ++kh0;
@@ -317,7 +326,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                       VV::load_halves(in0 ? row + i0 * kB : kZeros, in1 ? row + i1 * kB : kZeros), acc);
           }
         }
-        return finish(acc, oh, ow, two);
+        finish(acc, oh, ow, two);
       };
       // Q interior pairs from ow (Q a compile-time count: 4, then single pairs).
       auto interior = [&](auto q_count, int64_t ow) __attribute__((always_inline)) {
@@ -337,17 +346,14 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
             }
           }
         }
-        VV sum = VV::zero();
 #pragma GCC unroll 4
-        for (int q = 0; q < Q; ++q) sum = sum + finish(acc[q], oh, ow + 2 * q, true);
-        return sum;
+        for (int q = 0; q < Q; ++q) finish(acc[q], oh, ow + 2 * q, true);
       };
       int64_t ow = 0;
-      for (; ow < p0; ow += 2) row_sum = row_sum + general(ow);
-      for (; ow + 8 <= p1; ow += 8) row_sum = row_sum + interior(std::integral_constant<int, 4>{}, ow);
-      for (; ow < p1; ow += 2) row_sum = row_sum + interior(std::integral_constant<int, 1>{}, ow);
-      for (; ow < g.OW; ow += 2) row_sum = row_sum + general(ow);
-      po.add_row(row_sum);
+      for (; ow < p0; ow += 2) general(ow);
+      for (; ow + 8 <= p1; ow += 8) interior(std::integral_constant<int, 4>{}, ow);
+      for (; ow < p1; ow += 2) interior(std::integral_constant<int, 1>{}, ow);
+      for (; ow < g.OW; ow += 2) general(ow);
     }
   }
 }
@@ -375,7 +381,6 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
       const int64_t top = oh - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
-      VV row_sum = VV::zero();
       // G pairs from pair k0; EDGE: Q_j outside [0, P) reads as zero.
       auto group = [&](auto g_count, auto edge, int64_t k0) __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
@@ -406,10 +411,8 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
             }
           }
         }
-        VV sum = VV::zero();  // what was stored, for the row's sum (returned: see depthwise_pairs)
 #pragma GCC unroll 4
-        for (int p = 0; p < G; ++p) sum = sum + po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
-        return sum;
+        for (int p = 0; p < G; ++p) po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
@@ -417,10 +420,9 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
       using Inner = std::false_type;
       int64_t k = 0;
       // Edge groups until Q_{k-1} exists; inner groups while Q_{k+4} does; then edge pairs.
-      for (; k < P && k < 1; ++k) row_sum = row_sum + group(One{}, Edge{}, k);
-      for (; k + 4 < P; k += 4) row_sum = row_sum + group(Four{}, Inner{}, k);
-      for (; k < P; ++k) row_sum = row_sum + group(One{}, Edge{}, k);
-      po.add_row(row_sum);
+      for (; k < P && k < 1; ++k) group(One{}, Edge{}, k);
+      for (; k + 4 < P; k += 4) group(Four{}, Inner{}, k);
+      for (; k < P; ++k) group(One{}, Edge{}, k);
     }
   }
 }
@@ -450,7 +452,6 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
       const int64_t top = oh * 2 - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
-      VV row_sum = VV::zero();
       // G pairs from output pair m0 (output pixels 2 m0 ..); q[i] = Q_{2 m0 - 1 + i}.
       auto group = [&](auto g_count, auto edge, int64_t m0) __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
@@ -479,23 +480,20 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
             }
           }
         }
-        VV sum = VV::zero();  // what was stored, for the row's sum (returned: see depthwise_pairs)
 #pragma GCC unroll 4
         for (int p = 0; p < G; ++p) {
           const int64_t ow = 2 * (m0 + p);
-          sum = sum + po.store(acc[p], (oh * g.OW + ow) * kB, ow + 1 < g.OW);
+          po.store(acc[p], (oh * g.OW + ow) * kB, ow + 1 < g.OW);
         }
-        return sum;
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
       constexpr int kInnerQ = pairs_s2_vectors(4, K);
       const int64_t pairs = (g.OW + 1) / 2;
       int64_t m = 0;
-      for (; m < pairs && m < 1; ++m) row_sum = row_sum + group(One{}, std::true_type{}, m);
-      for (; m + 4 <= pairs && 2 * m - 1 + kInnerQ <= P; m += 4) row_sum = row_sum + group(Four{}, std::false_type{}, m);
-      for (; m < pairs; ++m) row_sum = row_sum + group(One{}, std::true_type{}, m);
-      po.add_row(row_sum);
+      for (; m < pairs && m < 1; ++m) group(One{}, std::true_type{}, m);
+      for (; m + 4 <= pairs && 2 * m - 1 + kInnerQ <= P; m += 4) group(Four{}, std::false_type{}, m);
+      for (; m < pairs; ++m) group(One{}, std::true_type{}, m);
     }
   }
 }
@@ -537,6 +535,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
         if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
         else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
       });
+      if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
     }
     // Other stride-2 layers, where it measured faster than the copy: rows of 16 or more outputs
@@ -544,6 +543,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // above). Short rows leave the 4-pair groups empty (14 -> 7: 1.96x), so those keep the copy.
     if (pairs && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps) {
       with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, w, out, out_plane, e); });
+      if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
     }
     // Stride 1 on rows of 16 or more (conv_bench, Zen 4, blocked, one thread: mobilenet_v2's
@@ -554,6 +554,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
         else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
       });
+      if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
     }
   }
