@@ -243,9 +243,9 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
              "multiple of ", kConvBlock);
   const int64_t x_plane = s.x_blocked ? kConvBlock * s.H * s.W : s.C == 1 ? 0 : s.H * s.W;
   const int64_t out_plane = s.y_blocked ? kConvBlock * OH * OW : OH * OW;
-  // epi.channel_means: each part sums the output it writes (a blocked one in the kernel's
-  // registers as it stores it, TileEpilogue::sums; NCHW right after), band by band in double,
-  // sums[band][n * K + k]; the bands are added in order after the region.
+  // epi.channel_means: each part sums the output it writes (a blocked one inside the kernel,
+  // TileEpilogue::sums; NCHW right after), band by band in double, sums[band][n * K + k]; the
+  // bands are added in order after the region.
   // (The calling thread's vector, reached through a plain pointer: inside the parts, which run
   // on other threads too, the thread_local's name would be each thread's own.)
   thread_local std::vector<double> own_sums;
@@ -266,7 +266,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       const int64_t yo = s.y_blocked ? first * OH * OW + bd.out_offset * kConvBlock : first * OH * OW + bd.out_offset;
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
-      // A blocked output is summed in the kernel's registers as it is stored; NCHW after it.
+      // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;
       t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, y + yo, out_plane, te, s.x_blocked,
                         s.y_blocked);
