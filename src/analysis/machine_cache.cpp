@@ -185,7 +185,7 @@ std::string default_machine_cache_path() {
 }
 
 MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured,
-                                     const MeasureOptions& opt) {
+                                     const MeasureOptions& opt, bool* cached) {
   namespace fs = std::filesystem;
   const MachinePeaks here = describe_machine();
   if (!refresh) {
@@ -193,15 +193,16 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
     if (in.good()) {
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       try {
-        MachinePeaks cached = machine_from_json(text, path);
+        MachinePeaks from_file = machine_from_json(text, path);
         // A cache without every calibration the perf model reads (one written before they
         // were added) is re-measured once.
         bool complete = std::all_of(kernel_rate_names().begin(), kernel_rate_names().end(),
-                                    [&](const std::string& name) { return cached.kernel(name) != nullptr; });
+                                    [&](const std::string& name) { return from_file.kernel(name) != nullptr; });
         // Another CPU, or another kiln build (its kernels may have changed): measure again.
-        if (cached.key == here.key && cached.build == here.build && complete) {
+        if (from_file.key == here.key && from_file.build == here.build && complete) {
           if (measured) *measured = false;
-          return cached;
+          if (cached) *cached = true;
+          return from_file;
         }
       } catch (const Error&) {
         // A damaged or older-format cache is only a cache: measure again and replace it.
@@ -213,7 +214,10 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
   if (m.cpu_share < opt.min_cpu_share) {
     MachinePeaks again = measure_machine(opt);
     if (again.fp32_gflops_per_core > m.fp32_gflops_per_core) m = std::move(again);
-    if (m.cpu_share < opt.min_cpu_share) return m;  // contention_warning says so; not cached
+    if (m.cpu_share < opt.min_cpu_share) {  // contention_warning says so; not cached
+      if (cached) *cached = false;
+      return m;
+    }
   }
   std::error_code ec;
   if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
@@ -225,6 +229,7 @@ MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool
     KILN_CHECK(out.good(), path, ": cannot write the machine cache");
   }
   KILN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write the machine cache");
+  if (cached) *cached = true;
   return m;
 }
 

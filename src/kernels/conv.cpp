@@ -191,38 +191,12 @@ bool conv_depthwise_in_place(const Conv2dShape& s) {
 
 namespace {
 
-// Adds the sums of `pixels` consecutive output pixels of nc channels (from y on; planes or, in
-// blocks, 8-channel blocks `plane` floats apart) to acc[0..nc), in double: sum_row's or
-// sum_block_rows's order, the one global_average_pool takes over whole planes.
-void sum_output_planes(const KernelTable& t, const float* y, int64_t plane, int nc, int64_t pixels, bool blocked,
-                       double* acc) {
-  if (!blocked) {
-    for (int c = 0; c < nc; ++c) acc[c] += t.sum_row(y + c * plane, pixels);
-    return;
-  }
-  for (int c0 = 0; c0 < nc; c0 += static_cast<int>(kConvBlock)) {
-    double block[kConvBlock];
-    t.sum_block_rows(y + (c0 / kConvBlock) * plane, pixels, block);
-    for (int64_t l = 0; l < kConvBlock && c0 + l < nc; ++l) acc[c0 + l] += block[l];
-  }
-}
-
 // epi.channel_means of an output the kernel wrote without them (every tactic but the blocked
-// depthwise one), plane by plane after it, as global_average_pool would.
+// depthwise one): the global average pool's own kernels over the output.
 void channel_means_after(const KernelTable& t, const Conv2dShape& s, const float* y, float* means, int threads) {
   const int64_t OHW = s.out_h() * s.out_w();
-  const int64_t plane = s.y_blocked ? kConvBlock * OHW : OHW, step = s.y_blocked ? kConvBlock : 1;
-  const double count = static_cast<double>(OHW);
-  const int64_t units = s.N * ceil_div(s.K, step);
-  parallel_for(units, threads_for_work(static_cast<double>(s.N * s.K * OHW), threads), [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      const int64_t n = u / ceil_div(s.K, step), c0 = u % ceil_div(s.K, step) * step;
-      double acc[kConvBlock] = {};
-      const int nc = static_cast<int>(std::min(step, s.K - c0));
-      sum_output_planes(t, y + n * s.K * OHW + c0 * OHW, plane, nc, OHW, s.y_blocked, acc);
-      for (int l = 0; l < nc; ++l) means[n * s.K + c0 + l] = static_cast<float>(acc[l] / count);
-    }
-  });
+  if (s.y_blocked) global_average_pool_blocked_on(t, y, s.N, s.K, OHW, means, threads);
+  else global_average_pool_on(t, y, s.N * s.K, OHW, means, threads);
 }
 
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
@@ -270,7 +244,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       if (s.y_blocked) te.sums = part_sums;
       t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, y + yo, out_plane, te, s.x_blocked,
                         s.y_blocked);
-      if (part_sums && !s.y_blocked) sum_output_planes(t, y + yo, out_plane, nc, bd.g.OH * OW, false, part_sums);
+      if (part_sums && !s.y_blocked)  // in double, sum_row's order (global_average_pool's)
+        for (int c = 0; c < nc; ++c) part_sums[c] += t.sum_row(y + yo + c * out_plane, bd.g.OH * OW);
     }
   });
   if (epi.channel_means) {

@@ -322,13 +322,13 @@ void sum_columns_f64(const float* p, int64_t ld, int64_t rows, int64_t n, double
 
 }  // namespace
 
-void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
+void global_average_pool_blocked_on(const KernelTable& t, const float* x, int64_t N, int64_t C, int64_t size, float* y,
+                                    int threads) {
   KILN_CHECK(C % kConvBlock == 0, "channel-blocked average: ", C, " channels, not a multiple of ", kConvBlock);
   if (threads <= 0) threads = default_threads();
   const int64_t blocks = N * (C / kConvBlock);
   const double count = static_cast<double>(size);
   static_assert(kConvBlock == 8, "sum_block_rows sums rows of 8 lanes");
-  const KernelTable& t = kernel_table();
   parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
       double acc[kConvBlock];
@@ -336,6 +336,10 @@ void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t s
       for (int64_t l = 0; l < kConvBlock; ++l) y[blk * kConvBlock + l] = static_cast<float>(acc[l] / count);
     }
   });
+}
+
+void global_average_pool_blocked(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {
+  global_average_pool_blocked_on(kernel_table(), x, N, C, size, y, threads);
 }
 
 void global_average_pool_pixel_major(const float* x, int64_t N, int64_t C, int64_t size, float* y, int threads) {

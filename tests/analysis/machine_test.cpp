@@ -132,18 +132,20 @@ TEST(Machine, ContendedMeasurementIsNotCached) {
   std::ofstream(path) << stale_text;
   MeasureOptions opt = quick();
   opt.min_cpu_share = 1.01;
-  bool measured = false;
-  const MachinePeaks got = load_or_measure_machine(path.string(), false, &measured, opt);
+  bool measured = false, cached = true;
+  const MachinePeaks got = load_or_measure_machine(path.string(), false, &measured, opt, &cached);
   EXPECT_TRUE(measured);
+  EXPECT_FALSE(cached);
   EXPECT_GT(got.cpu_share, 0.0);
   EXPECT_LE(got.cpu_share, 1.0);
   std::ifstream in(path);
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), stale_text);
   // With the default share it is cached, unless another process really had the core.
-  const MachinePeaks again = load_or_measure_machine(path.string(), false, &measured, quick());
+  const MachinePeaks again = load_or_measure_machine(path.string(), false, &measured, quick(), &cached);
   std::ifstream in2(path);
   const std::string now((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
   EXPECT_EQ(now == stale_text, again.cpu_share < kContendedShare);
+  EXPECT_EQ(cached, now != stale_text);
 }
 
 TEST(Machine, ContentionWarningWhenCoresTogetherFallShort) {

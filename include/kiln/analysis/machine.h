@@ -69,6 +69,10 @@ struct MachinePeaks {
   const KernelRate* kernel(std::string_view name) const;  // nullptr when not measured
 };
 
+// Below this share of `threads` (or cores), parallel capacity means the host ran other work on
+// the same physical cores: `kiln bench` and `kiln machine` then warn.
+constexpr double kContendedShare = 0.85;
+
 struct MeasureOptions {
   // Each number is the best of `repetitions` short runs: on a shared machine the best run is
   // the one least disturbed, and more short runs find one more often than a few long ones.
@@ -76,7 +80,7 @@ struct MeasureOptions {
   double seconds_per_rep = 0.02;   // target length of one compute repetition
   // load_or_measure_machine caches a measurement only when its best one-core FP32 run had its
   // core at least this share of the time (MachinePeaks::cpu_share).
-  double min_cpu_share = 0.85;     // kContendedShare
+  double min_cpu_share = kContendedShare;
 };
 
 // What this machine is (name, cores, ISA, cache sizes, memory) without measuring.
@@ -84,9 +88,6 @@ MachinePeaks describe_machine();
 // Runs every measurement (a few seconds). Threads are pinned one per physical core.
 MachinePeaks measure_machine(const MeasureOptions& opt = {});
 
-// Below this share of `threads` (or cores), parallel capacity means the host ran other work on
-// the same physical cores: `kiln bench` and `kiln machine` then warn.
-constexpr double kContendedShare = 0.85;
 
 // How many cores' worth of FP32 FMA throughput `threads` threads get right now: the FMA loop on
 // `threads` cores together (pinned one per physical core) over the same loop on one core alone,
@@ -118,8 +119,9 @@ std::string default_machine_cache_path();
 // `refresh` is false; otherwise measures and rewrites `path`. `measured` tells which. A
 // measurement whose one-core runs did not have their core (cpu_share) is taken once more; if
 // that one did not either, the better of the two is returned and nothing is cached (the next
-// call measures again), so one busy minute does not set every later roofline.
+// call measures again), so one busy minute does not set every later roofline. `cached`: whether
+// the returned numbers are the cache's or were written to it.
 MachinePeaks load_or_measure_machine(const std::string& path, bool refresh, bool* measured = nullptr,
-                                     const MeasureOptions& opt = {});
+                                     const MeasureOptions& opt = {}, bool* cached = nullptr);
 
 }  // namespace kiln::analysis

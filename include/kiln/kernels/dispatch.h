@@ -338,6 +338,8 @@ size_t pool2d_workspace_floats_on(const KernelTable& t, const Conv2dShape& s, in
 void pool2d_on(const KernelTable& t, PoolKind kind, const Conv2dShape& s, bool count_include_pad, const float* x,
                float* y, float* workspace, int threads);
 void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes, int64_t size, float* y, int threads);
+void global_average_pool_blocked_on(const KernelTable& t, const float* x, int64_t N, int64_t C, int64_t size, float* y,
+                                    int threads);
 void max_pool_blocked_on(const KernelTable& t, const Conv2dShape& s, const float* x, float* y, int threads,
                          bool planar_out = false);
 

@@ -58,8 +58,8 @@ struct Vec512 {
   }
   float sum() const { return _mm512_reduce_add_ps(v); }
   float max() const { return _mm512_reduce_max_ps(v); }
-  // table[i & 31] for the integer i in each lane's bits: one two-register permute (exp_neg_v's
-  // 2^(j/32) table).
+  // table[i & 31] for the integer i in each lane's bits: one two-register permute (exp_table32's
+  // 2^(j/32) table in vecmath.inl).
   static constexpr bool kLookup32 = true;
   static Vec512 lookup32(const float* table, Vec512 i) {
     return {_mm512_permutex2var_ps(_mm512_loadu_ps(table), _mm512_castps_si512(i.v), _mm512_loadu_ps(table + 16))};
@@ -87,7 +87,7 @@ inline Vec512 select_lt(Vec512 a, Vec512 b, Vec512 x, Vec512 y) {
 // exp_v), the float 2^n.
 inline Vec512 exponent_bits(Vec512 t) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t.v), 23))}; }
 // t's bits shifted right 5 (arithmetic) and left 23, added to x's bits: x·2^(k >> 5) for the
-// integer k in t's low bits, while the result stays a normal float (exp_neg_v's table step).
+// integer k in t's low bits, while the result stays a normal float (exp_table32's scaling).
 inline Vec512 scale_by_exponent_bits32(Vec512 x, Vec512 t) {
   const __m512i e = _mm512_and_si512(_mm512_slli_epi32(_mm512_castps_si512(t.v), 18), _mm512_set1_epi32(int(0xff800000u)));
   return {_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x.v), e))};
