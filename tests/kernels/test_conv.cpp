@@ -375,12 +375,12 @@ TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
 // (the same buffer as x and y, as the memory planner then lays them) gives the floats it gives
 // into a buffer of its own: 3x3 and 5x5, a partial 16-lane block, batch 2, 1 and 2 threads. And
 // it does not say so for a stride, planes tall enough for bands of rows, NCHW activations, or
-// (on AVX-512) rows of 16 or more that the aligned-pair kernel takes out of place.
+// (on AVX-512) rows of 16 or more, or of 14, that the aligned-pair kernel takes out of place.
 TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
   const KernelTable& t = kernel_table();
   const std::vector<Conv2dShape> shapes = {
-      shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16), shape(2, 24, 7, 7, 24, 3, 3, 1, 1, 1, 24),
-      shape(1, 32, 14, 14, 32, 5, 5, 1, 2, 1, 32), shape(1, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384),
+      shape(1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 16), shape(2, 24, 7, 7, 24, 3, 3, 1, 1, 1, 24),
+      shape(1, 32, 12, 12, 32, 5, 5, 1, 2, 1, 32), shape(1, 384, 12, 12, 384, 3, 3, 1, 1, 1, 384),
       shape(1, 16, 15, 15, 16, 3, 3, 1, 1, 1, 16)};
   for (Conv2dShape s : shapes) {
     s.x_blocked = s.y_blocked = true;
@@ -410,9 +410,10 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
   EXPECT_FALSE(conv_depthwise_in_place(strided));
   EXPECT_FALSE(conv_depthwise_in_place(tall));
   EXPECT_FALSE(conv_depthwise_in_place(planar));
-  Conv2dShape wide = shape(1, 32, 28, 28, 32, 5, 5, 1, 2, 1, 32);
-  wide.x_blocked = wide.y_blocked = true;
+  Conv2dShape wide = shape(1, 32, 28, 28, 32, 5, 5, 1, 2, 1, 32), fourteen = shape(1, 32, 14, 14, 32, 3, 3, 1, 1, 1, 32);
+  wide.x_blocked = wide.y_blocked = fourteen.x_blocked = fourteen.y_blocked = true;
   EXPECT_EQ(conv_depthwise_in_place(wide), t.simd_width != 16);
+  EXPECT_EQ(conv_depthwise_in_place(fourteen), t.simd_width != 16);
 }
 
 // The blocked depthwise kernel reads and writes channel-blocked activations ([N][C/8][H][W][8])
@@ -436,6 +437,11 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // groups, 5x5 with a partial 16-lane unit (24 channels), a batch of 2 in bands of 16 rows.
       shape(1, 16, 18, 32, 16, 3, 3, 1, 1, 1, 16), shape(1, 24, 9, 20, 24, 5, 5, 1, 2, 1, 24),
       shape(2, 16, 40, 16, 16, 3, 3, 1, 1, 1, 16),
+      // Rows of a multiple of 7 pairs (depthwise_pairs_s1's groups of 7): the whole 14-wide row
+      // (also shapes[0]) as a 5x5 with a partial unit; 28-wide rows, a first and a last group;
+      // 42-wide rows, a middle one too, 5x5 in a batch of 2.
+      shape(1, 24, 14, 14, 24, 5, 5, 1, 2, 1, 24), shape(1, 24, 10, 28, 24, 3, 3, 1, 1, 1, 24),
+      shape(2, 16, 6, 42, 16, 5, 5, 1, 2, 1, 16),
       // Stride 2 with 'same' padding on even rows (depthwise_pairs_s2): 3x3 to 14 outputs, 5x5
       // with a partial unit and a batch of 2.
       shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16), shape(2, 24, 20, 36, 24, 5, 5, 2, 2, 1, 24),

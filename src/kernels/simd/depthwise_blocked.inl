@@ -285,6 +285,8 @@ PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpi
 constexpr int64_t kPairMaxTaps = 25;
 // The aligned-pair kernels from these output widths on (depthwise_block says why).
 constexpr int64_t kPairS1MinWidth = 16, kPairS2MinWidth = 14;
+// Pairs per group of depthwise_pairs_s1 on rows of a multiple of that many pairs.
+constexpr int kPairS1Group = 7;
 template <Act A, class VV = V>
 void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
                      int64_t out_plane, const TileEpilogue& e) {
@@ -362,7 +364,8 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
 // padding (K / 2 on the left), an even row width: one vector holds output pixels 2k and 2k + 1
 // of an 8-channel block. Q_j, input pixels (2j, 2j + 1) of a row, is one aligned 64-byte load;
 // a tap at an odd pixel is (high half of Q_j, low half of Q_j+1), one shuffle. A group of G
-// pairs loads G + 2 vectors a window row and shuffles G + 1 of them for its G * K FMAs; no
+// pairs loads G + 2 vectors a window row and shuffles G + 1 of them for its G * K FMAs (G 7 on
+// rows of a multiple of 7 pairs, else 4 and single pairs at the row's ends); no
 // padded copy, no stage (depthwise_block's copy wrote and re-read the whole plane: 832 KB for a
 // 112x112 block of 16 channels). Vectors past the row's ends and window rows outside the input
 // are zeros / skipped, which depthwise_block adds as zeros: the same sums in the same order
@@ -381,29 +384,34 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
       const int64_t top = oh - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
-      // G pairs from pair k0; EDGE: Q_j outside [0, P) reads as zero.
-      auto group = [&](auto g_count, auto edge, int64_t k0) __attribute__((always_inline)) {
+      // G pairs from pair k0; EDGE: Q_j outside [0, P) reads as zero. The other groups load every
+      // Q_j but the ones known at compile time to lie outside: Q_{-1} when k0 is 0 (ZF), Q_P when
+      // the group ends the row (ZL).
+      auto group = [&](auto g_count, auto edge, int64_t k0, auto zero_first, auto zero_last)
+                       __attribute__((always_inline)) {
         constexpr int G = decltype(g_count)::value;
         constexpr bool EDGE = decltype(edge)::value;
+        constexpr bool ZF = decltype(zero_first)::value, ZL = decltype(zero_last)::value;
         VV acc[G];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
         for (int q = 0; q < G; ++q) acc[q] = VV::zero();
         for (int kh = kh0; kh < kh1; ++kh) {
           const float* row = xb + (top + kh) * g.W * kB;
           VV q[G + 2], hl[G + 1];  // q[i] = Q_{k0-1+i}, hl[i] = (high of q[i], low of q[i+1])
-#pragma GCC unroll 8
+#pragma GCC unroll 16
           for (int i = 0; i < G + 2; ++i) {
             const int64_t j = k0 - 1 + i;
-            q[i] = !EDGE || (j >= 0 && j < P) ? VV::load(row + j * 2 * kB) : VV::zero();
+            if constexpr (EDGE) q[i] = j >= 0 && j < P ? VV::load(row + j * 2 * kB) : VV::zero();
+            else q[i] = (ZF && i == 0) || (ZL && i == G + 1) ? VV::zero() : VV::load(row + j * 2 * kB);
           }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
           for (int i = 0; i < G + 1; ++i) hl[i] = VV::high_low(q[i], q[i + 1]);
           const float* wk = wt + kh * K * 16;
 #pragma GCC unroll 5
           for (int kw = 0; kw < K; ++kw) {
             const VV wv = VV::load(wk + kw * 16);
             // Pair k0 + p's tap kw starts at pixel 2(k0 + p) - kPad + kw.
-#pragma GCC unroll 4
+#pragma GCC unroll 16
             for (int p = 0; p < G; ++p) {
               const int a = 2 * p - kPad + kw + 2;  // pixel offset from 2(k0 - 1), >= 0
               const VV tap = (a % 2 == 0) ? q[a / 2] : hl[(a - 1) / 2];
@@ -411,18 +419,38 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
             }
           }
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 16
         for (int p = 0; p < G; ++p) po.store(acc[p], (oh * g.OW + 2 * (k0 + p)) * kB, true);
       };
       using Four = std::integral_constant<int, 4>;
       using One = std::integral_constant<int, 1>;
-      using Edge = std::true_type;
-      using Inner = std::false_type;
+      using Seven = std::integral_constant<int, kPairS1Group>;
+      using Yes = std::true_type;
+      using No = std::false_type;
+      // Rows of a multiple of 7 pairs (mobilenet_v2's and efficientnet_b0's 14- to 112-wide
+      // layers): groups of 7, the row's ends zeros known at compile time. Per window row a group
+      // loads 9 vectors and shuffles 8 for 21 FMAs, where a group of 4 loads 6 and shuffles 5
+      // for 12 and the row's ends run one pair at a time. Against that (conv_bench, Zen 4, one
+      // thread, paired): 56x56 x 144 0.90-0.92x, 28x28 x 192 0.86x, efficientnet_b0's 28x28 5x5
+      // 0.83x; the 112x112 x 32 layer, bound by memory, 1.00x. (The 9 + 8 + 7 vectors fit in
+      // the 32 registers once every loop here is unrolled: with `unroll 8` on the 9 loads the
+      // arrays went to the stack, 1.9x slower.)
+      if (P % kPairS1Group == 0) {
+        if (P == kPairS1Group) {
+          group(Seven{}, No{}, 0, Yes{}, Yes{});
+          continue;
+        }
+        group(Seven{}, No{}, 0, Yes{}, No{});
+        int64_t k = kPairS1Group;
+        for (; k + kPairS1Group < P; k += kPairS1Group) group(Seven{}, No{}, k, No{}, No{});
+        group(Seven{}, No{}, k, No{}, Yes{});
+        continue;
+      }
       int64_t k = 0;
       // Edge groups until Q_{k-1} exists; inner groups while Q_{k+4} does; then edge pairs.
-      for (; k < P && k < 1; ++k) group(One{}, Edge{}, k);
-      for (; k + 4 < P; k += 4) group(Four{}, Inner{}, k);
-      for (; k < P; ++k) group(One{}, Edge{}, k);
+      for (; k < P && k < 1; ++k) group(One{}, Yes{}, k, No{}, No{});
+      for (; k + 4 < P; k += 4) group(Four{}, No{}, k, No{}, No{});
+      for (; k < P; ++k) group(One{}, Yes{}, k, No{}, No{});
     }
   }
 }
@@ -505,10 +533,11 @@ bool depthwise_pairs_same(const DepthwisePlane& g) {
          g.W % 2 == 0;
 }
 
-// Stride 1 on rows of 16 or more: depthwise_pairs_s1 (why: depthwise_block).
+// Stride 1 on rows of 16 or more, or of 14 (one group of 7 pairs): depthwise_pairs_s1 (why:
+// depthwise_block).
 bool depthwise_pairs_s1_apply(const DepthwisePlane& g) {
   return V::W == 16 && depthwise_pairs_same(g) && g.stride_h == 1 && g.stride_w == 1 && g.W == g.OW &&
-         g.OW >= kPairS1MinWidth;
+         (g.OW >= kPairS1MinWidth || g.OW == 2 * kPairS1Group);
 }
 
 // KernelTable::depthwise_block_wants_apart.
@@ -548,7 +577,9 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     }
     // Stride 1 on rows of 16 or more (conv_bench, Zen 4, blocked, one thread: mobilenet_v2's
     // 112x112 x 32 0.64x, 56x56 x 144 0.67x, 28x28 x 192 0.73x; efficientnet_b0's 28x28 5x5
-    // 0.89x). On 14-wide rows the 3x3s ran no faster and the 5x5s 1.2x slower: those keep the copy.
+    // 0.89x). On 14-wide rows, in groups of 4 and single pairs, the 3x3s ran no faster and the
+    // 5x5s 1.2x slower; as one group of 7 pairs, 0.70x and 0.78x against the copy (one thread;
+    // 0.74-0.84x at two), out of place (conv_depthwise_in_place then says no).
     if (pairs && depthwise_pairs_s1_apply(g)) {
       with_act(e.act, [&]<Act A>() {
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
