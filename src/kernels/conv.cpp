@@ -239,6 +239,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
                                      : depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset;
       const int64_t yo = s.y_blocked ? first * OH * OW + bd.out_offset * kConvBlock : first * OH * OW + bd.out_offset;
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
+      if (s.K % kConvBlock == 0) te.pair_weights = w + s.K * RS + c0 / kConvBlock * RS * 2 * kConvBlock;
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
       // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;
@@ -443,7 +444,8 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
 }
 
 size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
-  if (tactic == ConvTactic::Depthwise) return static_cast<size_t>(s.K * s.R * s.S);
+  if (tactic == ConvTactic::Depthwise)  // [K][RS], then the pair kernels' copy (depthwise_pair_weights)
+    return static_cast<size_t>(s.K * s.R * s.S) * (s.K % kConvBlock == 0 ? 3 : 1);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_packed_weight_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_packed_weight_floats(t, s);
   return s.group * packed_a_floats_on(t, s.K / s.group, s.C / s.group * s.R * s.S);
@@ -454,7 +456,16 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
   std::string bad = conv_tactic_unsupported(tactic, s);
   KILN_CHECK(bad.empty(), "conv tactic ", conv_tactic_name(tactic), ": ", bad);
   if (tactic == ConvTactic::Depthwise) {
-    std::copy(w, w + s.K * s.R * s.S, packed);
+    const int64_t RS = s.R * s.S;
+    std::copy(w, w + s.K * RS, packed);
+    // The pair kernels' weights (TileEpilogue::pair_weights): per 8-channel block, per tap, the
+    // block's 8 weights twice. Arranged per call they took 4-12% of a 14x14 or 28x28 layer's
+    // time (conv_bench, one thread), and as long as the FMAs on a 7x7 plane.
+    if (s.K % kConvBlock == 0)
+      for (int64_t blk = 0; blk < s.K / kConvBlock; ++blk)
+        for (int64_t t = 0; t < RS; ++t)
+          for (int64_t c = 0; c < 2 * kConvBlock; ++c)
+            packed[s.K * RS + (blk * RS + t) * 2 * kConvBlock + c] = w[(blk * kConvBlock + c % kConvBlock) * RS + t];
     return;
   }
   if (tactic == ConvTactic::PixelGemm) {

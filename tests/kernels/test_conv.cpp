@@ -416,6 +416,28 @@ TEST(Conv, DepthwiseInPlaceEqualsOutOfPlaceBitForBit) {
   EXPECT_EQ(conv_depthwise_in_place(fourteen), t.simd_width != 16);
 }
 
+// A depthwise weight packs as [K][R*S] followed, when K is a multiple of 8, by the pair kernels'
+// copy (TileEpilogue::pair_weights): per 8-channel block, per tap, the block's 8 weights twice.
+// Without it (K not a multiple of 8) the packing is the weight alone.
+TEST(Conv, DepthwisePackingAddsThePairKernelsCopy) {
+  const KernelTable& t = kernel_table();
+  const Conv2dShape s = shape(1, 16, 9, 9, 16, 3, 3, 1, 1, 1, 16), odd = shape(1, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12);
+  const int64_t RS = 9;
+  ASSERT_EQ(conv_packed_weight_floats_on(t, ConvTactic::Depthwise, s), static_cast<size_t>(3 * 16 * RS));
+  ASSERT_EQ(conv_packed_weight_floats_on(t, ConvTactic::Depthwise, odd), static_cast<size_t>(12 * RS));
+  std::vector<float> w(16 * RS);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);  // channel c, tap k: 9 c + k
+  std::vector<float> packed(3 * 16 * RS, -1.f);
+  conv_pack_weight_on(t, ConvTactic::Depthwise, s, w.data(), packed.data());
+  for (int64_t i = 0; i < 16 * RS; ++i) ASSERT_EQ(packed[i], w[i]) << i;
+  const float* pairs = packed.data() + 16 * RS;
+  for (int64_t blk = 0; blk < 2; ++blk)
+    for (int64_t k = 0; k < RS; ++k)
+      for (int64_t lane = 0; lane < 16; ++lane)
+        ASSERT_EQ(pairs[(blk * RS + k) * 16 + lane], static_cast<float>(9 * (8 * blk + lane % 8) + k))
+            << "block " << blk << " tap " << k << " lane " << lane;
+}
+
 // The blocked depthwise kernel reads and writes channel-blocked activations ([N][C/8][H][W][8])
 // with the very floats of the planar path: the same sums and epilogue, without the transposes.
 // Input blocked, output blocked, or both; a bias, a residual (in the output's layout) and five

@@ -42,6 +42,10 @@ struct TileEpilogue {
   // into sums[c] (c < nc), summed in float over at most one output row (the pair kernels) or 16
   // pixels (the staged path) and then in double (Epilogue::channel_means).
   double* sums = nullptr;
+  // depthwise_block's pair kernels (AVX-512, blocked in and out): the call's weights arranged at
+  // packing time, 8-channel block by block, tap by tap, each tap's 8 weights twice (16 floats),
+  // from the call's first channel on (conv_pack_weight, Depthwise); null: arranged per call.
+  const float* pair_weights = nullptr;
 };
 
 // One query tile of attention for one (batch, head): rows [i0, i0+rows) of Q against keys

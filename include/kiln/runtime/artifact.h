@@ -29,7 +29,9 @@ namespace kiln {
 // which a version-1 runtime would silently read as NCHW.
 // 3: If branches lowered like the main graph (packed weights, generated kernels inside then/else
 // graphs), which a version-2 runtime ran on the reference kernels and failed on mid-run.
-constexpr int64_t kArtifactFormatVersion = 3;
+// 4: a depthwise convolution's packed weight carries a second, rearranged copy for the pair
+// kernels (conv_pack_weight): this runtime would read past a version-3 artifact's [K][RS].
+constexpr int64_t kArtifactFormatVersion = 4;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

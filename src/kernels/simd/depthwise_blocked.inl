@@ -245,6 +245,7 @@ struct PairOut {
   VV alpha, bias, act_a, act_b;
   const float* res;
   float* out;
+  const float* wt;  // the block's weights, tap t's at wt + 16 t
   [[gnu::always_inline]] void store(VV acc, int64_t at, bool two) const {
     constexpr int64_t kB = 8;  // kConvBlock
     VV y = fma(acc, alpha, bias);
@@ -256,13 +257,19 @@ struct PairOut {
 };
 
 // Block blk's set-up for the pair kernels: tap t's 8 weights twice (both pixels of a pair) at
-// wt + 16 t, and its epilogue (the bias likewise twice).
+// PairOut::wt + 16 t (the packed copy, TileEpilogue::pair_weights, or else arranged into `wt`),
+// and its epilogue (the bias likewise twice).
 template <Act A, class VV>
 PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpilogue& e, float* out,
                           int64_t out_plane, float* wt) {
   constexpr int64_t kB = 8;  // kConvBlock
-  for (int64_t t = 0; t < RS; ++t)
-    for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
+  const float* weights = wt;
+  if (e.pair_weights) {
+    weights = e.pair_weights + blk * RS * 16;
+  } else {
+    for (int64_t t = 0; t < RS; ++t)
+      for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
+  }
   alignas(64) float bias[16];
   for (int64_t c = 0; c < 16; ++c) bias[c] = e.bias ? e.bias[blk * kB + c % kB] : 0.f;
   return {VV::set1(e.alpha),
@@ -270,7 +277,8 @@ PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpi
           VV::set1(e.act_alpha),
           VV::set1(e.act_beta),
           e.residual ? e.residual + blk * e.ldr : nullptr,
-          out + blk * out_plane};
+          out + blk * out_plane,
+          weights};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -324,7 +332,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
             const int64_t i0 = 2 * ow - g.pad_left + kw * g.dil_w, i1 = i0 + 2;
             const bool in0 = i0 >= 0 && i0 < g.W, in1 = two && i1 >= 0 && i1 < g.W;
             if (!in0 && !in1) continue;
-            acc = fma(VV::load(wt + (kh * g.S + kw) * 16),
+            acc = fma(VV::load(po.wt + (kh * g.S + kw) * 16),
                       VV::load_halves(in0 ? row + i0 * kB : kZeros, in1 ? row + i1 * kB : kZeros), acc);
           }
         }
@@ -339,7 +347,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
         for (int64_t kh = kh0; kh < kh1; ++kh) {
           const float* row = xb + ((top + kh * g.dil_h) * g.W + 2 * ow - g.pad_left) * kB;
           for (int64_t kw = 0; kw < g.S; ++kw) {
-            const VV wv = VV::load(wt + (kh * g.S + kw) * 16);
+            const VV wv = VV::load(po.wt + (kh * g.S + kw) * 16);
             const float* px = row + kw * g.dil_w * kB;
 #pragma GCC unroll 4
             for (int q = 0; q < Q; ++q) {
@@ -406,7 +414,7 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
           }
 #pragma GCC unroll 16
           for (int i = 0; i < G + 1; ++i) hl[i] = VV::high_low(q[i], q[i + 1]);
-          const float* wk = wt + kh * K * 16;
+          const float* wk = po.wt + kh * K * 16;
 #pragma GCC unroll 5
           for (int kw = 0; kw < K; ++kw) {
             const VV wv = VV::load(wk + kw * 16);
@@ -496,7 +504,7 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
             const int64_t j = 2 * m0 - 1 + i;
             q[i] = !EDGE || (j >= 0 && j < P) ? VV::load(row + j * 2 * kB) : VV::zero();
           }
-          const float* wk = wt + kh * K * 16;
+          const float* wk = po.wt + kh * K * 16;
 #pragma GCC unroll 5
           for (int kw = 0; kw < K; ++kw) {
             const VV wv = VV::load(wk + kw * 16);
