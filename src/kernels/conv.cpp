@@ -444,7 +444,7 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
 }
 
 size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
-  if (tactic == ConvTactic::Depthwise)  // [K][RS], then the pair kernels' copy (depthwise_pair_weights)
+  if (tactic == ConvTactic::Depthwise)  // [K][RS], then the pair kernels' copy (TileEpilogue::pair_weights)
     return static_cast<size_t>(s.K * s.R * s.S) * (s.K % kConvBlock == 0 ? 3 : 1);
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_packed_weight_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_packed_weight_floats(t, s);
