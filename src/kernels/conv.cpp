@@ -199,6 +199,12 @@ void channel_means_after(const KernelTable& t, const Conv2dShape& s, const float
   else global_average_pool_on(t, y, s.N * s.K, OHW, means, threads);
 }
 
+// A depthwise weight's packing (conv_pack_weight): [K][RS], then, when K is a multiple of 8, the
+// pair kernels' copy (TileEpilogue::pair_weights) from here on: per 8-channel block, per tap,
+// the block's 8 weights twice.
+bool depthwise_has_pair_copy(const Conv2dShape& s) { return s.K % kConvBlock == 0; }
+int64_t depthwise_pair_copy_at(const Conv2dShape& s) { return s.K * s.R * s.S; }
+
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.
 void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x, const float* w, float* y,
@@ -239,7 +245,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
                                      : depthwise_input_plane(s, first) * s.H * s.W + bd.x_offset;
       const int64_t yo = s.y_blocked ? first * OH * OW + bd.out_offset * kConvBlock : first * OH * OW + bd.out_offset;
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
-      if (s.K % kConvBlock == 0) te.pair_weights = w + s.K * RS + c0 / kConvBlock * RS * 2 * kConvBlock;
+      if (depthwise_has_pair_copy(s))
+        te.pair_weights = w + depthwise_pair_copy_at(s) + c0 / kConvBlock * RS * 2 * kConvBlock;
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
       // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;
@@ -444,8 +451,8 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
 }
 
 size_t conv_packed_weight_floats_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s) {
-  if (tactic == ConvTactic::Depthwise)  // [K][RS], then the pair kernels' copy (TileEpilogue::pair_weights)
-    return static_cast<size_t>(s.K * s.R * s.S) * (s.K % kConvBlock == 0 ? 3 : 1);
+  if (tactic == ConvTactic::Depthwise)  // [K][RS], then the pair copy: 8 weights twice per block and tap
+    return static_cast<size_t>(depthwise_pair_copy_at(s) * (depthwise_has_pair_copy(s) ? 3 : 1));
   if (tactic == ConvTactic::PixelGemm) return detail::pixel_packed_weight_floats(t, s);
   if (tactic == ConvTactic::Direct) return detail::direct_packed_weight_floats(t, s);
   return s.group * packed_a_floats_on(t, s.K / s.group, s.C / s.group * s.R * s.S);
@@ -458,14 +465,15 @@ void conv_pack_weight_on(const KernelTable& t, ConvTactic tactic, const Conv2dSh
   if (tactic == ConvTactic::Depthwise) {
     const int64_t RS = s.R * s.S;
     std::copy(w, w + s.K * RS, packed);
-    // The pair kernels' weights (TileEpilogue::pair_weights): per 8-channel block, per tap, the
-    // block's 8 weights twice. Arranged per call they took 4-12% of a 14x14 or 28x28 layer's
-    // time (conv_bench, one thread), and as long as the FMAs on a 7x7 plane.
-    if (s.K % kConvBlock == 0)
+    // The pair kernels' weights (depthwise_pair_copy_at). Arranged per call they took 4-12% of a
+    // 14x14 or 28x28 layer's time (conv_bench, one thread), and as long as the FMAs on a 7x7 plane.
+    if (depthwise_has_pair_copy(s)) {
+      float* pairs = packed + depthwise_pair_copy_at(s);
       for (int64_t blk = 0; blk < s.K / kConvBlock; ++blk)
         for (int64_t t = 0; t < RS; ++t)
           for (int64_t c = 0; c < 2 * kConvBlock; ++c)
-            packed[s.K * RS + (blk * RS + t) * 2 * kConvBlock + c] = w[(blk * kConvBlock + c % kConvBlock) * RS + t];
+            pairs[(blk * RS + t) * 2 * kConvBlock + c] = w[(blk * kConvBlock + c % kConvBlock) * RS + t];
+    }
     return;
   }
   if (tactic == ConvTactic::PixelGemm) {

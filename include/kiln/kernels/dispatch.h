@@ -44,7 +44,7 @@ struct TileEpilogue {
   double* sums = nullptr;
   // depthwise_block's pair kernels (AVX-512, blocked in and out): the call's weights arranged at
   // packing time, 8-channel block by block, tap by tap, each tap's 8 weights twice (16 floats),
-  // from the call's first channel on (conv_pack_weight, Depthwise); null: arranged per call.
+  // from the call's first channel on (conv_pack_weight, Depthwise); null: no pair kernel.
   const float* pair_weights = nullptr;
 };
 

@@ -257,19 +257,11 @@ struct PairOut {
 };
 
 // Block blk's set-up for the pair kernels: tap t's 8 weights twice (both pixels of a pair) at
-// PairOut::wt + 16 t (the packed copy, TileEpilogue::pair_weights, or else arranged into `wt`),
-// and its epilogue (the bias likewise twice).
+// PairOut::wt + 16 t, the copy arranged at packing time (TileEpilogue::pair_weights), and its
+// epilogue (the bias likewise twice).
 template <Act A, class VV>
-PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpilogue& e, float* out,
-                          int64_t out_plane, float* wt) {
+PairOut<A, VV> pair_block(int64_t RS, int64_t blk, const TileEpilogue& e, float* out, int64_t out_plane) {
   constexpr int64_t kB = 8;  // kConvBlock
-  const float* weights = wt;
-  if (e.pair_weights) {
-    weights = e.pair_weights + blk * RS * 16;
-  } else {
-    for (int64_t t = 0; t < RS; ++t)
-      for (int64_t c = 0; c < 16; ++c) wt[t * 16 + c] = w[(blk * kB + c % kB) * RS + t];
-  }
   alignas(64) float bias[16];
   for (int64_t c = 0; c < 16; ++c) bias[c] = e.bias ? e.bias[blk * kB + c % kB] : 0.f;
   return {VV::set1(e.alpha),
@@ -278,7 +270,7 @@ PairOut<A, VV> pair_block(const float* w, int64_t RS, int64_t blk, const TileEpi
           VV::set1(e.act_beta),
           e.residual ? e.residual + blk * e.ldr : nullptr,
           out + blk * out_plane,
-          weights};
+          e.pair_weights + blk * RS * 16};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -296,15 +288,14 @@ constexpr int64_t kPairS1MinWidth = 16, kPairS2MinWidth = 14;
 // Pairs per group of depthwise_pairs_s1 on rows of a multiple of that many pairs.
 constexpr int kPairS1Group = 7;
 template <Act A, class VV = V>
-void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
+void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, float* out,
                      int64_t out_plane, const TileEpilogue& e) {
   constexpr int64_t kB = 8;             // kConvBlock
   constexpr int64_t kStep = 2 * kB;     // input floats between consecutive output pixels
   alignas(64) static const float kZeros[kB] = {};
   const int64_t RS = g.R * g.S;
-  alignas(64) float wt[kPairMaxTaps * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    const PairOut<A, VV> po = pair_block<A, VV>(w, RS, blk, e, out, out_plane, wt);
+    const PairOut<A, VV> po = pair_block<A, VV>(RS, blk, e, out, out_plane);
     const float* xb = x + blk * x_plane;
     // The pair at output pixels (oh, ow) and (oh, ow + 1) (`two`: the second exists) through the
     // epilogue into the output.
@@ -379,14 +370,13 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
 // are zeros / skipped, which depthwise_block adds as zeros: the same sums in the same order
 // (kh, kw from zero), so the same floats. Not for a call whose output overlaps its input.
 template <Act A, int K, class VV = V>
-void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
+void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, float* out,
                         int64_t out_plane, const TileEpilogue& e) {
   constexpr int64_t kB = 8;  // kConvBlock
   constexpr int kPad = K / 2;
   const int64_t P = g.OW / 2;  // pairs per row (g.W == g.OW, even)
-  alignas(64) float wt[K * K * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    const PairOut<A, VV> po = pair_block<A, VV>(w, K * K, blk, e, out, out_plane, wt);
+    const PairOut<A, VV> po = pair_block<A, VV>(K * K, blk, e, out, out_plane);
     const float* xb = x + blk * x_plane;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t top = oh - g.pad_top;
@@ -475,14 +465,13 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
 constexpr int pairs_s2_vectors(int G, int K) { return (4 * (G - 1) - K / 2 + K - 1 + 2 + 2) / 2 + 1; }
 
 template <Act A, int K, class VV = V>
-void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w, float* out,
+void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, float* out,
                         int64_t out_plane, const TileEpilogue& e) {
   constexpr int64_t kB = 8;  // kConvBlock
   constexpr int kPad = K / 2;
   const int64_t P = g.W / 2;  // input pairs per row (g.W even)
-  alignas(64) float wt[K * K * 16];
   for (int64_t blk = 0; blk * kB < nc; ++blk) {
-    const PairOut<A, VV> po = pair_block<A, VV>(w, K * K, blk, e, out, out_plane, wt);
+    const PairOut<A, VV> po = pair_block<A, VV>(K * K, blk, e, out, out_plane);
     const float* xb = x + blk * x_plane;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
       const int64_t top = oh * 2 - g.pad_top;
@@ -555,13 +544,15 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                      float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked, bool y_blocked) {
   constexpr int64_t kW = V::W;
   if constexpr (kW == 16) {
-    // The pair kernel when in and out are blocked, whole 8-channel blocks, and the output does
-    // not overlap the input (a layer in place keeps the copy below).
+    // The pair kernel when in and out are blocked, whole 8-channel blocks, the weights' pair copy
+    // is there (conv2d always passes it: K is then a multiple of 8), and the output does not
+    // overlap the input (a layer in place keeps the copy below).
     const int64_t blocks = (nc + 7) / 8;
     const float* x_end = x + (blocks - 1) * x_plane + g.H * g.W * 8;
     const float* o_end = out + (blocks - 1) * out_plane + g.OH * g.OW * 8;
     const bool apart = x_end <= out || o_end <= x;
-    const bool pairs = x_blocked && y_blocked && nc % 8 == 0 && apart && e.bias_mode != TileEpilogue::Bias::Scalar;
+    const bool pairs = x_blocked && y_blocked && nc % 8 == 0 && apart && e.bias_mode != TileEpilogue::Bias::Scalar &&
+                       e.pair_weights;
     const bool same = depthwise_pairs_same(g);
     // Stride 2 to 14 outputs or more: depthwise_pairs_s2 (conv_bench, Zen 4, blocked, one
     // thread, against depthwise_pairs or, for 14 outputs, the copy: mobilenet_v2's 112 -> 56
@@ -569,8 +560,8 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // the 3x3 ran no faster and the 5x5 1.34x slower.
     if (pairs && same && g.stride_h == 2 && g.stride_w == 2 && g.OW >= kPairS2MinWidth) {
       with_act(e.act, [&]<Act A>() {
-        if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
-        else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
+        if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, out, out_plane, e);
+        else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, out, out_plane, e);
       });
       if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
@@ -579,7 +570,7 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // (mobilenet_v2's 112 -> 56 layer 0.66x, 56 -> 28 0.89x at one thread, before the kernel
     // above). Short rows leave the 4-pair groups empty (14 -> 7: 1.96x), so those keep the copy.
     if (pairs && g.stride_w == 2 && g.OW >= 16 && g.R * g.S <= kPairMaxTaps) {
-      with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, w, out, out_plane, e); });
+      with_act(e.act, [&]<Act A>() { depthwise_pairs<A>(g, x, x_plane, nc, out, out_plane, e); });
       if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
     }
@@ -590,8 +581,8 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // 0.74-0.84x at two), out of place (conv_depthwise_in_place then says no).
     if (pairs && depthwise_pairs_s1_apply(g)) {
       with_act(e.act, [&]<Act A>() {
-        if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, w, out, out_plane, e);
-        else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, w, out, out_plane, e);
+        if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, out, out_plane, e);
+        else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, out, out_plane, e);
       });
       if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
       return;
