@@ -13,7 +13,9 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
   scripts/ab_bench.py bf16 MODEL.onnx THREADS ROUNDS A B
       The same with BF16 artifacts (kiln quantize MODEL --precision bf16).
   scripts/ab_bench.py conv FILTER ROUNDS A B
-      build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark.
+      build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark
+      (REPS= and MIN_TIME= in the environment change them: many short rounds, REPS=1
+      MIN_TIME=0.1s, follow a noisy host's swings more closely).
 
 A side is  KILN_BINARY[:NAME=VALUE,...]  (the environment it compiles or runs under), e.g.
   scripts/ab_bench.py model build/zoo/resnet18/model.onnx 2 12 build/bin/kiln:KILN_BLOCKED_LAYOUT=0 build/bin/kiln
@@ -68,8 +70,10 @@ def conv_ab(filt, rounds, sides):
     ms = {}
     for r in range(rounds):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            out = run([sides[i][0], "--benchmark_filter=" + filt, "--benchmark_repetitions=3",
-                       "--benchmark_report_aggregates_only=true"], sides[i][1])
+            extra = ["--benchmark_min_time=" + os.environ["MIN_TIME"]] if os.environ.get("MIN_TIME") else []
+            out = run([sides[i][0], "--benchmark_filter=" + filt,
+                       "--benchmark_repetitions=" + os.environ.get("REPS", "3"),
+                       "--benchmark_report_aggregates_only=true"] + extra, sides[i][1])
             for line in out.splitlines():
                 if "_median" in line:
                     f = line.split()

@@ -2,6 +2,8 @@
 // reached through the kernel table after CPUID says so.
 // Register tile 6 x 16: 12 ymm accumulators + 2 for the B row + 1 broadcast.
 #if defined(__x86_64__)
+#include <utility>
+
 #include "kiln/kernels/dispatch.h"
 #include "simd/vec_avx2.h"
 

@@ -2,6 +2,8 @@
 // -mfma (CMakeLists.txt) and only reached through the kernel table after CPUID says so.
 // Register tile 14 x 32: 28 zmm accumulators + 2 for the B row, A broadcast from memory.
 #if defined(__x86_64__)
+#include <utility>
+
 #include "kiln/kernels/dispatch.h"
 #include "simd/vec_avx512.h"
 

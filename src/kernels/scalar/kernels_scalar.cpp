@@ -1,6 +1,8 @@
 // The baseline kernels every CPU runs: portable C++ over a 4-float vector-extension type
 // (compiled with the project's default flags, no ISA options).
 // Register tile 6 x 8: 12 four-float accumulators + 2 for the B row (16 SSE2/NEON registers).
+#include <utility>
+
 #include "kiln/kernels/dispatch.h"
 #include "simd/vec_portable.h"
 

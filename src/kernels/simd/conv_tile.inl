@@ -103,6 +103,38 @@ template <class VV>
 template <class VV>
 [[gnu::always_inline]] inline VV fma_low(VV a, VV b, VV c) { return VV::fma_low(a, b, c); }
 
+// Software prefetch, for hosts whose FMA rate outruns the hardware prefetchers (Ice Lake
+// server's two 512-bit FMA ports: a 14 x 32 tile step is 14 cycles there, 28 on Zen 4). Each
+// step reads a row of the packed weight from L2 (a block is 96 KiB, past L1) and the segment's
+// input lines, and the next segment's input lies a channel-block plane away, a stride no
+// hardware prefetcher follows. So every step fetches the weight row kConvPrefetchSteps ahead,
+// and each segment fetches the next one's input lines (a tap's or a channel block's pixels).
+// Paired in-process A/B on Ice Lake (one thread, resnet50's layers, channel-blocked):
+// 1024 -> 256 1x1 at 14x14 0.84, 256 -> 64 at 56x56 0.93, the 3x3s 0.96-0.97; fetching
+// 16 steps ahead or two segments ahead measured the same, and with the prefetches the
+// 768-step K blocks stayed best (128 and 256 steps: 1.02-1.07). resnet50 as a whole 0.92-0.93
+// on one thread, 0.89 on two (scripts/ab_bench.py model, BENCHMARKS.md).
+constexpr int64_t kConvPrefetchSteps = 8;
+constexpr int kConvLineFloats = 16;  // floats per 64-byte cache line
+
+// The input lines of ROWS pixels SW floats apart at a (rows >= SPLIT: at a + jump, as in
+// conv_tile_split), one prefetch per line. (The prefetch wrappers are always_inline: called
+// from an always_inline helper like this one before GCC 12 had inlined them, they were deleted
+// as calls without side effects, and no prefetch reached the object code.)
+template <int FIRST, int SW, int... L>
+[[gnu::always_inline]] inline void prefetch_span(const float* a, std::integer_sequence<int, L...>) {
+  (prefetch(a + L * kConvLineFloats), ...);
+  prefetch(a + (FIRST - 1) * SW);
+}
+template <int ROWS, int SW, int SPLIT>
+[[gnu::always_inline]] inline void conv_tile_prefetch_rows(const float* a, int64_t jump) {
+  constexpr int FIRST = SPLIT > 0 ? SPLIT : ROWS;
+  prefetch_span<FIRST, SW>(a, std::make_integer_sequence<int, (FIRST - 1) * SW / kConvLineFloats + 1>{});
+  if constexpr (SPLIT > 0)
+    prefetch_span<ROWS - SPLIT, SW>(a + jump,
+                                    std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kConvLineFloats + 1>{});
+}
+
 // LAST_HALF: the last of the NVEC vectors holds 8 columns (ncols <= (NVEC - 1) * W + 8), computed
 // with half-width loads and FMAs (conv_tile_three_quarter in dispatch.h).
 template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false>
@@ -119,7 +151,11 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
   for (int s = 0; s < nseg; ++s) {
     const float* ap = a + seg[s].offset;
     const float* ap2 = ap + jump - SPLIT * SW;  // row r >= SPLIT at ap2[r * SW]
+    if (s + 1 < nseg) conv_tile_prefetch_rows<ROWS, SW, SPLIT>(a + seg[s + 1].offset, jump);
     for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += NR, b2 += NR) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NVEC; v += kConvLineFloats / V::W)
+        prefetch((v < PV ? b : b2) + kConvPrefetchSteps * NR + (v % PV) * V::W);
       V bv[NVEC];
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; ++v) {

@@ -89,7 +89,9 @@ inline Vec256 select_lt(Vec256 a, Vec256 b, Vec256 x, Vec256 y) {
 }
 // t's bits shifted left 23 (vec_avx512.h's exponent_bits).
 inline Vec256 exponent_bits(Vec256 t) { return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t.v), 23))}; }
-inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// always_inline: a plain inline wrapper reached through an always_inline helper was deleted by
+// GCC 12 as a call without side effects (conv_tile.inl's conv_tile_prefetch_rows).
+[[gnu::always_inline]] inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 // In-register transpose of 8 rows of 8 floats: r[i] holds row i on entry, column i on exit.
 inline void transpose_square(Vec256 r[8]) {

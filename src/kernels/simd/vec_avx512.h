@@ -92,7 +92,9 @@ inline Vec512 scale_by_exponent_bits32(Vec512 x, Vec512 t) {
   const __m512i e = _mm512_and_si512(_mm512_slli_epi32(_mm512_castps_si512(t.v), 18), _mm512_set1_epi32(int(0xff800000u)));
   return {_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x.v), e))};
 }
-inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// always_inline: a plain inline wrapper reached through an always_inline helper was deleted by
+// GCC 12 as a call without side effects (conv_tile.inl's conv_tile_prefetch_rows).
+[[gnu::always_inline]] inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 // In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
 [[gnu::always_inline]] inline void transpose16(__m512 r[16]) {

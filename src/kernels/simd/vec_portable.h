@@ -82,6 +82,8 @@ inline void transpose_square(Vec4 r[4]) {
     for (int j = 0; j < 4; ++j) t[j].v[i] = r[i].v[j];
   for (int j = 0; j < 4; ++j) r[j] = t[j];
 }
-inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// always_inline: a plain inline wrapper reached through an always_inline helper was deleted by
+// GCC 12 as a call without side effects (conv_tile.inl's conv_tile_prefetch_rows).
+[[gnu::always_inline]] inline void prefetch(const void* p) { __builtin_prefetch(p); }
 
 }  // namespace kiln::kernels::simd
