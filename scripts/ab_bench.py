@@ -14,8 +14,9 @@ result is the median of the per-round B/A ratios (the host's slow minutes hit bo
       The same with BF16 artifacts (kiln quantize MODEL --precision bf16).
   scripts/ab_bench.py conv FILTER ROUNDS A B
       build/bench/conv_bench --benchmark_filter=FILTER, 3 repetitions a round, per benchmark
-      (REPS= and MIN_TIME= in the environment change them: many short rounds, REPS=1
-      MIN_TIME=0.1s, follow a noisy host's swings more closely).
+      (REPS= and MIN_TIME= in the environment change them: many short rounds, REPS=2
+      MIN_TIME=0.1, follow a noisy host's swings more closely; REPS is at least 2, since one
+      repetition reports no median, and MIN_TIME is seconds without a unit).
 
 A side is  KILN_BINARY[:NAME=VALUE,...]  (the environment it compiles or runs under), e.g.
   scripts/ab_bench.py model build/zoo/resnet18/model.onnx 2 12 build/bin/kiln:KILN_BLOCKED_LAYOUT=0 build/bin/kiln
@@ -67,6 +68,8 @@ def model_ab(model, threads, rounds, sides, kind="fp32"):
 
 
 def conv_ab(filt, rounds, sides):
+    if int(os.environ.get("REPS", "3")) < 2:
+        sys.exit("ab_bench: REPS must be at least 2 (conv_bench reports no median for one repetition)")
     ms = {}
     for r in range(rounds):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):

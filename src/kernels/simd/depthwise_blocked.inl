@@ -282,6 +282,8 @@ PairOut<A, VV> pair_block(int64_t RS, int64_t blk, const TileEpilogue& e, float*
 // being its zeros, so the floats are its floats. Interior rows run 4 pairs at a time. Not for a
 // call whose output overlaps its input (a layer in place: that path copies the plane first).
 // (Stride 1: depthwise_pairs_s1, which shares each row's loads between the pairs.)
+// Most taps depthwise_pairs runs: 3x3 and 5x5, the sizes it was measured on (the bound once
+// also sized a per-call copy of the weights, now arranged at packing time).
 constexpr int64_t kPairMaxTaps = 25;
 // The aligned-pair kernels from these output widths on (depthwise_block says why).
 constexpr int64_t kPairS1MinWidth = 16, kPairS2MinWidth = 14;
