@@ -162,6 +162,15 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
       const bool load_c = p.accumulate || pc > 0, last = pc + kc == p.K;
       for (int64_t ic = part.i0; ic < part.i1; ic += mc_max) {
         const int64_t mc = std::min(mc_max, part.i1 - ic);
+        // The panel the strip after the one at column jr reads (prepacked B: see
+        // gemm_tile.inl's NextPanel): the next panel, the block's first for the next row block,
+        // or the next K block's first.
+        auto next_panel = [&](int64_t jr) -> const float* {
+          if (jr + NR < nc) return b.first + (jr / NR + 1) * b.stride;
+          if (ic + mc < part.i1) return b.first;
+          if (pc + kc < p.K) return prepacked(p.b_packed, jc / NR, NR, p.K, pc + kc).first;
+          return nullptr;
+        };
         const Panels a = p.a_packed ? prepacked(p.a_packed, ic / MR, MR, p.K, pc)
                                     : (p.pack_a(ic, mc, pc, kc, abuf), Panels{abuf, kc * MR});
         auto tile = [&](int64_t ir, int64_t jr) {
@@ -210,7 +219,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
                                       in_regs);
               else
                 t.tile_col_strip(kc, a.first, a.stride, b.first + (jr / NR) * b.stride, c, p.ldc, whole_rows / MR,
-                                 load_c, in_regs);
+                                 load_c, in_regs, p.b_packed ? next_panel(jr) : nullptr);
               if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, whole_rows, NR, te);
             }
             for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < mc; ir += MR) tile(ir, jr);

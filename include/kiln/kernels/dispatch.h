@@ -199,9 +199,10 @@ struct KernelTable {
   // tile[mr - 1][1] for `count` whole mr-row tiles down one packed NR-column panel b (the A
   // panels a_stride floats apart, C's rows advancing mr per tile), epi's row bias and residual
   // advancing with them: the row tiles that reuse one B panel in one call (resnet50's 1x1
-  // layers with K = 64 spent ~7% of their time in the driver's call per tile).
+  // layers with K = 64 spent ~7% of their time in the driver's call per tile). next_b (or null):
+  // the panel of kc x NR floats the next strip reads, fetched into L2 while this one runs.
   void (*tile_col_strip)(int64_t kc, const float* a, int64_t a_stride, const float* b, float* c, int64_t ldc,
-                         int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;
+                         int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b) = nullptr;
   // The same down whole panels of B read in place (tile_rows' rows, columns col .. col + NR).
   void (*tile_rows_col_strip)(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
                               float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) = nullptr;

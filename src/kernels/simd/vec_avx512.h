@@ -95,6 +95,8 @@ inline Vec512 scale_by_exponent_bits32(Vec512 x, Vec512 t) {
 // always_inline: a plain inline wrapper reached through an always_inline helper was deleted by
 // GCC 12 as a call without side effects (conv_tile.inl's conv_tile_prefetch_rows).
 [[gnu::always_inline]] inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// Into L2 only: data needed after what L1 holds now is used up (gemm_tile.inl's NextPanel).
+[[gnu::always_inline]] inline void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
 
 // In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
 [[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
