@@ -4,7 +4,7 @@
 // values a[off + r*SW] (consecutive output pixels of one row: immediate offsets, no im2col
 // panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
 // SW is 1 or 2 on planar input, 8 or 16 on the channel-blocked copy (8 channels per pixel).
-// Needs constexpr MR and NR in the including namespace.
+// Needs constexpr MR and NR in the including namespace, and gemm_tile.inl (kLineFloats) included first.
 
 // SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
 // (conv_tile_pair).
@@ -115,7 +115,6 @@ template <class VV>
 // 768-step K blocks stayed best (128 and 256 steps: 1.02-1.07). resnet50 as a whole 0.92-0.93
 // on one thread, 0.89 on two (scripts/ab_bench.py model, BENCHMARKS.md).
 constexpr int64_t kConvPrefetchSteps = 8;
-constexpr int kConvLineFloats = 16;  // floats per 64-byte cache line
 
 // The input lines of ROWS pixels SW floats apart at a (rows >= SPLIT: at a + jump, as in
 // conv_tile_split), one prefetch per line. (The prefetch wrappers are always_inline: called
@@ -123,16 +122,16 @@ constexpr int kConvLineFloats = 16;  // floats per 64-byte cache line
 // as calls without side effects, and no prefetch reached the object code.)
 template <int FIRST, int SW, int... L>
 [[gnu::always_inline]] inline void prefetch_span(const float* a, std::integer_sequence<int, L...>) {
-  (prefetch(a + L * kConvLineFloats), ...);
+  (prefetch(a + L * kLineFloats), ...);
   prefetch(a + (FIRST - 1) * SW);
 }
 template <int ROWS, int SW, int SPLIT>
 [[gnu::always_inline]] inline void conv_tile_prefetch_rows(const float* a, int64_t jump) {
   constexpr int FIRST = SPLIT > 0 ? SPLIT : ROWS;
-  prefetch_span<FIRST, SW>(a, std::make_integer_sequence<int, (FIRST - 1) * SW / kConvLineFloats + 1>{});
+  prefetch_span<FIRST, SW>(a, std::make_integer_sequence<int, (FIRST - 1) * SW / kLineFloats + 1>{});
   if constexpr (SPLIT > 0)
     prefetch_span<ROWS - SPLIT, SW>(a + jump,
-                                    std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kConvLineFloats + 1>{});
+                                    std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kLineFloats + 1>{});
 }
 
 // LAST_HALF: the last of the NVEC vectors holds 8 columns (ncols <= (NVEC - 1) * W + 8), computed
@@ -154,7 +153,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
     if (s + 1 < nseg) conv_tile_prefetch_rows<ROWS, SW, SPLIT>(a + seg[s + 1].offset, jump);
     for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += NR, b2 += NR) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NVEC; v += kConvLineFloats / V::W)
+      for (int v = 0; v < NVEC; v += kLineFloats / V::W)
         prefetch((v < PV ? b : b2) + kConvPrefetchSteps * NR + (v % PV) * V::W);
       V bv[NVEC];
 #pragma GCC unroll 4
