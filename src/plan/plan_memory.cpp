@@ -188,18 +188,26 @@ class Planner {
 
   bool try_in_place(const Node& n, int s, int oi, std::vector<int>& claimed) {
     ValuePlan& vp = p_.values[oi];
-    for (const Value* x : n.inputs) {
-      if (!x) continue;
+    // A kernel that keeps the promise for one input only names it (a convolution's residual).
+    const int64_t only = n.attr_i("in_place_input", -1);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value* x = n.inputs[i];
+      if (!x || (only >= 0 && static_cast<int64_t>(i) != only)) continue;
       int xi = idx(x);
       if (xi < 0 || storage_[xi] != ValueKind::Arena) continue;
       const ValuePlan& xp = p_.values[xi];
       int b = block_[xi];
       if (xp.dtype != vp.dtype || xp.dims != vp.dims || blocks_[b].last != s) continue;
       if (std::find(claimed.begin(), claimed.end(), b) != claimed.end()) continue;
-      // Another input in the same bytes under other dims would be read after being overwritten.
+      // Another input in the same bytes under other dims would be read after being overwritten;
+      // with a named input, so would the same value as another input (an elementwise op reads
+      // x[i] at each of its inputs before writing i; a convolution reads all of X).
       bool shared = false;
-      for (const Value* y : n.inputs)
-        if (y && y != x && idx(y) >= 0 && block_[idx(y)] == b) shared = true;
+      for (size_t j = 0; j < n.inputs.size(); ++j) {
+        const Value* y = n.inputs[j];
+        if (!y || j == i || (y == x && only < 0)) continue;
+        if (y == x || (idx(y) >= 0 && block_[idx(y)] == b)) shared = true;
+      }
       if (shared) continue;
       vp.in_place = true;
       vp.alias = xp.name;

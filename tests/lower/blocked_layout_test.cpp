@@ -89,6 +89,23 @@ graph g(%x: f32[1,16,28,28]) -> (%y__D_OUT__) {
 }
 )";
 
+// A 3x3 into blocks, then two 1x1s of 64 into 64 (two 32-channel column units: the second
+// reads every pixel's input after the first wrote its channels); the second's residual Z
+// (__Z__) is x2, its own input, or x1, the first's input.
+constexpr const char* kOwnResidual = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,16,14,14]) -> (%y) {
+  %ws = init f32[64,16,3,3] dense<0.01>
+  %w1 = init f32[64,64,1,1] dense<0.02>
+  %w2 = init f32[64,64,1,1] dense<0.03>
+  %b64 = init f32[64] dense<0.1>
+  %x1 = kiln::FusedConv(%x, %ws, %b64) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
+  %x2 = kiln::FusedConv(%x1, %w1, %b64) {activation="Relu"} @c1
+  %x3 = kiln::FusedConv(%x2, %w2, %b64, __Z__) {activation="Relu"} @c2
+  %y = GlobalAveragePool(%x3) @gap
+}
+)";
+
 // digits_cnn's first two layers: one input channel into 16 (the depthwise tactic, every lane
 // reading the one plane) writes blocks for the 3x3 after it, which reads them.
 constexpr const char* kOneChannel = R"(
@@ -259,8 +276,11 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   EXPECT_EQ(marks(m), "s0:-y ex:xy dw:xy pr:xy gap:x-");
   EXPECT_EQ(r.blocked_tensors, 4);
   // Blocks in and out, 28 rows (one band at any thread count), but rows of 28 take the aligned
-  // pair kernel, which needs its output apart: not in place (the 14x14 case below is).
-  EXPECT_EQ(in_place_nodes(m), "");
+  // pair kernel, which needs its output apart: not in place (the 14x14 case below is). The
+  // projection, direct with the residual x1, may write over x1 (only over it: in_place_input).
+  EXPECT_EQ(in_place_nodes(m), "pr");
+  for (const auto& node : m.graph->nodes())
+    if (node->name == "pr") EXPECT_EQ(node->attr_i("in_place_input", -1), 3);
   Model n = parse_inferred(inverted(true));
   LowerReport rn = lower_model(n);
   EXPECT_EQ(marks(n), "s0:-- ex:-- dw:-- pr:-- gap:--");
@@ -284,7 +304,7 @@ TEST(BlockedLayout, SmallDepthwisePlanesWriteOverTheirInputWhateverTheBatch) {
     Model m = parse_inferred(text);
     lower_model(m);
     EXPECT_EQ(marks(m), "s0:-y ex:xy dw:xy pr:xy gap:x-") << input;
-    EXPECT_EQ(in_place_nodes(m), "dw") << input;
+    EXPECT_EQ(in_place_nodes(m), "dw pr") << input;
   }
 }
 
@@ -343,6 +363,34 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
 // residual with its depthwise layer, written over its input; the pools with a symbolic batch, run
 // at batch 2) against the interpreter on the unlowered graph: max |diff| <= 1e-5 * max |ref| on
 // every output, at 1 and 2 threads.
+// A residual that is also the convolution's input (a 1x1 of 64 channels into 64 adding its own
+// input) is read by every output pixel: the output may not take its bytes. With another residual
+// it does, and the compiled model still matches the interpreter (CompiledChainMatchesTheInterpreter
+// runs the inverted block, whose projection adds in place, at 1 and 2 threads).
+TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInput) {
+  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
+  for (const bool own : {true, false}) {
+    std::string text = kOwnResidual;
+    text.replace(text.find("__Z__"), 5, own ? "%x2" : "%x1");
+    Model m = parse_inferred(text);
+    LowerReport r = lower_model(m);
+    std::map<std::string, std::string> tactic;
+    for (const auto& k : r.kernels) tactic[k.node] = k.tactic;
+    ASSERT_EQ(tactic["c2"], "direct");
+    EXPECT_EQ(in_place_nodes(m), own ? "" : "c2") << own;
+    auto exe = load_lowered(m, "own_residual");
+    Tensor x(DType::f32, {1, 16, 14, 14});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
+    expect_lowered_matches(parse_inferred(text), *exe, x, own ? "own" : "other");
+    const plan::Plan* p = exe->last_plan();
+    ASSERT_NE(p, nullptr);
+    bool in_place = false;
+    for (const auto& v : p->values)
+      if (v.in_place) in_place = true;
+    EXPECT_EQ(in_place, !own) << own;
+  }
+}
+
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
        {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),

@@ -176,6 +176,30 @@ graph main(%x: f32[64]) -> (%y) {
   EXPECT_NE(get(p, "c").offset, get(p, "b").offset);
 }
 
+// `in_place_input` names the one input the kernel may write over (a direct convolution's
+// residual, not its input): the others are never taken, though they die there too, and the named
+// one is not taken when it is also another input (the kernel reads that one everywhere).
+TEST(Plan, InPlaceInputNamesTheOnlyInputToOverwrite) {
+  Model m = parse_model(R"(
+kiln.model ir=8 opset=17
+graph main(%x: f32[64]) -> (%y) {
+  %a = Relu(%x) : f32[64]
+  %z = Neg(%x) : f32[64]
+  %b = kiln.Widget(%a, %z) {in_place=1, in_place_input=1} : f32[64]
+  %c = Relu(%b) : f32[64]
+  %d = kiln.Widget(%c, %c) {in_place=1, in_place_input=1} : f32[64]
+  %y = Neg(%d) : f32[64]
+}
+)");
+  Plan p = plan_memory(*m.graph);
+  EXPECT_TRUE(get(p, "b").in_place);
+  EXPECT_EQ(get(p, "b").alias, "z");
+  EXPECT_EQ(get(p, "b").offset, get(p, "z").offset);
+  EXPECT_TRUE(get(p, "c").in_place);  // Relu: the table's own InPlace
+  EXPECT_FALSE(get(p, "d").in_place);
+  EXPECT_NE(get(p, "d").offset, get(p, "c").offset);
+}
+
 TEST(Plan, DynamicValuesAreNotPlaced) {
   Model m = parse_model(R"(
 kiln.model ir=8 opset=17
