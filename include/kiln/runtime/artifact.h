@@ -31,7 +31,10 @@ namespace kiln {
 // graphs), which a version-2 runtime ran on the reference kernels and failed on mid-run.
 // 4: a depthwise convolution's packed weight carries a second, rearranged copy for the pair
 // kernels (conv_pack_weight): this runtime would read past a version-3 artifact's [K][RS].
-constexpr int64_t kArtifactFormatVersion = 4;
+// 5: `in_place` nodes may name the one input they may write over (`in_place_input`: a direct
+// convolution's residual); a version-4 planner would ignore the name and could give the output
+// the bytes of the convolution's input X, which every output pixel reads.
+constexpr int64_t kArtifactFormatVersion = 5;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 
