@@ -279,8 +279,11 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   // pair kernel, which needs its output apart: not in place (the 14x14 case below is). The
   // projection, direct with the residual x1, may write over x1 (only over it: in_place_input).
   EXPECT_EQ(in_place_nodes(m), "pr");
-  for (const auto& node : m.graph->nodes())
-    if (node->name == "pr") EXPECT_EQ(node->attr_i("in_place_input", -1), 3);
+  for (const auto& node : m.graph->nodes()) {
+    if (node->name == "pr") {
+      EXPECT_EQ(node->attr_i("in_place_input", -1), 3);
+    }
+  }
   Model n = parse_inferred(inverted(true));
   LowerReport rn = lower_model(n);
   EXPECT_EQ(marks(n), "s0:-- ex:-- dw:-- pr:-- gap:--");
@@ -359,10 +362,6 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   EXPECT_EQ(marks(off), "c0:-- c1:-- c2:-- c3:-- c4:-- c5:-- c6:--");
 }
 
-// The compiled chains (blocked between c0, c1, c2 and their readers; the pools; the inverted
-// residual with its depthwise layer, written over its input; the pools with a symbolic batch, run
-// at batch 2) against the interpreter on the unlowered graph: max |diff| <= 1e-5 * max |ref| on
-// every output, at 1 and 2 threads.
 // A residual that is also the convolution's input (a 1x1 of 64 channels into 64 adding its own
 // input) is read by every output pixel: the output may not take its bytes. With another residual
 // it does, and the compiled model still matches the interpreter (CompiledChainMatchesTheInterpreter
@@ -379,9 +378,7 @@ TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInpu
     ASSERT_EQ(tactic["c2"], "direct");
     EXPECT_EQ(in_place_nodes(m), own ? "" : "c2") << own;
     auto exe = load_lowered(m, "own_residual");
-    Tensor x(DType::f32, {1, 16, 14, 14});
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
-    expect_lowered_matches(parse_inferred(text), *exe, x, own ? "own" : "other");
+    expect_lowered_matches(parse_inferred(text), *exe, sine_input({1, 16, 14, 14}), own ? "own" : "other");
     const plan::Plan* p = exe->last_plan();
     ASSERT_NE(p, nullptr);
     bool in_place = false;
@@ -391,6 +388,10 @@ TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInpu
   }
 }
 
+// The compiled chains (blocked between c0, c1, c2 and their readers; the pools; the inverted
+// residual with its depthwise layer, written over its input; the pools with a symbolic batch, run
+// at batch 2) against the interpreter on the unlowered graph: max |diff| <= 1e-5 * max |ref| on
+// every output, at 1 and 2 threads.
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
        {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),
@@ -402,9 +403,7 @@ TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
     const Shape& xs = m.graph->inputs[0]->shape;
     std::vector<int64_t> dims = *ops::dims_batch_as_one(xs);
     if (!xs.is_static()) dims[0] = 2;
-    Tensor x(DType::f32, dims);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
-    expect_lowered_matches(parse_inferred(text), *exe, x, relu_of_o ? "relu_of_o" : "");
+    expect_lowered_matches(parse_inferred(text), *exe, sine_input(dims), relu_of_o ? "relu_of_o" : "");
   }
 }
 

@@ -117,9 +117,7 @@ TEST(ChannelMeans, CompiledBlockMatchesTheInterpreter) {
     lower_model(m);
     auto exe = load_lowered(m, "channel_means");
     for (int64_t n : {1, 3}) {
-      Tensor x(DType::f32, {n, 16, 14, 14});
-      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
-      expect_lowered_matches(ref, *exe, x, "N=" + std::to_string(n) + (second ? " second average" : ""));
+      expect_lowered_matches(ref, *exe, sine_input({n, 16, 14, 14}), "N=" + std::to_string(n) + (second ? " second average" : ""));
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kiln/analysis/compare.h"
 #include "kiln/ir/text.h"
@@ -37,6 +38,13 @@ inline Model parse_sines(const std::string& text, float scale) {
     for (int64_t i = 0; i < t.numel(); ++i)
       t.data<float>()[i] = scale * std::sin(1.3f * static_cast<float>(i) + static_cast<float>(k));
   });
+}
+
+// An input of the given dims, sin(0.37 i) + 0.2: varied values, mostly positive.
+inline Tensor sine_input(const std::vector<int64_t>& dims) {
+  Tensor x(DType::f32, dims);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.2f;
+  return x;
 }
 
 // The lowered model's executable against the interpreter on `ref` (the graph before lowering) for
