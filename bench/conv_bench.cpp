@@ -1,5 +1,5 @@
-// Convolution throughput on resnet50's layer shapes (GFLOP/s, % of the 225 GFLOP/s/core FMA
-// peak) and mobilenet_v2's depthwise layers (GB/s of input + output moved), batch 1, through
+// Convolution throughput on resnet50's layer shapes (GFLOP/s, % of the one-core FMA peak
+// `kiln machine` cached, else 225 GFLOP/s) and mobilenet_v2's depthwise layers (GB/s of input + output moved), batch 1, through
 // the tactic the lowering picks (conv_preferred_tactic), or one named by KILN_CONV_TACTIC
 // (gemm, pointwise, pixel-gemm, direct) where it applies.
 //   build/bench/conv_bench --benchmark_min_time=1
@@ -18,28 +18,15 @@
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
+#include "runtime_memory.h"
 
 namespace {
 
 using namespace kiln::kernels;
 
-constexpr double kPeakPerCore = 225e9;
+const double kPeakPerCore = kiln::bench::cached_peak_per_core();
 
-// A zeroed float buffer on a 64-byte boundary.
-struct AlignedFloats {
-  explicit AlignedFloats(size_t n)
-      : n_(n), p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)), &std::free) {
-    std::fill(p_.get(), p_.get() + n, 0.f);
-  }
-  float* data() { return p_.get(); }
-  size_t size() const { return n_; }
-  float* begin() { return p_.get(); }
-  float* end() { return p_.get() + n_; }
-
- private:
-  size_t n_;
-  std::unique_ptr<float[], void (*)(void*)> p_;
-};
+using kiln::bench::Floats;
 
 // args: C, H, K, R, stride, group, threads, N (square input and kernel, pad R/2; N images)
 void BM_Conv(benchmark::State& st) {
@@ -66,16 +53,16 @@ void BM_Conv(benchmark::State& st) {
   }
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  // x and y on 64-byte boundaries, as in the runtime's arena (plan/): the pointwise tactic reads
-  // rows in place only when they are line-aligned (gemm_driver.cpp).
-  AlignedFloats x(s.N * s.C * s.H * s.W);
+  // Every buffer aligned as in the runtime (runtime_memory.h): the pointwise tactic reads rows
+  // in place only when they are line-aligned (gemm_driver.cpp).
+  Floats x(s.N * s.C * s.H * s.W);
   std::vector<float> w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
   for (auto& v : x) v = u(rng);
   for (auto& v : w) v = u(rng);
-  std::vector<float> packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
+  Floats packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
   conv_pack_weight(tactic, s, w.data(), packed.data());
   const int64_t OH = s.out_h(), OW = s.out_w();
-  AlignedFloats y(s.N * s.K * OH * OW);
+  Floats y(s.N * s.K * OH * OW);
   Epilogue e;
   e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Relu;
   // KILN_CONV_ACT=none|clip|silu: the fused activation (default Relu), e.g. efficientnet_b0's SiLU.
@@ -179,9 +166,9 @@ void BM_MaxPool(benchmark::State& st) {
   const int threads = static_cast<int>(st.range(5));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  AlignedFloats x(s.C * s.H * s.W), y(s.C * s.out_h() * s.out_w());
+  Floats x(s.C * s.H * s.W), y(s.C * s.out_h() * s.out_w());
   for (auto& v : x) v = u(rng);
-  std::vector<float> ws(pool2d_workspace_floats(s, threads));
+  Floats ws(pool2d_workspace_floats(s, threads));
   double best = 1e30;
   for (auto _ : st) {
     auto t0 = std::chrono::steady_clock::now();

@@ -12,17 +12,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <sys/mman.h>
 
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/parallel.h"
+#include "runtime_memory.h"
 
 namespace {
 
@@ -31,43 +28,7 @@ using namespace kiln::kernels;
 double g_peak_per_core = 225e9;
 const KernelTable* g_table = nullptr;
 
-// The one-core FP32 peak from `kiln machine`'s cache (same path rule as analysis/machine_cache.cpp),
-// or the project machine's 225 GFLOP/s when there is none.
-double cached_peak_per_core() {
-  std::string path;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) path = std::string(xdg) + "/kiln/machine.json";
-  else if (const char* home = std::getenv("HOME"); home && *home) path = std::string(home) + "/.cache/kiln/machine.json";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str(), key = "\"fp32_gflops_per_core\":";
-  const size_t at = s.find(key);
-  const double gflops = at == std::string::npos ? 0 : std::atof(s.c_str() + at + key.size());
-  return gflops > 0 ? gflops * 1e9 : 225e9;
-}
-
-// Buffers as the runtime allocates them (ir/tensor.cpp make_large_buffer: the arena, the copied
-// weights): 64-byte aligned, and 2 MiB aligned and advised for huge pages from 2 MiB on. A plain
-// std::vector of megabytes starts 16 bytes past a page, so every 64-byte row load of packed B and
-// every C vector straddles two cache lines: 1024^3 read 113 GFLOP/s that way on an Ice Lake core
-// where the runtime's alignment gives 130.
-template <class T>
-struct RuntimeAlloc {
-  using value_type = T;
-  RuntimeAlloc() = default;
-  template <class U>
-  RuntimeAlloc(const RuntimeAlloc<U>&) {}
-  T* allocate(size_t n) {
-    const size_t huge = size_t{2} << 20, bytes = n * sizeof(T), align = bytes >= huge ? huge : 64;
-    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-    if (p == nullptr) throw std::bad_alloc();
-    if (align == huge) madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { std::free(p); }
-  friend bool operator==(const RuntimeAlloc&, const RuntimeAlloc&) { return true; }
-};
-using Floats = std::vector<float, RuntimeAlloc<float>>;
+using kiln::bench::Floats;
 
 Floats random_vec(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -233,7 +194,7 @@ int main(int argc, char** argv) {
     ++argv, --argc;
   }
   g_table = &table;
-  g_peak_per_core = cached_peak_per_core();
+  g_peak_per_core = kiln::bench::cached_peak_per_core();
   benchmark::AddCustomContext("fp32_peak_per_core_GFLOPs", std::to_string(g_peak_per_core * 1e-9));
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
