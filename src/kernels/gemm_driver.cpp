@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/kernels/parallel.h"
+#include "line_scratch.h"
 
 namespace kiln::kernels::detail {
 namespace {
@@ -117,14 +118,9 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   if (p.b_packed) kc_max = p.M <= MR ? p.K : ceil_div(p.K, ceil_div(p.K, std::max(kPackedKc, g.kc)));
   const int64_t mc_max = round_up(std::max<int64_t>(g.mc, MR), MR);
   const int64_t nc_max = p.b_packed ? part.j1 - part.j0 : round_up(std::max<int64_t>(g.nc, NR), NR);
-  thread_local std::vector<float> abuf_tl;
+  thread_local LineScratch abuf_tl;
   thread_local std::vector<const float*> brows;
-  float* abuf = nullptr;
-  if (!p.a_packed) {
-    size_t need = static_cast<size_t>(mc_max * std::min(kc_max, p.K));
-    if (abuf_tl.size() < need) abuf_tl.resize(need);
-    abuf = abuf_tl.data();
-  }
+  float* const abuf = p.a_packed ? nullptr : abuf_tl.floats(static_cast<size_t>(mc_max * std::min(kc_max, p.K)));
   const bool epi = p.epi && !epilogue_is_identity(*p.epi);
   const bool regs_epi = epi && epilogue_in_registers(tile_epilogue(*p.epi, 0, 0));
   // Strips (KernelTable::tile_rows_strip) for B read in place with a short K: a 6x16 tile over
@@ -137,7 +133,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   // fit in L1 for the row tiles that reuse them (resnet50's 1x1 layers, K = 256..2048).
   // Only blocks whose packed copy stays in L2 (kPackRowsBytes) and whose rows are not already
   // line-aligned: 56x56 and 28x28 planes (3136 and 784 floats) were as fast or faster in place.
-  thread_local std::vector<float> rows_tl;
+  thread_local LineScratch rows_tl;
   bool pack_rows = false;
   for (int64_t jc = part.j0; jc < part.j1; jc += nc_max) {
     const int64_t nc = std::min(nc_max, part.j1 - jc);
@@ -151,9 +147,9 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         pack_rows = !strips && kc * nc * static_cast<int64_t>(sizeof(float)) <= kPackRowsBytes &&
                     !(aligned(brows[0]) && (kc == 1 || aligned(brows[1])));
         if (pack_rows) {
-          if (static_cast<int64_t>(rows_tl.size()) < round_up(nc, NR) * kc) rows_tl.resize(round_up(nc, NR) * kc);
-          t.pack_row_panels(brows.data(), kc, jc, nc, rows_tl.data());
-          b = Panels{rows_tl.data(), kc * NR};
+          float* const packed = rows_tl.floats(static_cast<size_t>(round_up(nc, NR) * kc));
+          t.pack_row_panels(brows.data(), kc, jc, nc, packed);
+          b = Panels{packed, kc * NR};
         }
       } else {
         b = p.b_packed ? prepacked(p.b_packed, jc / NR, NR, p.K, pc)
@@ -288,9 +284,8 @@ void gemm_run(const KernelTable& t, const GemmProblem& p, int threads) {
   auto buffer_for = [&](int64_t part) -> float* {
     if (p.b_packed || p.b_rows) return nullptr;
     if (p.workspace && p.split == Split::Auto) return p.workspace + part * bfloats;
-    thread_local std::vector<float> bbuf_tl;
-    if (bbuf_tl.size() < bfloats) bbuf_tl.resize(bfloats);
-    return bbuf_tl.data();
+    thread_local LineScratch bbuf_tl;
+    return bbuf_tl.floats(bfloats);
   };
   auto run = [&](int64_t i) {
     run_part(t, p, parts[i], buffer_for(i));
