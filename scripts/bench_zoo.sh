@@ -29,8 +29,8 @@ ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').ve
 
 echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count"
 echo
-echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | load | capacity | max\|diff\| / max\|ref\| |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | block by block (quartiles) | load | capacity | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 status=0
 for dir in "$BUILD"/zoo/*/; do
   m=$(basename "$dir")
@@ -46,10 +46,12 @@ flag = "" if d["check"]["ok"] else " (over 1e-4)"
 k, o = d["kiln"]["median_ms"], d["ort"]["median_ms"]
 load = "–".join("%.1f" % x for x in d.get("load_avg", []))
 cap = "–".join("%.2f" % x for x in d.get("parallel_capacity", [])) or "–"
-print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
-      d.get("ratio_min", float("nan")), load, cap, worst, flag))' "$m" "$t" "$json"
+p = d.get("ratio_paired")
+paired = "%.2f (%.2f–%.2f)" % (p["median"], p["q25"], p["q75"]) if p else "–"
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
+      d.get("ratio_min", float("nan")), paired, load, cap, worst, flag))' "$m" "$t" "$json"
     else
-      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | |"
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | |"
       status=1
     fi
   done

@@ -75,6 +75,27 @@ std::optional<double> break_even_runs(double compile_seconds, double eager_ms, d
   return std::ceil(compile_seconds * 1000 / saved_ms);
 }
 
+std::optional<PairedRatio> paired_ratio(const BackendResult& a, const BackendResult& b, int block) {
+  if (block < 1 || a.times_ms.size() != b.times_ms.size() || a.times_ms.empty()) return std::nullopt;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.times_ms.size(); i += static_cast<size_t>(block)) {
+    const size_t end = std::min(a.times_ms.size(), i + static_cast<size_t>(block));
+    auto median_of = [&](const std::vector<double>& t) {
+      return summarize(std::vector<double>(t.begin() + static_cast<std::ptrdiff_t>(i), t.begin() + static_cast<std::ptrdiff_t>(end))).median_ms;
+    };
+    const double ma = median_of(a.times_ms), mb = median_of(b.times_ms);
+    if (mb > 0) ratios.push_back(ma / mb);
+  }
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  auto quantile = [&](double q) {
+    const double at = q * static_cast<double>(ratios.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(at)), hi = std::min(lo + 1, ratios.size() - 1);
+    return ratios[lo] + (ratios[hi] - ratios[lo]) * (at - static_cast<double>(lo));
+  };
+  return PairedRatio{quantile(0.5), quantile(0.25), quantile(0.75), static_cast<int>(ratios.size())};
+}
+
 const BackendResult* BenchResult::find(const std::string& name) const {
   for (const auto& b : backends)
     if (b.name == name) return &b;
@@ -138,9 +159,13 @@ std::string render_text(const BenchResult& r) {
                   b.stats.p90_ms, b.stats.min_ms, b.stats.mean_ms, vs.c_str());
     s += line;
   }
-  if (const BackendResult* k = r.find(r.kiln); k && ort)
+  if (const BackendResult* k = r.find(r.kiln); k && ort) {
     s += str_cat("kiln (", k->name, ") / ORT, medians: ", fmt("%.2fx", k->stats.median_ms / ort->stats.median_ms),
                  " (minimums: ", fmt("%.2fx", k->stats.min_ms / ort->stats.min_ms), ")\n");
+    if (auto p = paired_ratio(*k, *ort, r.block); p && p->blocks > 1)
+      s += str_cat("kiln (", k->name, ") / ORT, block by block: ", fmt("%.3fx", p->median), " median, quartiles ",
+                   fmt("%.3f", p->q25), "-", fmt("%.3f", p->q75), " over ", p->blocks, " rounds\n");
+  }
   if (auto v = eager_vs_compiled(r)) {
     s += str_cat("compiled vs interp: speed-up ", fmt("%.2fx", v->speedup), " (", fmt("%.3f", v->interp_ms), " -> ",
                  fmt("%.3f", v->compiled_ms), " ms)");
@@ -180,6 +205,13 @@ std::string render_json(const BenchResult& r) {
   if (const BackendResult* k = r.find(r.kiln); k && ort) {
     j.set("ratio", k->stats.median_ms / ort->stats.median_ms);
     j.set("ratio_min", k->stats.min_ms / ort->stats.min_ms);
+    if (auto p = paired_ratio(*k, *ort, r.block)) {
+      json::Value& e = j.set("ratio_paired", json::Object{});
+      e.set("median", p->median);
+      e.set("q25", p->q25);
+      e.set("q75", p->q75);
+      e.set("blocks", p->blocks);
+    }
   }
   json::Value& backends = j.set("backends", json::Object{});
   for (const auto& b : r.backends) {

@@ -32,6 +32,18 @@ struct OutputCheck {
   Comparison c;
 };
 
+// kiln over ORT block by block: the two blocks of one round ran back to back, so the ratio of
+// their medians sees one stretch of the machine's noise, and drifts that last seconds (a busy
+// neighbour, a frequency change) fall out of it where the ratio of the overall medians keeps
+// them. Quartiles by linear interpolation over the rounds' ratios.
+struct PairedRatio {
+  double median = 0, q25 = 0, q75 = 0;
+  int blocks = 0;
+};
+// a's and b's times_ms cut into consecutive blocks of `block` runs (the last may be shorter);
+// nullopt when the two did not run the same number of times or block < 1.
+std::optional<PairedRatio> paired_ratio(const BackendResult& a, const BackendResult& b, int block);
+
 struct BenchResult {
   std::string model;          // MODEL as given (an ONNX / IR file or a .kiln artifact)
   std::string source_model;   // the ONNX / IR file interp and ORT ran ("" when none ran)

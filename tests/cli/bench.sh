@@ -87,6 +87,14 @@ check "fake peer: blocks sized from the warm-up" $PY - "$T/f2.json" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
 assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], (d["block"], d["backends"]["ort"])
+# The block-by-block ratio: each round's kiln block median over ORT's (1.5, 1.5, 1 ms), then
+# the median and quartiles of those three ratios.
+k = d["backends"]["interp"]["times_ms"]
+ratios = sorted([(k[0] + k[1]) / 2 / 1.5, (k[2] + k[3]) / 2 / 1.5, k[4] / 1])
+p = d["ratio_paired"]
+assert p["blocks"] == 3, p
+for key, want in (("median", ratios[1]), ("q25", (ratios[0] + ratios[1]) / 2), ("q75", (ratios[1] + ratios[2]) / 2)):
+    assert abs(p[key] - want) <= 2e-3 * want, (key, p, ratios)
 assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
 # Several threads on several cores: the FMA rate of the threads together over one alone, before
 # and after; it cannot exceed the thread count by more than timing noise.
