@@ -24,8 +24,6 @@ namespace {
 
 using namespace kiln::kernels;
 
-const double kPeakPerCore = kiln::bench::cached_peak_per_core();
-
 using kiln::bench::Floats;
 
 // args: C, H, K, R, stride, group, threads, N (square input and kernel, pad R/2; N images)
@@ -82,7 +80,7 @@ void BM_Conv(benchmark::State& st) {
   const double flops = 2.0 * s.N * s.K * OH * OW * (s.C / s.group) * s.R * s.S;
   st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["best_GFLOPs"] = flops * 1e-9 / best;
-  st.counters["best_peak%"] = flops / (kPeakPerCore * threads) * 100 / best;
+  st.counters["best_peak%"] = flops / kiln::bench::cached_peak(threads) * 100 / best;
   if (tactic == ConvTactic::Depthwise) st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
   st.SetLabel(std::string(conv_tactic_name(tactic)) + (s.y_blocked ? " blocked" : ""));
 }
