@@ -26,6 +26,9 @@ struct GemmProblem {
   int64_t M = 0, N = 0, K = 0;
   const float* a_packed = nullptr;  // mr-row panels over the full K (panel q at q*K*mr), or
   PackABlock pack_a;                //   packed per block by this when a_packed is null
+  // pack_a takes any first row, not only multiples of mr: the driver may then pack a block's
+  // short tail with its last whole tile as two panels of about half as many rows each.
+  bool a_any_rows = false;
   const float* b_packed = nullptr;  // nr-column panels over the full K (panel q at q*K*nr), or
   PackBBlock pack_b;                //   packed per block by this, or
   BRows b_rows;                     //   read in place through row pointers (no packing)

@@ -30,6 +30,7 @@ void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, con
     detail::pack_a_panels(t, A, lda, false, 1.f, M, i0, mc, p0, kc, out);
   };
   p.pack_a = pack_a;
+  p.a_any_rows = true;
   p.b_packed = packed_b;
   p.C = C, p.ldc = ldc, p.epi = &epi;
   detail::gemm_run(t, p, threads);

@@ -100,6 +100,21 @@ TEST(GemmPacked, CrossesCacheBlocksAndThreads) {
       }
 }
 
+// A row block whose tail is at most mr / 2 rows runs its last whole tile and the tail as two
+// tiles of about (mr + tail) / 2 rows from two separately packed panels (gemm_driver.cpp): every
+// row, its per-row bias and its residual must still land where they belong, past a cache block
+// (M = 184: 168 + 14 + 2) and on two threads.
+TEST(GemmPacked, ShortRowTailsSplitIntoTwoTiles) {
+  for (const KernelTable* t : all_tables()) {
+    const int64_t mr = t->gemm.mr;
+    for (int64_t M : {mr + 1, 2 * mr + mr / 2, int64_t{128}, int64_t{184}})
+      for (int threads : {1, 2}) {
+        check(*t, Which::PackedB, {M, 70, 40, Act::Relu, true, true, true, 1.f, threads});
+        check(*t, Which::PackedB, {M, 33, 300, Act::None, true, false, false, 0.5f, threads});
+      }
+  }
+}
+
 TEST(GemmPacked, EmptyKGivesEpilogueOfZero) {
   for (const KernelTable* t : all_tables()) {
     std::vector<float> bias = {1.f, -2.f, 3.f}, C(6, 99.f), pb(packed_b_floats_on(*t, 0, 3));
