@@ -227,7 +227,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
           }
         } else {
           // Each whole panel's whole row tiles in one call, the rest one by one.
-          const int64_t whole_rows = split_tail ? tail_row : mc / MR * MR;
+          const int64_t whole_rows = split_tail ? tail_row : whole_tiles * MR;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             if (nc - jr >= NR && whole_rows > 0) {
               const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic, jc + jr) : TileEpilogue{};
@@ -241,13 +241,12 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
                                  load_c, in_regs, p.b_packed ? next_panel(jr) : nullptr);
               if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, whole_rows, NR, te);
             }
+            const int64_t rows_end = split_tail ? tail_row : mc;  // then the two half tiles
+            for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < rows_end; ir += MR) tile(ir, jr);
             if (split_tail) {
-              for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < tail_row; ir += MR) tile(ir, jr);
               tile_at(tail_row, jr, static_cast<int>(tail_first), whole_tiles - 1);
               tile_at(tail_row + tail_first, jr, static_cast<int>(MR + tail - tail_first), whole_tiles);
-              continue;
             }
-            for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < mc; ir += MR) tile(ir, jr);
           }
         }
       }
