@@ -5,11 +5,14 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <new>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kiln/analysis/machine.h"
 
 namespace kiln::bench {
 
@@ -37,28 +40,26 @@ struct RuntimeAlloc {
 };
 using Floats = std::vector<float, RuntimeAlloc<float>>;
 
-// The FP32 FMA peak of `threads` threads as `kiln machine` measured and cached (the path rule of
-// analysis/machine_cache.cpp): the all-core figure from as many threads as the host has cores
-// (two cores together reached 317 GFLOP/s on the Ice Lake host against 2 x 171.5 alone), the
-// one-core figure times the threads below that; the project machine's 225 GFLOP/s per core
-// (2 x 16-lane FMA per cycle at ~3.5 GHz) when there is no cache.
+// The FP32 FMA peak of `threads` threads as `kiln machine` measured and cached: the all-core
+// figure from as many threads as the host has cores (two cores together reached 317 GFLOP/s on
+// the Ice Lake host against 2 x 171.5 alone), the one-core figure times the threads below that;
+// the project machine's 225 GFLOP/s per core (2 x 16-lane FMA per cycle at ~3.5 GHz) when there
+// is no readable cache.
 inline double cached_peak(int threads) {
-  std::string path;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) path = std::string(xdg) + "/kiln/machine.json";
-  else if (const char* home = std::getenv("HOME"); home && *home) path = std::string(home) + "/.cache/kiln/machine.json";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  auto number = [&](const std::string& key) {
-    const size_t at = s.find("\"" + key + "\":");
-    return at == std::string::npos ? 0.0 : std::atof(s.c_str() + at + key.size() + 3);
-  };
-  const double one = number("fp32_gflops_per_core"), all = number("fp32_gflops_all_cores");
-  const int cores = static_cast<int>(number("cores"));
-  if (one <= 0) return 225e9 * threads;
-  if (threads > 1 && threads >= cores && all > 0) return all * 1e9;
-  return one * 1e9 * threads;
+  analysis::MachinePeaks m;
+  try {
+    const std::string path = analysis::default_machine_cache_path();
+    std::ifstream in(path);
+    if (!in) return 225e9 * threads;
+    std::stringstream text;
+    text << in.rdbuf();
+    m = analysis::machine_from_json(text.str(), path);
+  } catch (const std::exception&) {
+    return 225e9 * threads;
+  }
+  if (m.fp32_gflops_per_core <= 0) return 225e9 * threads;
+  if (threads > 1 && threads >= m.cores && m.fp32_gflops_all_cores > 0) return m.fp32_gflops_all_cores * 1e9;
+  return m.fp32_gflops_per_core * 1e9 * threads;
 }
 
 }  // namespace kiln::bench
