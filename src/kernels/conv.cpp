@@ -37,7 +37,9 @@ using detail::for_depthwise_parts;
 std::string shape_problem(const Conv2dShape& s) {
   if (s.N < 1 || s.C < 1 || s.H < 1 || s.W < 1 || s.K < 1 || s.R < 1 || s.S < 1) return "empty or negative dimension";
   if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1) return "stride and dilation must be >= 1";
-  if (s.pad_top < 0 || s.pad_left < 0 || s.pad_bottom < 0 || s.pad_right < 0) return "negative padding";
+  if (s.pad_top < 0 || s.pad_left < 0 || s.pad_bottom < 0 || s.pad_right < 0 || s.y_pad_top < 0 || s.y_pad_left < 0 ||
+      s.y_pad_bottom < 0 || s.y_pad_right < 0)
+    return "negative padding";
   if (s.group < 1 || s.C % s.group != 0 || s.K % s.group != 0) return "channels not divisible by group";
   if (s.out_h() < 1 || s.out_w() < 1) return "window larger than the padded input";
   return "";
@@ -341,6 +343,7 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
   if ((s.x_blocked || s.y_blocked) && t != ConvTactic::Direct && !depthwise_blocks)
     return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
            "multiple of 8) the depthwise one";
+  if ((s.x_padded || s.y_padded()) && t != ConvTactic::Direct) return "padded planes run only on the direct tactic";
   std::string bad = shape_problem(s);
   if (!bad.empty()) return bad;
   switch (t) {
@@ -571,7 +574,7 @@ void conv2d_on(const KernelTable& t, ConvTactic tactic, const Conv2dShape& s, co
         Epilogue e = epi;
         if (e.residual) e.residual += first * s.K * s.out_h() * s.out_w();
         if (e.channel_means) e.channel_means += first * s.K;
-        conv2d_on(t, tactic, share, x + first * s.C * s.H * s.W, packed_w, y + first * s.K * s.out_h() * s.out_w(), e,
+        conv2d_on(t, tactic, share, x + first * s.x_image_floats(), packed_w, y + first * s.y_image_floats(), e,
                   workspace ? workspace + static_cast<size_t>(part) * slot : nullptr, 1);
       }
     });

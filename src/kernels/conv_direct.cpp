@@ -9,6 +9,7 @@
 
 #include "conv_pixel.h"
 #include "gemm_driver.h"
+#include "kiln/ir/error.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::detail {
@@ -26,7 +27,8 @@ constexpr int64_t kBlock = kConvBlock;
 // Where everything is, for one shape on one table.
 struct Plan {
   bool flat = false;             // 1x1, stride 1, unpadded: the image's pixels are one row
-  bool copy = false;             // padded: the kernel reads a zero-padded copy of the input
+  bool copy = false;             // padded, not x_padded: the kernel reads a zero-padded copy of
+                                 // the input (x_padded: the input's own padded planes, in place)
   int64_t Hp = 0, Wp = 0, plane = 0;  // the planes the kernel reads (the input's own unless copy)
   int64_t OH = 0, OW = 0, OHW = 0;
   int sw = 1;                    // input floats between consecutive output pixels
@@ -58,8 +60,8 @@ struct Plan {
 Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   Plan p;
   p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
-  p.copy = s.padded();
-  p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !p.copy;
+  p.copy = s.padded() && !s.x_padded;  // an x_padded input already lies in the padded planes
+  p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !s.padded();
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   p.row_step = s.stride_h * p.Wp;
@@ -150,6 +152,29 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
     }
 }
 
+// Whether a tile may hold pixels of two output rows (wrap tiles, or flat tiles on rows they do
+// not divide): it stores its pixels consecutively, so it cannot write padded planes (y_pad_*),
+// whose rows lie apart.
+bool tiles_cross_rows(const Plan& p) { return p.wrap || (p.flat && p.OW % p.tile != 0); }
+
+// The zero border of padded output planes (Conv2dShape::y_pad_*) in channel blocks [b0, b1) of
+// one image: the rows above and below the output and the columns beside each of its rows. The
+// reader takes them as its padding, so they are written on every call: the arena bytes under
+// them belong to other tensors between runs.
+void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t b0, int64_t b1) {
+  const int64_t OHp = p.OH + s.y_pad_top + s.y_pad_bottom, row = (p.OW + s.y_pad_left + s.y_pad_right) * kBlock;
+  for (int64_t b = b0; b < b1; ++b) {
+    float* plane = yn + b * OHp * row;
+    std::fill(plane, plane + s.y_pad_top * row, 0.f);
+    std::fill(plane + (s.y_pad_top + p.OH) * row, plane + OHp * row, 0.f);
+    for (int64_t r = s.y_pad_top; r < s.y_pad_top + p.OH; ++r) {
+      float* line = plane + r * row;
+      std::fill(line, line + s.y_pad_left * kBlock, 0.f);
+      std::fill(line + (s.y_pad_left + p.OW) * kBlock, line + row, 0.f);
+    }
+  }
+}
+
 }  // namespace
 
 std::string direct_unsupported(const Conv2dShape& s) {
@@ -157,6 +182,12 @@ std::string direct_unsupported(const Conv2dShape& s) {
   if (s.x_blocked && s.C % kBlock != 0) return "channel-blocked input with channels not a multiple of 8";
   if (s.y_blocked && s.K % kBlock != 0) return "channel-blocked output with channels not a multiple of 8";
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
+  if (s.x_padded && !(s.x_blocked && s.padded()))
+    return "padded input planes need a channel-blocked input to a padded convolution";
+  if (s.y_padded()) {
+    if (!s.y_blocked) return "padded output planes need a channel-blocked output";
+    if (tiles_cross_rows(plan_for(kernel_table(), s))) return "tiles that cross output rows cannot write padded planes";
+  }
   return "";
 }
 
@@ -182,7 +213,11 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
 
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                  const Epilogue& epi, float* workspace, int threads) {
+  KILN_CHECK(!s.y_padded() || (!epi.residual && !epi.channel_means),
+             "direct convolution: a padded output takes no residual or channel means");
   Plan p = plan_for(t, s);
+  KILN_CHECK(!s.y_padded() || !tiles_cross_rows(p),
+             "direct convolution: tiles that cross output rows cannot write padded planes on this table");
   const int NR = t.gemm.nr;
   threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
   // Chunks enough for kPiecesPerThread pieces a thread (a chunk's tiles re-read only the
@@ -220,7 +255,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   std::vector<int64_t>& row_class = own_row_class;
   classes.assign(1, {0, p.KK});
   row_class.assign(p.flat ? 0 : p.OH, 0);
-  if (p.copy && !p.flat && (s.pad_top > 0 || s.pad_bottom > 0)) {
+  if (s.padded() && !p.flat && (s.pad_top > 0 || s.pad_bottom > 0)) {
     for (int64_t oh = 0; oh < p.OH; ++oh) {
       // Window row kh reads input row oh * stride_h - pad_top + kh * dil_h.
       const int64_t top = oh * s.stride_h - s.pad_top;
@@ -294,8 +329,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const ConvTileKernel three_quarter =
       p.blocked ? t.conv_tile_three_quarter_blk[s.stride_w - 1] : t.conv_tile_three_quarter[p.sw - 1];
   for (int64_t n = 0; n < s.N; ++n) {
-    const float* xn = x + n * s.C * s.H * s.W;
-    float* yn = y + n * s.K * p.OHW;
+    const float* xn = x + n * s.x_image_floats();
+    float* yn = y + n * s.y_image_floats();
+    if (s.y_padded())
+      parallel_for(s.K / kBlock, threads, [&](int64_t b0, int64_t b1) { zero_output_border(s, p, yn, b0, b1); });
     const float* in = xn;
     if (p.copy) {
       // On the kernel's own thread count, however small the copy: each thread then reads mostly
@@ -314,9 +351,17 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     // Blocked output whose epilogue the tiles can apply as they store (ConvTileOut): their last
     // K block then writes the output directly, not C and then epilogue_blocks over it.
     const bool fuse = s.y_blocked && (t.simd_width == 8 || t.simd_width == 16) && ConvTileOut::fused_act(e.act);
+    // Where output pixel pix of channel block k0 / 8 starts: in the planes' interior when they
+    // are padded (each block out_plane pixels long).
+    const int64_t out_row = p.OW + s.y_pad_left + s.y_pad_right;
+    const int64_t out_plane = (p.OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+    auto out_at = [&](int64_t k0, int64_t pix) {
+      const int64_t at = s.y_padded() ? (pix / p.OW + s.y_pad_top) * out_row + pix % p.OW + s.y_pad_left : pix;
+      return k0 * out_plane + at * kBlock;
+    };
     auto tile_out = [&](int64_t k0, int64_t pix) {
       ConvTileOut o;
-      o.dst = yn + k0 * p.OHW + pix * kBlock, o.block_stride = kBlock * p.OHW;
+      o.dst = yn + out_at(k0, pix), o.block_stride = kBlock * out_plane;
       if (e.bias) o.bias = e.bias + k0;
       if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * kBlock;
       o.alpha = e.alpha, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
@@ -338,13 +383,19 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         auto flush = [&] {
           if (pending == 0) return;
           if (s.y_blocked) {  // blocks of 8 channels from k0: the run's pixels, 8 floats each
-            const int64_t at = k0 * p.OHW + pending_pix * kBlock;  // block k0 / 8 is 8 * OHW floats long
             TileEpilogue te;
             te.alpha = e.alpha;
             if (e.bias) te.bias = e.bias + k0, te.bias_mode = TileEpilogue::Bias::PerCol;
-            if (e.residual) te.residual = e.residual + at;
             te.act = e.act, te.act_alpha = e.act_alpha, te.act_beta = e.act_beta;
-            t.epilogue_blocks(pending_c, p.unit_cols, pending, ncols, yn + at, kBlock * p.OHW, te);
+            // Row by row into padded planes (their rows are apart), else the whole run at once.
+            for (int64_t done = 0; done < pending;) {
+              const int64_t pix = pending_pix + done;
+              const int64_t count = s.y_padded() ? std::min(pending - done, p.OW - pix % p.OW) : pending - done;
+              if (e.residual) te.residual = e.residual + k0 * p.OHW + pix * kBlock;  // never padded
+              t.epilogue_blocks(pending_c + done * p.unit_cols, p.unit_cols, count, ncols, yn + out_at(k0, pix),
+                                kBlock * out_plane, te);
+              done += count;
+            }
             pending = 0;
             return;
           }

@@ -371,6 +371,98 @@ TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
         }
 }
 
+// Padded planes between two direct convolutions (Conv2dShape::y_pad_*, x_padded): the producer
+// writes its output into the interior of planes with the reader's border, zeroing the border
+// over whatever the buffer held (NaN here), and the reader takes them in place with no padded
+// copy. The reader's output holds the very floats it computes from an unpadded blocked input
+// (the same tiles over the same zeros). Flat 1x1 producers (whole and wide tiles), a 3x3
+// producer, a stride-2 reader, asymmetric padding, batch 2, 1 and 2 threads; every table whose
+// tiles stay on one output row for the shape (the others refuse with an error), AVX-512's at
+// least. The reader needs no copy workspace.
+TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
+  struct Pair {
+    Conv2dShape producer, reader;
+  };
+  auto reader_of = [](const Conv2dShape& p, int64_t K, int64_t stride, int64_t top, int64_t left, int64_t bottom,
+                      int64_t right) {
+    Conv2dShape r = shape(p.N, p.K, p.out_h(), p.out_w(), K, 3, 3, stride, 0);
+    r.pad_top = top, r.pad_left = left, r.pad_bottom = bottom, r.pad_right = right;
+    return r;
+  };
+  std::vector<Pair> pairs;
+  const Conv2dShape flat14 = shape(1, 16, 14, 14, 16, 1, 1, 1, 0), flat7 = shape(1, 24, 7, 7, 16, 1, 1, 1, 0);
+  const Conv2dShape three28 = shape(1, 16, 28, 28, 16, 3, 3, 1, 1), batch = shape(2, 8, 14, 14, 24, 1, 1, 1, 0);
+  pairs.push_back({flat14, reader_of(flat14, 24, 1, 1, 1, 1, 1)});
+  pairs.push_back({flat7, reader_of(flat7, 16, 1, 1, 1, 1, 1)});
+  pairs.push_back({three28, reader_of(three28, 16, 2, 1, 1, 1, 1)});
+  pairs.push_back({batch, reader_of(batch, 16, 1, 1, 2, 0, 1)});
+  int host_runs = 0;
+  for (const KernelTable* t : test::all_tables())
+    for (const Pair& pr : pairs)
+      for (int threads : {1, 2}) {
+        Conv2dShape p = pr.producer, r = pr.reader;
+        p.x_blocked = p.y_blocked = r.x_blocked = r.y_blocked = true;
+        const int64_t OHW = p.out_h() * p.out_w();
+        const auto x = blocked(random_vec(p.N * p.C * p.H * p.W, 7), p.N, p.C, p.H * p.W);
+        const auto wp = random_vec(p.K * p.C * p.R * p.S, 8), wr = random_vec(r.K * r.C * r.R * r.S, 9);
+        const auto bp = random_vec(p.K, 10), br = random_vec(r.K, 11);
+        std::vector<float> packed_p(conv_packed_weight_floats_on(*t, ConvTactic::Direct, p));
+        std::vector<float> packed_r(conv_packed_weight_floats_on(*t, ConvTactic::Direct, r));
+        conv_pack_weight_on(*t, ConvTactic::Direct, p, wp.data(), packed_p.data());
+        conv_pack_weight_on(*t, ConvTactic::Direct, r, wr.data(), packed_r.data());
+        Epilogue ep, er;
+        ep.act = er.act = Act::Relu, ep.bias = bp.data(), er.bias = br.data(), ep.bias_per_row = er.bias_per_row = true;
+        // Unpadded: the blocked output, then the reader's padded copy of it.
+        std::vector<float> mid(p.N * p.K * OHW), want(r.N * r.K * r.out_h() * r.out_w());
+        conv2d_on(*t, ConvTactic::Direct, p, x.data(), packed_p.data(), mid.data(), ep, nullptr, threads);
+        conv2d_on(*t, ConvTactic::Direct, r, mid.data(), packed_r.data(), want.data(), er, nullptr, threads);
+        // Padded: the producer writes the reader's planes, over NaN.
+        p.y_pad_top = r.pad_top, p.y_pad_left = r.pad_left, p.y_pad_bottom = r.pad_bottom, p.y_pad_right = r.pad_right;
+        r.x_padded = true;
+        std::vector<float> planes(p.N * p.y_image_floats(), std::nanf("")), got(want.size());
+        try {
+          conv2d_on(*t, ConvTactic::Direct, p, x.data(), packed_p.data(), planes.data(), ep, nullptr, threads);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("cross output rows"), std::string::npos) << e.what();
+          EXPECT_NE(t, &kernel_table()) << "this CPU's table refused " << p.out_h() << "x" << p.out_w();
+          continue;
+        }
+        host_runs += t == &kernel_table();
+        conv2d_on(*t, ConvTactic::Direct, r, planes.data(), packed_r.data(), got.data(), er, nullptr, threads);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << isa_name(t->isa) << " reader " << r.H << "x" << r.W << " stride " << r.stride_h
+                                     << " threads " << threads << " at " << i;
+        // The planes: the output inside, zeros around it.
+        const int64_t OW = p.out_w(), row = OW + r.pad_left + r.pad_right, rows = p.out_h() + r.pad_top + r.pad_bottom;
+        for (int64_t n = 0; n < p.N; ++n)
+          for (int64_t b = 0; b < p.K / kConvBlock; ++b)
+            for (int64_t h = 0; h < rows; ++h)
+              for (int64_t w = 0; w < row; ++w)
+                for (int64_t j = 0; j < kConvBlock; ++j) {
+                  const float v = planes[(((n * p.K / kConvBlock + b) * rows + h) * row + w) * kConvBlock + j];
+                  const int64_t ih = h - r.pad_top, iw = w - r.pad_left;
+                  const bool inside = ih >= 0 && ih < p.out_h() && iw >= 0 && iw < OW;
+                  const float expect = inside ? mid[((n * p.K / kConvBlock + b) * OHW + ih * OW + iw) * kConvBlock + j] : 0.f;
+                  ASSERT_EQ(v, expect) << isa_name(t->isa) << " block " << b << " at " << h << "," << w;
+                }
+      }
+  EXPECT_EQ(host_runs, 2 * static_cast<int>(pairs.size()));
+  // No padded copy: the reader's workspace shrinks by its planes.
+  Conv2dShape r = pairs[0].reader;
+  r.x_blocked = r.y_blocked = true;
+  const size_t copy = conv_workspace_floats(ConvTactic::Direct, r, 1);
+  r.x_padded = true;
+  EXPECT_EQ(copy - conv_workspace_floats(ConvTactic::Direct, r, 1), static_cast<size_t>(r.C * 16 * 16));
+  // And the shapes the direct tactic refuses, with their reasons.
+  Conv2dShape unpadded = shape(1, 16, 14, 14, 16, 1, 1, 1, 0);
+  unpadded.x_blocked = unpadded.x_padded = true;
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, unpadded).find("padded convolution"), std::string::npos);
+  Conv2dShape planar = flat14;
+  planar.y_pad_top = 1;
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, planar).find("channel-blocked output"), std::string::npos);
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Gemm, planar).find("direct tactic"), std::string::npos);
+}
+
 // Where conv_depthwise_in_place says so, the depthwise tactic writing its output over its input
 // (the same buffer as x and y, as the memory planner then lays them) gives the floats it gives
 // into a buffer of its own: 3x3 and 5x5, a partial 16-lane block, batch 2, 1 and 2 threads. And

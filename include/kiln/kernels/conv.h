@@ -40,9 +40,26 @@ struct Conv2dShape {
   // transpose and the output's transposed epilogue both disappear (lower/int8_nhwc_layout.cpp
   // decides). INT8 convolutions with group 1 only (qconv_nhwc_supported).
   bool x_nhwc = false, y_nhwc = false;
+  // Padded blocked activations between two direct convolutions (lower/padded_layout.cpp
+  // decides): the input already lies in this convolution's zero-padded planes, [N][C/8][H +
+  // pad_top + pad_bottom][W + pad_left + pad_right][8] (x_padded: the kernel writes the border's
+  // zeros itself and reads the producer's interior in place, with no padded copy), or the output
+  // goes into the interior of planes with a border of y_pad_* pixels, whose floats it leaves as
+  // they are (the reader zeroes them). Direct tactic, channel-blocked only; a padded output takes
+  // no residual (the epilogue reads Z at the output's offsets).
+  bool x_padded = false;
+  int64_t y_pad_top = 0, y_pad_left = 0, y_pad_bottom = 0, y_pad_right = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
+  bool y_padded() const { return y_pad_top || y_pad_left || y_pad_bottom || y_pad_right; }
+  // Floats one image takes in memory, input and output (the planes' borders included).
+  int64_t x_image_floats() const {
+    return C * (x_padded ? (H + pad_top + pad_bottom) * (W + pad_left + pad_right) : H * W);
+  }
+  int64_t y_image_floats() const {
+    return K * (out_h() + y_pad_top + y_pad_bottom) * (out_w() + y_pad_left + y_pad_right);
+  }
 };
 
 // Channels per block of the channel-blocked layout (Conv2dShape::x_blocked, y_blocked).
