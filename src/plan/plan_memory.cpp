@@ -36,6 +36,13 @@ class Planner {
   }
 
  private:
+  // A value with static bytes: dtype size x elements, or more when stored_bytes says so.
+  int64_t value_bytes(const Value* v) const {
+    const int64_t plain = static_cast<int64_t>(dtype_size(v->dtype)) * *v->shape.numel();
+    const int64_t stored = opt_.stored_bytes ? opt_.stored_bytes(v) : 0;
+    return std::max(plain, stored);
+  }
+
   int idx(const Value* v) const {
     auto it = p_.index.find(v);
     return it == p_.index.end() ? -1 : it->second;
@@ -47,8 +54,7 @@ class Planner {
       std::unordered_map<const Value*, int64_t> sizes;
       for (const auto& n : g_.nodes())
         for (const Value* o : n->outputs)
-          if (o && has_static_bytes(o)) sizes[o] = round_up(static_cast<int64_t>(dtype_size(o->dtype)) *
-                                                                *o->shape.numel(), opt_.alignment);
+          if (o && has_static_bytes(o)) sizes[o] = round_up(value_bytes(o), opt_.alignment);
       order = memory_aware_order(g_, sizes);
     } else {
       order = graph_order(g_);
@@ -73,7 +79,7 @@ class Planner {
     vp.last = first;
     if (has_static_bytes(v)) {
       vp.dims = v->shape.static_dims();
-      vp.bytes = static_cast<int64_t>(dtype_size(v->dtype)) * numel_of(vp.dims);
+      vp.bytes = value_bytes(v);
     }
     int i = static_cast<int>(p_.values.size());
     p_.index.emplace(v, i);

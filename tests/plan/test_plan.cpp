@@ -233,6 +233,26 @@ TEST(Plan, ScratchLivesForItsStepOnly) {
   EXPECT_EQ(p.intermediate_bytes, 1024 + 128);
 }
 
+// A value that takes more bytes than its dims say (a convolution's output in padded planes:
+// PlanOptions::stored_bytes) gets them all, its dims unchanged, and no live value overlaps them;
+// a smaller figure than the dims' never shrinks a value.
+TEST(Plan, StoredBytesCanExceedTheDims) {
+  Model m = parse_model(kChain);
+  PlanOptions opt;
+  opt.in_place = false;
+  opt.stored_bytes = [](const Value* v) -> int64_t { return v->name == "b" ? 1000 : v->name == "c" ? 8 : 0; };
+  Plan p = plan_memory(*m.graph, opt);
+  const ValuePlan& b = get(p, "b");
+  EXPECT_EQ(b.bytes, 1000);
+  EXPECT_EQ(b.dims, std::vector<int64_t>{64});
+  EXPECT_EQ(get(p, "c").bytes, 256);
+  for (const char* live : {"a", "c"}) {
+    const ValuePlan& v = get(p, live);
+    EXPECT_TRUE(b.offset + 1000 <= v.offset || v.offset + v.bytes <= b.offset) << live;
+  }
+  EXPECT_EQ(p.lower_bound_bytes, 256 + 1024 + 256);  // step 2: a, b (1000 -> 1024 aligned), c
+}
+
 TEST(Plan, MemoryAwareOrderRunsEachBranchToItsEnd) {
   // Two branches that each make a 4 KiB temporary and shrink it; the graph order makes both
   // temporaries first, the memory-aware order finishes one branch before starting the other.

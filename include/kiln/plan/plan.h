@@ -58,7 +58,7 @@ struct ValuePlan {
   ValueKind kind = ValueKind::Arena;
   DType dtype = DType::undefined;
   std::vector<int64_t> dims;  // concrete dims (empty for Dynamic)
-  int64_t bytes = 0;          // dtype size x elements (0 for Dynamic)
+  int64_t bytes = 0;          // dtype size x elements, or more (PlanOptions::stored_bytes); 0 for Dynamic
   int64_t offset = -1;        // arena offset: Arena values and views of arena values; else -1
   int first = -1;             // step that makes it; -1 for inputs and weights
   int last = -1;              // last step that reads it (its defining step when unread);
@@ -91,6 +91,9 @@ struct PlanOptions {
   // whole run of the body, so that a Reshape-like op of it can be a view (the view's alias is then
   // a name of the enclosing plan). nullptr: outer values are always copied.
   std::function<bool(const Value*)> outer_view_ok;
+  // Bytes a value takes when more than its dtype and dims say (a convolution's output written
+  // into padded planes: ops::padded_planes_bytes); 0 or nullptr: dtype size x elements.
+  std::function<int64_t(const Value*)> stored_bytes;
 };
 
 struct Plan {
