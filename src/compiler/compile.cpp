@@ -194,6 +194,8 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
     << lowered.isa;
   if (lowered.blocked_tensors > 0)
     s << "; " << lowered.blocked_tensors << " activations channel-blocked (between direct convolutions and pools)";
+  if (lowered.padded_tensors > 0)
+    s << "; " << lowered.padded_tensors << " written into their reader's padded planes";
   if (lowered.nhwc_tensors > 0)
     s << "; " << lowered.nhwc_tensors << " INT8 activations pixel-major (between INT8 convolutions)";
   if (lowered.folded_means > 0)

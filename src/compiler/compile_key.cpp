@@ -19,6 +19,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
   if (!lower::blocked_layout_enabled()) s << "no blocked layout\n";
   if (!lower::int8_nhwc_enabled()) s << "no pixel-major int8\n";
   if (!lower::fold_means_enabled()) s << "no folded averages\n";
+  if (!lower::padded_planes_enabled()) s << "no padded planes\n";
   // A plugin changes the result when its code changes: key on its bytes, not its path.
   for (const auto& p : opt.plugins) s << "plugin " << sha256_file(p) << "\n";
   for (const auto& [k, v] : opt.inputs.dims) s << "dim " << k << "=" << v << "\n";

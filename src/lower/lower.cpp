@@ -104,6 +104,7 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
   if (opt.pack_weights) {
     drop_unused_initializers(g);
     r.blocked_tensors += assign_blocked_layout(g);
+    r.padded_tensors += assign_padded_planes(g);
     r.nhwc_tensors += assign_int8_nhwc_layout(g);
     mark_in_place_convs(g);
     r.folded_means += fold_channel_means(g, r.kernels);
@@ -120,6 +121,8 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       if (x || y)
         c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
                  " (NCHW8c, shared with the direct convolutions and pools next to it)";
+      if (n->attr_i("x_padded", 0) != 0) c.why += "; reads its input in place from padded planes (no padded copy)";
+      if (n->has_attr("y_pad")) c.why += "; writes into the next convolution's padded planes";
       const bool xn = n->attr_i("x_nhwc", 0) != 0, yn = n->attr_i("y_nhwc", 0) != 0;
       if (xn || yn)
         c.why += std::string("; pixel-major ") + (xn && yn ? "input and output" : xn ? "input" : "output") +

@@ -35,6 +35,11 @@ KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes);
 // (attributes x_blocked / y_blocked on the convolutions; blocked_layout.cpp); returns how many.
 int assign_blocked_layout(Graph& g);
 
+// Marks the channel-blocked tensors that a direct convolution writes and one padded direct
+// convolution alone reads as padded planes (attributes y_pad on the producer, x_padded on the
+// reader; padded_layout.cpp), after assign_blocked_layout; returns how many.
+int assign_padded_planes(Graph& g);
+
 // Marks the INT8 tensors that pass between kiln.QConvs on the pixels path only as pixel-major
 // (attributes x_nhwc / y_nhwc and tactic "nhwc" on the convolutions; int8_nhwc_layout.cpp);
 // returns how many. KILN_INT8_NHWC=0 turns it off (for A/B runs; int8_nhwc_enabled in lower.h).

@@ -29,6 +29,8 @@ bool prepare(StepContext& ctx) {
   std::string bad = kernels::conv_tactic_unsupported(st->tactic, st->shape);
   KILN_CHECK(bad.empty(), n.describe(), ": tactic ", kernels::conv_tactic_name(st->tactic), " cannot run input ",
              x->shape.str(), ": ", bad);
+  KILN_CHECK(!st->shape.y_padded() || (!n.input(3) && (n.outputs.size() < 2 || !n.outputs[1])), n.describe(),
+             ": an output into padded planes (y_pad) takes no residual and no channel averages");
   if (const Value* z = n.input(3))
     KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
                " must have the output's shape ", n.outputs[0]->shape.str());

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "kiln/kernels/parallel.h"
+#include "kiln/ops/kiln_ops.h"
 #include "kiln/runtime/interpreter.h"
 
 namespace kiln::runtime {
@@ -80,6 +81,7 @@ plan::Plan prepare_and_plan(const Model& model, const Graph& g, const KernelLibr
     return it == prepared.end() ? 0 : it->second.ctx.workspace_bytes;
   };
   po.outer_view_ok = std::move(outer_view_ok);
+  po.stored_bytes = [](const Value* v) { return ops::padded_planes_bytes(*v); };
   return plan::plan_memory(g, po);
 }
 

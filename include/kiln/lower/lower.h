@@ -32,6 +32,7 @@ struct LowerReport {
   int blocked_tensors = 0;       // activations kept channel-blocked between direct convolutions
   int nhwc_tensors = 0;          // INT8 activations kept pixel-major between QConvs (int8_nhwc_layout.cpp)
   int folded_means = 0;          // GlobalAveragePools folded into their depthwise convolution (channel_means.cpp)
+  int padded_tensors = 0;        // blocked activations written into their reader's padded planes (padded_layout.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 
@@ -47,6 +48,9 @@ LowerReport lower_model(Model& m, const LowerOptions& opt = {});
 bool blocked_layout_enabled();
 // KILN_INT8_NHWC=0 turns off pixel-major INT8 activations (lower/int8_nhwc_layout.cpp).
 bool int8_nhwc_enabled();
+// False when KILN_PADDED_PLANES=0 is set: padded direct convolutions then copy their input into
+// padded planes themselves (padded_layout.cpp; for A/B runs).
+bool padded_planes_enabled();
 // False when KILN_FOLD_MEANS=0 is set: global averages stay pools (channel_means.cpp; for A/B runs).
 bool fold_means_enabled();
 

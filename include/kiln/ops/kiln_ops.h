@@ -78,6 +78,12 @@ ActivationSpec activation_of(const Node& n);
 // Shared by the lowering (tactic choice, packing) and the runtime (each input shape).
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w);
 
+// Bytes a value takes in memory when that is more than its dims say: the output of a kiln.FusedConv
+// written into padded planes (`y_pad`, lower/padded_layout.cpp), its border included. 0 for every
+// other value, and for one whose shape is not static yet. The memory planner's
+// PlanOptions::stored_bytes.
+int64_t padded_planes_bytes(const Value& v);
+
 // kiln.Attention's operand i (0, 1, 2: Q, K, V; 3: Y) as a [B, H, S, D] view of a tensor of
 // dims `tensor`: its `*_view` attribute, or without one the tensor itself (rank 4, contiguous).
 // Throws naming the node when the attribute is malformed or the view reaches past the tensor

@@ -34,7 +34,10 @@ namespace kiln {
 // 5: `in_place` nodes may name the one input they may write over (`in_place_input`: a direct
 // convolution's residual); a version-4 planner would ignore the name and could give the output
 // the bytes of the convolution's input X, which every output pixel reads.
-constexpr int64_t kArtifactFormatVersion = 5;
+// 6: padded planes between direct convolutions (`y_pad` on the producer, `x_padded` on the
+// reader, lower/padded_layout.cpp): a version-5 runtime would size the tensor without its border
+// and read the planes as a plain blocked input.
+constexpr int64_t kArtifactFormatVersion = 6;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

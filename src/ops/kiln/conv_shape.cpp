@@ -26,6 +26,12 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.group = n.attr_i("group", 1);
   s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
   s.x_nhwc = n.attr_i("x_nhwc", 0) != 0, s.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
+  s.x_padded = n.attr_i("x_padded", 0) != 0;
+  if (n.has_attr("y_pad")) {
+    const std::vector<int64_t> yp = n.attr_ints("y_pad", {});
+    KILN_CHECK(yp.size() == 4, n.describe(), ": y_pad must hold 4 values (top, left, bottom, right), got ", yp.size());
+    s.y_pad_top = yp[0], s.y_pad_left = yp[1], s.y_pad_bottom = yp[2], s.y_pad_right = yp[3];
+  }
   auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
   auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   KILN_CHECK(strides.size() == 2 && dil.size() == 2 && pads.size() == 4, n.describe(),
@@ -40,6 +46,16 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
     s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 0;
   }
   return s;
+}
+
+int64_t padded_planes_bytes(const Value& v) {
+  const Node* n = v.producer;
+  if (!n || n->domain != kKilnDomain || n->op != "FusedConv" || !n->has_attr("y_pad") || n->outputs.empty() ||
+      n->outputs[0] != &v || !v.shape.is_static() || v.shape.rank() != 4)
+    return 0;
+  const std::vector<int64_t> d = v.shape.static_dims(), pad = n->attr_ints("y_pad", {});
+  KILN_CHECK(pad.size() == 4, n->describe(), ": y_pad must hold 4 values (top, left, bottom, right), got ", pad.size());
+  return static_cast<int64_t>(dtype_size(v.dtype)) * d[0] * d[1] * (d[2] + pad[0] + pad[2]) * (d[3] + pad[1] + pad[3]);
 }
 
 std::optional<std::vector<int64_t>> dims_batch_as_one(const Shape& s) {

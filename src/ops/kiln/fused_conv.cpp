@@ -56,6 +56,11 @@ std::vector<AttrSpec> fused_conv_attrs() {
   std::vector<AttrSpec> a = def_Conv().attrs;  // not the table: it is being built when this runs
   for (const AttrSpec& s : activation_attrs()) a.push_back(s);
   for (const AttrSpec& s : lowering_attrs()) a.push_back(s);
+  // Padded blocked planes between direct convolutions (lower/padded_layout.cpp): the input is
+  // stored in this convolution's padded planes; the output inside planes with a border of
+  // y_pad = [top, left, bottom, right] pixels.
+  a.push_back({"x_padded", AttrKind::Int});
+  a.push_back({"y_pad", AttrKind::Ints});
   return a;
 }
 
