@@ -42,11 +42,11 @@ struct Conv2dShape {
   bool x_nhwc = false, y_nhwc = false;
   // Padded blocked activations between two direct convolutions (lower/padded_layout.cpp
   // decides): the input already lies in this convolution's zero-padded planes, [N][C/8][H +
-  // pad_top + pad_bottom][W + pad_left + pad_right][8] (x_padded: the kernel writes the border's
-  // zeros itself and reads the producer's interior in place, with no padded copy), or the output
-  // goes into the interior of planes with a border of y_pad_* pixels, whose floats it leaves as
-  // they are (the reader zeroes them). Direct tactic, channel-blocked only; a padded output takes
-  // no residual (the epilogue reads Z at the output's offsets).
+  // pad_top + pad_bottom][W + pad_left + pad_right][8], which the kernel reads in place instead
+  // of a padded copy (x_padded), or the output goes into the interior of planes with a border of
+  // y_pad_* pixels, whose zeros the kernel writes on every call (the arena lends those bytes to
+  // other tensors between runs). Direct tactic, channel-blocked only; a padded output takes no
+  // residual (the epilogue reads Z at the output's offsets) and no channel means.
   bool x_padded = false;
   int64_t y_pad_top = 0, y_pad_left = 0, y_pad_bottom = 0, y_pad_right = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
