@@ -15,6 +15,14 @@ void same_pads(int64_t in, int64_t k, int64_t stride, int64_t dil, bool upper, i
   after = total - before;
 }
 
+// A kiln.FusedConv's `y_pad` [top, left, bottom, right] (padded_layout.cpp), or empty.
+std::vector<int64_t> y_pad_of(const Node& n) {
+  if (!n.has_attr("y_pad")) return {};
+  std::vector<int64_t> pad = n.attr_ints("y_pad", {});
+  KILN_CHECK(pad.size() == 4, n.describe(), ": y_pad must hold 4 values (top, left, bottom, right), got ", pad.size());
+  return pad;
+}
+
 }  // namespace
 
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
@@ -27,11 +35,8 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
   s.x_nhwc = n.attr_i("x_nhwc", 0) != 0, s.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
   s.x_padded = n.attr_i("x_padded", 0) != 0;
-  if (n.has_attr("y_pad")) {
-    const std::vector<int64_t> yp = n.attr_ints("y_pad", {});
-    KILN_CHECK(yp.size() == 4, n.describe(), ": y_pad must hold 4 values (top, left, bottom, right), got ", yp.size());
+  if (const std::vector<int64_t> yp = y_pad_of(n); !yp.empty())
     s.y_pad_top = yp[0], s.y_pad_left = yp[1], s.y_pad_bottom = yp[2], s.y_pad_right = yp[3];
-  }
   auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
   auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   KILN_CHECK(strides.size() == 2 && dil.size() == 2 && pads.size() == 4, n.describe(),
@@ -53,8 +58,7 @@ int64_t padded_planes_bytes(const Value& v) {
   if (!n || n->domain != kKilnDomain || n->op != "FusedConv" || !n->has_attr("y_pad") || n->outputs.empty() ||
       n->outputs[0] != &v || !v.shape.is_static() || v.shape.rank() != 4)
     return 0;
-  const std::vector<int64_t> d = v.shape.static_dims(), pad = n->attr_ints("y_pad", {});
-  KILN_CHECK(pad.size() == 4, n->describe(), ": y_pad must hold 4 values (top, left, bottom, right), got ", pad.size());
+  const std::vector<int64_t> d = v.shape.static_dims(), pad = y_pad_of(*n);
   return static_cast<int64_t>(dtype_size(v.dtype)) * d[0] * d[1] * (d[2] + pad[0] + pad[2]) * (d[3] + pad[1] + pad[3]);
 }
 
