@@ -214,10 +214,12 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
 
 }  // namespace
 
-bool blocked_layout_enabled() {
-  const char* env = std::getenv("KILN_BLOCKED_LAYOUT");
+bool switch_on(const char* name) {
+  const char* env = std::getenv(name);
   return !env || std::string(env) != "0";
 }
+
+bool blocked_layout_enabled() { return switch_on("KILN_BLOCKED_LAYOUT"); }
 
 std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   std::set<const Node*> out;

@@ -6,7 +6,6 @@
 // core). After the layouts and the in-place marks: neither reads the averages, and the rule
 // needs the tactic. The pool's output value becomes the convolution's, so its name, its readers
 // and the profile's mapping to the source nodes stay as they were.
-#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,8 +36,7 @@ Node* depthwise_producer(const Graph& g, const Node& pool, std::string& why) {
 }  // namespace
 
 bool fold_means_enabled() {
-  const char* env = std::getenv("KILN_FOLD_MEANS");
-  return !env || std::string(env) != "0";
+  return switch_on("KILN_FOLD_MEANS");
 }
 
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels) {

@@ -27,7 +27,6 @@
 // solved by dropping tensors until nothing changes.
 // The reference kernels refuse a QConv, pool or GlobalAveragePool marked so (they read NCHW), so
 // a step the fast kernel declined fails with one line instead of computing on transposed bytes.
-#include <cstdlib>
 #include <optional>
 #include <set>
 #include <string>
@@ -110,8 +109,7 @@ bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Val
 }  // namespace
 
 bool int8_nhwc_enabled() {
-  const char* env = std::getenv("KILN_INT8_NHWC");
-  return !env || std::string(env) != "0";
+  return switch_on("KILN_INT8_NHWC");
 }
 
 int assign_int8_nhwc_layout(Graph& g) {

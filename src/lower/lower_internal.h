@@ -11,6 +11,10 @@
 
 namespace kiln::lower {
 
+// False when the environment sets `name` to "0": the lowering's switches for A/B runs
+// (KILN_BLOCKED_LAYOUT, KILN_INT8_NHWC, KILN_FOLD_MEANS, KILN_PADDED_PLANES; lower.h).
+bool switch_on(const char* name);
+
 // Plain Conv/MatMul/Gemm -> kiln.FusedConv/FusedMatMul; returns how many were rewritten.
 // Nodes it cannot rewrite get a note saying why.
 int canonicalize(Graph& g, std::vector<KernelChoice>& notes);

@@ -19,7 +19,6 @@
 // The reader's padding becomes the producer's `y_pad` [top, left, bottom, right]; the reader
 // gets `x_padded`. The memory planner sizes the tensor with its border
 // (ops::padded_planes_bytes).
-#include <cstdlib>
 #include <optional>
 #include <set>
 #include <string>
@@ -64,8 +63,7 @@ Node* padded_producer(const Graph& g, const Node& r, const std::set<const Value*
 }  // namespace
 
 bool padded_planes_enabled() {
-  const char* env = std::getenv("KILN_PADDED_PLANES");
-  return !env || std::string(env) != "0";
+  return switch_on("KILN_PADDED_PLANES");
 }
 
 int assign_padded_planes(Graph& g) {
