@@ -37,16 +37,15 @@ struct Part {
 // padded tiles) is smallest; ties go to fewer parts, then to more row parts when rows_first.
 void partition(int64_t M, int64_t N, int mr, int nr, int threads, bool rows_first, std::vector<Part>& parts) {
   const int64_t mt = ceil_div(M, mr), nt = ceil_div(N, nr);
-  int64_t best_pm = 1, best_pn = 1, best_cost = mt * nt;
+  // Cost: the largest part's padded tiles (rows x columns, in floats).
+  int64_t best_pm = 1, best_pn = 1, best_cost = mt * mr * nt * nr;
   for (int64_t pm = 1; pm <= std::min<int64_t>(threads, mt); ++pm)
     for (int64_t pn = 1; pm * pn <= threads && pn <= nt; ++pn) {
-      int64_t cost = ceil_div(mt, pm) * mr * ceil_div(nt, pn) * nr;
-      int64_t best = ceil_div(mt, best_pm) * mr * ceil_div(nt, best_pn) * nr;
-      const bool tie = cost == best && pm * pn == best_pm * best_pn;
-      if (cost < best || (cost == best && pm * pn < best_pm * best_pn) || (tie && rows_first && pm > best_pm))
+      const int64_t cost = ceil_div(mt, pm) * mr * ceil_div(nt, pn) * nr;
+      const bool tie = cost == best_cost && pm * pn == best_pm * best_pn;
+      if (cost < best_cost || (cost == best_cost && pm * pn < best_pm * best_pn) || (tie && rows_first && pm > best_pm))
         best_pm = pm, best_pn = pn, best_cost = cost;
     }
-  (void)best_cost;
   for (int64_t a = 0; a < best_pm; ++a)
     for (int64_t b = 0; b < best_pn; ++b) {
       Part p{mt * a / best_pm * mr, std::min(M, mt * (a + 1) / best_pm * mr), nt * b / best_pn * nr,
