@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "conv_direct_1x1.h"
 #include "conv_pixel.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
@@ -220,6 +221,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
              "direct convolution: tiles that cross output rows cannot write padded planes on this table");
   const int NR = t.gemm.nr;
   threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
+  const bool one_by_one = direct_1x1_applies(t, s, epi);
   // Chunks enough for kPiecesPerThread pieces a thread (a chunk's tiles re-read only the
   // weight block, which stays in L2), when the input, not the weight, sets the chunks.
   const int64_t want = threads > 1 ? threads * kPiecesPerThread : 1;
@@ -348,6 +350,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     Epilogue e = epi;
     e.bias_per_row = true;
     if (e.residual) e.residual += n * s.K * p.OHW, e.ldr = p.OHW;
+    if (one_by_one) {
+      conv_direct_1x1_image(t, s, in, packed_w, yn, e, threads);
+      continue;
+    }
     // Blocked output whose epilogue the tiles can apply as they store (ConvTileOut): their last
     // K block then writes the output directly, not C and then epilogue_blocks over it.
     const bool fuse = s.y_blocked && (t.simd_width == 8 || t.simd_width == 16) && ConvTileOut::fused_act(e.act);

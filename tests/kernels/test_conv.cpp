@@ -11,6 +11,7 @@
 
 #include "kernel_test_util.h"
 #include "kiln/ir/error.h"
+#include "kernels/conv_direct_1x1.h"
 #include "kiln/kernels/conv.h"
 
 namespace kiln::kernels {
@@ -328,6 +329,59 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Gemm, odd).rfind("channel-blocked activations run only on the direct tactic", 0), 0u);
 }
 
+// The direct tactic's 1x1 schedule over channel batches (conv_direct_1x1.cpp), where the host
+// table has its tile (AVX-512): tiles of 7 pixels and a short one at each row's end (10-, 9- and
+// 7-wide rows), one batch and two (200 channels: 128 + 72), batch 2, the 64-channel groups split
+// by pixels (192 channels on 28x28) or, the weight the larger operand, by groups (256 -> 512 on
+// 7x7), bias, residual and the fused activations, 1 and 2 threads, against the reference. The
+// output written over its residual (as the planner lays out resnet50's last 1x1 of a block)
+// holds the very floats of a separate one.
+TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
+  const std::vector<ConvCase> cases = {
+      {shape(1, 16, 10, 10, 64, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(2, 200, 9, 9, 128, 1, 1, 1, 0), Act::Clip, true, true},
+      {shape(1, 64, 28, 28, 192, 1, 1, 1, 0), Act::None, true, false},
+      {shape(1, 256, 7, 7, 512, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 128, 14, 14, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
+  };
+  const KernelTable& host = kernel_table();
+  const bool host_runs = host.conv_1x1_blk[0] != nullptr;
+  for (ConvCase c : cases) {
+    c.s.x_blocked = c.s.y_blocked = true;
+    Epilogue e;
+    e.act = c.act;
+    if (host_runs) EXPECT_TRUE(detail::direct_1x1_applies(host, c.s, e)) << c.s.C << " -> " << c.s.K;
+    for (const KernelTable* t : test::all_tables())
+      for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
+  }
+  // Not for alpha != 1 (the batches start from the bias), K not a multiple of 64, or more than
+  // two batches of input channels.
+  Conv2dShape s = shape(1, 64, 14, 14, 64, 1, 1, 1, 0);
+  s.x_blocked = s.y_blocked = true;
+  Epilogue scaled;
+  scaled.alpha = 0.5f;
+  EXPECT_FALSE(detail::direct_1x1_applies(host, s, scaled));
+  s.K = 96;
+  EXPECT_FALSE(detail::direct_1x1_applies(host, s, Epilogue{}));
+  s.K = 64, s.C = 512;
+  EXPECT_FALSE(detail::direct_1x1_applies(host, s, Epilogue{}));
+  // In place over the residual, two batches, two threads.
+  s = shape(1, 200, 14, 14, 128, 1, 1, 1, 0);
+  s.x_blocked = s.y_blocked = true;
+  const int64_t OHW = s.out_h() * s.out_w();
+  const auto x = blocked(random_vec(s.C * OHW, 21), 1, s.C, OHW);
+  const auto w = random_vec(s.K * s.C, 22), bias = random_vec(s.K, 23), res = random_vec(s.K * OHW, 24);
+  std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+  conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+  Epilogue er;
+  er.act = Act::Relu, er.bias = bias.data(), er.bias_per_row = true, er.residual = res.data(), er.ldr = OHW;
+  std::vector<float> apart(res.size()), over = res;
+  conv2d(ConvTactic::Direct, s, x.data(), packed.data(), apart.data(), er, nullptr, 2);
+  er.residual = over.data();
+  conv2d(ConvTactic::Direct, s, x.data(), packed.data(), over.data(), er, nullptr, 2);
+  for (size_t i = 0; i < over.size(); ++i) ASSERT_EQ(over[i], apart[i]) << "at " << i;
+}
+
 // Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they
 // store (ConvTileOut: None, Relu, LeakyRelu, Clip) where the planar output goes through C and
 // transpose_epilogue, and the other activations (Silu) keep C and epilogue_blocks. Bias and a
@@ -396,6 +450,9 @@ TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
   pairs.push_back({flat7, reader_of(flat7, 16, 1, 1, 1, 1, 1)});
   pairs.push_back({three28, reader_of(three28, 16, 2, 1, 1, 1, 1)});
   pairs.push_back({batch, reader_of(batch, 16, 1, 1, 2, 0, 1)});
+  // 64 channels from 200: on AVX-512 the 1x1 schedule's tiles, two batches.
+  const Conv2dShape flat64 = shape(2, 200, 14, 14, 64, 1, 1, 1, 0);
+  pairs.push_back({flat64, reader_of(flat64, 16, 1, 1, 1, 1, 1)});
   int host_runs = 0;
   for (const KernelTable* t : test::all_tables())
     for (const Pair& pr : pairs)

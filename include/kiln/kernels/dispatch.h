@@ -183,6 +183,16 @@ struct ConvTileOut {
   static bool fused_act(Act a) { return a == Act::None || a == Act::Relu || a == Act::LeakyRelu || a == Act::Clip; }
 };
 
+// The direct tactic's 1x1 tile over channel batches (conv_direct_1x1.cpp): rows x 64 output
+// channels over `blocks` 8-channel blocks of a channel-blocked input, starting from the bias
+// and residual (first) or the partial sums at out.dst, ending in the activation (last) or in
+// partial sums stored at out.dst. out.alpha must be 1. See conv_tile_1x1 in conv_tile.inl.
+using Conv1x1Kernel = void (*)(const float* a, int64_t a_block, int64_t blocks, const float* b, int64_t b_next,
+                               bool first, bool last, const ConvTileOut& out);
+// Pixels per full 1x1 tile: 7 x 4 vectors, 28 accumulators (the rows of resnet50's 56-, 28-,
+// 14- and 7-wide layers split into whole tiles).
+constexpr int kConv1x1Rows = 7;
+
 struct KernelTable {
   Isa isa = Isa::Scalar;
   int simd_width = 1;  // floats per vector register
@@ -239,6 +249,9 @@ struct KernelTable {
   // blocked, one thread: efficientnet_b0's and mobilenet_v2's 1x1s to 24 channels 0.83x). An
   // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Null elsewhere.
   ConvTileKernel conv_tile_three_quarter[2] = {}, conv_tile_three_quarter_blk[2] = {};
+  // conv_1x1_blk[rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels; AVX-512 only (null
+  // elsewhere: conv_direct keeps its general schedule).
+  Conv1x1Kernel conv_1x1_blk[kConv1x1Rows] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out) = {};

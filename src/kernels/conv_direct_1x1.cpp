@@ -1,0 +1,106 @@
+// The direct tactic's 1x1 schedule (conv_direct_1x1.h).
+//
+// Why a schedule of its own: the general one (conv_direct.cpp) runs a 14 x 32 tile over all of
+// K at once, its weight block in L2, and reads two weight lines from L2 per step. Here a 7 x 64
+// tile (28 accumulators, four weight vectors per step) runs over 128 input channels at a time,
+// so the batch's weight rows stay in L1 across the tiles, and the tile adds into the partial
+// sums it stored in the output for the batch before. In-process A/B on the Ice Lake server (one
+// thread, 150 call-by-call pairs, time ratios against the general schedule, outside kiln with
+// the same layout): resnet50's 256->64 at 56x56 0.93, 64->256 at 56x56 0.92-0.95, 512->128 at
+// 28x28 0.91-0.93, 1024->256 at 14x14 0.92-0.96, 256->1024 at 14x14 0.91-0.92. (Batches of 64
+// or 256 channels, a 6 x 64 tile, a 14 x 32 tile on the same schedule and a software prefetch
+// of the weight rows measured the same or slower; see BENCHMARKS.md.)
+//
+// Numerics: the sums run batch by batch, (bias + residual) + batch 1 + batch 2 + ..., where the
+// general schedule adds its K steps in one chain and the bias and residual after; both are
+// plain fp32 sums of the same products, well inside the 1e-4 relative tolerance.
+#include "conv_direct_1x1.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+namespace {
+
+constexpr int64_t kBlock = kConvBlock;
+constexpr int64_t kCols = 64;             // output channels per tile: two NR = 32 panels
+constexpr int64_t kBatchBlocks = 16;      // input channel blocks per batch: 128 channels
+constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
+// Most input channels: two batches. Each later batch reloads and stores the tile's partial sums
+// (two shuffles a pixel pair, on an FMA port): 512 -> 128 at 28x28 0.97-1.00, 1024 -> 256 at
+// 14x14 0.99-1.01, 2048 -> 512 at 7x7 1.06 (one thread, in-process pairs), against 0.90-0.96 up
+// to 256 channels.
+constexpr int64_t kMaxChannels = 2 * kBatchBlocks * kBlock;
+// Items per thread (conv_direct's kPiecesPerThread): a thread done first takes the other's last.
+constexpr int64_t kItemsPerThread = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+bool direct_1x1_enabled = [] {
+  const char* v = std::getenv("KILN_DIRECT_1X1");
+  return !(v && v[0] == '0');
+}();
+
+bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e) {
+  if (!direct_1x1_enabled) return false;
+  return t.conv_1x1_blk[kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
+         s.stride_h == 1 && s.stride_w == 1 && !s.padded() && s.x_blocked && s.y_blocked && s.K % kCols == 0 &&
+         s.C <= kMaxChannels &&
+         e.alpha == 1.f && ConvTileOut::fused_act(e.act);
+}
+
+void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                           const Epilogue& e, int threads) {
+  const int64_t NR = t.gemm.nr, KK = s.C;
+  const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW;
+  const int64_t in_block = OHW * kBlock;  // floats between the input's channel blocks (unpadded)
+  const int64_t out_row = OW + s.y_pad_left + s.y_pad_right;
+  const int64_t out_plane = (OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+  // Tiles run along output rows (a row's last one may be short), so none crosses a row of
+  // padded planes.
+  const int64_t tiles_per_row = ceil_div(OW, kRows), tiles = OH * tiles_per_row;
+  const int64_t groups = s.K / kCols, batches = ceil_div(KK / kBlock, kBatchBlocks);
+  // Threads split the tiles (each then reads its share of the input, once per 64 channels,
+  // from its own L2) unless the weight is the larger operand (resnet50's layer3 and layer4:
+  // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
+  int64_t tile_parts = 1, group_parts = 1;
+  if (threads > 1) {
+    const int64_t want = threads * kItemsPerThread;
+    if (1.0 * s.C * s.K >= 1.0 * s.C * OHW) group_parts = std::min(groups, want);
+    else tile_parts = std::min(tiles, want);
+  }
+  auto run_item = [&](int64_t item) {
+    const int64_t gp = item / tile_parts, tp = item % tile_parts;
+    const int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
+    const int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t k0 = g * kCols;
+      const float* w = packed_w + (k0 / NR) * KK * NR;  // the group's first panel; the second KK * NR on
+      for (int64_t bt = 0; bt < batches; ++bt) {
+        const int64_t b0 = bt * kBatchBlocks, nb = std::min(kBatchBlocks, KK / kBlock - b0);
+        const bool first = bt == 0, last = bt + 1 == batches;
+        for (int64_t ti = t0; ti < t1; ++ti) {
+          const int64_t oh = ti / tiles_per_row, ow = ti % tiles_per_row * kRows;
+          const int64_t rows = std::min(kRows, OW - ow), pix = oh * OW + ow;
+          ConvTileOut o;
+          o.dst = y + k0 * out_plane + ((oh + s.y_pad_top) * out_row + ow + s.y_pad_left) * kBlock;
+          o.block_stride = kBlock * out_plane;
+          if (e.bias) o.bias = e.bias + k0;
+          if (e.residual) o.residual = e.residual + k0 * OHW + pix * kBlock;  // never padded
+          o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+          t.conv_1x1_blk[rows - 1](x + b0 * in_block + pix * kBlock, in_block, nb, w + b0 * kBlock * NR, KK * NR,
+                                   first, last, o);
+        }
+      }
+    }
+  };
+  parallel_for(tile_parts * group_parts, threads, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) run_item(i);
+  });
+}
+
+}  // namespace kiln::kernels::detail
