@@ -5,15 +5,16 @@
 // tile (28 accumulators, four weight vectors per step) runs over 128 input channels at a time,
 // so the batch's weight rows stay in L1 across the tiles, and the tile adds into the partial
 // sums it stored in the output for the batch before. In-process A/B on the Ice Lake server (one
-// thread, 150 call-by-call pairs, time ratios against the general schedule, outside kiln with
-// the same layout): resnet50's 256->64 at 56x56 0.93, 64->256 at 56x56 0.92-0.95, 512->128 at
-// 28x28 0.91-0.93, 1024->256 at 14x14 0.92-0.96, 256->1024 at 14x14 0.91-0.92. (Batches of 64
-// or 256 channels, a 6 x 64 tile, a 14 x 32 tile on the same schedule and a software prefetch
-// of the weight rows measured the same or slower; see BENCHMARKS.md.)
+// thread, resnet50's 1x1 layers with their epilogues, 150 call-by-call pairs, time ratios
+// against the general schedule): 0.91-0.96 from 56x56 to 14x14, 64 to 1024 input channels;
+// mobilenet_v2's 0.85-0.89. (Batches of 64 or 256 channels, a 6 x 64 tile, a 14 x 32 tile on
+// the same schedule and a software prefetch of the weight rows measured the same or slower;
+// see docs/kernels.md.)
 //
-// Numerics: the sums run batch by batch, (bias + residual) + batch 1 + batch 2 + ..., where the
-// general schedule adds its K steps in one chain and the bias and residual after; both are
-// plain fp32 sums of the same products, well inside the 1e-4 relative tolerance.
+// Numerics: the sums run batch by batch, ((batch 1 + bias) + residual) + batch 2 + ..., where
+// the general schedule adds its K steps in one chain and then the bias and the residual: the
+// same floats for one batch (up to 128 input channels), plain fp32 sums of the same products
+// beyond, well inside the 1e-4 relative tolerance.
 #include "conv_direct_1x1.h"
 
 #include <algorithm>
@@ -28,11 +29,11 @@ constexpr int64_t kBlock = kConvBlock;
 constexpr int64_t kCols = 64;             // output channels per tile: two NR = 32 panels
 constexpr int64_t kBatchBlocks = 16;      // input channel blocks per batch: 128 channels
 constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
-// Most input channels: two batches. Each later batch reloads and stores the tile's partial sums
-// (two shuffles a pixel pair, on an FMA port): 512 -> 128 at 28x28 0.97-1.00, 1024 -> 256 at
-// 14x14 0.99-1.01, 2048 -> 512 at 7x7 1.06 (one thread, in-process pairs), against 0.90-0.96 up
-// to 256 channels.
-constexpr int64_t kMaxChannels = 2 * kBatchBlocks * kBlock;
+// Fewest tiles an image: on 7x7 outputs (7 tiles) a batch's weight rows serve 7 tiles before
+// the next batch's come in, where the general schedule streams its weight block from L2 with a
+// prefetch: 2048 -> 512 at 7x7 1.04, 512 -> 2048 1.01, mobilenet_v2's 160 -> 960 1.00 (one
+// thread, in-process pairs), against 0.91-0.96 from 14x14 up.
+constexpr int64_t kMinTiles = 16;
 // Items per thread (conv_direct's kPiecesPerThread): a thread done first takes the other's last.
 constexpr int64_t kItemsPerThread = 4;
 
@@ -49,7 +50,7 @@ bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilog
   if (!direct_1x1_enabled) return false;
   return t.conv_1x1_blk[kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
          s.stride_h == 1 && s.stride_w == 1 && !s.padded() && s.x_blocked && s.y_blocked && s.K % kCols == 0 &&
-         s.C <= kMaxChannels &&
+         s.out_h() * ceil_div(s.out_w(), kRows) >= kMinTiles &&
          e.alpha == 1.f && ConvTileOut::fused_act(e.act);
 }
 

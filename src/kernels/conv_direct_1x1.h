@@ -19,9 +19,9 @@ namespace kiln::kernels::detail {
 extern bool direct_1x1_enabled;
 
 // A 1x1 stride-1 unpadded convolution from and to channel-blocked activations (the output's
-// planes may be padded for its reader), output channels a multiple of 64, an epilogue the
-// tiles apply as they store (alpha 1: the batches start from the bias and the residual), on a
-// table with the tile (AVX-512).
+// planes may be padded for its reader), output channels a multiple of 64, outputs of at least
+// 16 tiles (14x14 and up), an epilogue the tiles apply as they store (alpha 1: the first batch
+// adds the bias and the residual), on a table with the tile (AVX-512).
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e);
 
 // One image: x its blocked input, y its output planes (their interior when padded; the border

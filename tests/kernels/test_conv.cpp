@@ -331,18 +331,19 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
 
 // The direct tactic's 1x1 schedule over channel batches (conv_direct_1x1.cpp), where the host
 // table has its tile (AVX-512): tiles of 7 pixels and a short one at each row's end (10-, 9- and
-// 7-wide rows), one batch and two (200 channels: 128 + 72), batch 2, the 64-channel groups split
-// by pixels (192 channels on 28x28) or, the weight the larger operand, by groups (256 -> 512 on
-// 7x7), bias, residual and the fused activations, 1 and 2 threads, against the reference. The
-// output written over its residual (as the planner lays out resnet50's last 1x1 of a block)
-// holds the very floats of a separate one.
+// 15-wide rows), one batch, two (200 channels: 128 + 72) and five (520), batch 2, the
+// 64-channel groups split by pixels (192 channels on 28x28) or, the weight the larger operand,
+// by groups (256 -> 512 on 14x14), bias, residual and the fused activations, 1 and 2 threads,
+// against the reference. With one batch the floats are the general schedule's; the output
+// written over its residual (as the planner lays out resnet50's last 1x1 of a block) holds the
+// very floats of a separate one.
 TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
   const std::vector<ConvCase> cases = {
       {shape(1, 16, 10, 10, 64, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(2, 200, 9, 9, 128, 1, 1, 1, 0), Act::Clip, true, true},
       {shape(1, 64, 28, 28, 192, 1, 1, 1, 0), Act::None, true, false},
-      {shape(1, 256, 7, 7, 512, 1, 1, 1, 0), Act::Relu, true, true},
-      {shape(1, 128, 14, 14, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
+      {shape(1, 256, 14, 14, 512, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 520, 15, 15, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
   };
   const KernelTable& host = kernel_table();
   const bool host_runs = host.conv_1x1_blk[0] != nullptr;
@@ -354,8 +355,8 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
     for (const KernelTable* t : test::all_tables())
       for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
   }
-  // Not for alpha != 1 (the batches start from the bias), K not a multiple of 64, or more than
-  // two batches of input channels.
+  // Not for alpha != 1 (the first batch adds the bias), K not a multiple of 64, or 7x7 outputs
+  // (7 tiles).
   Conv2dShape s = shape(1, 64, 14, 14, 64, 1, 1, 1, 0);
   s.x_blocked = s.y_blocked = true;
   Epilogue scaled;
@@ -363,23 +364,33 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
   EXPECT_FALSE(detail::direct_1x1_applies(host, s, scaled));
   s.K = 96;
   EXPECT_FALSE(detail::direct_1x1_applies(host, s, Epilogue{}));
-  s.K = 64, s.C = 512;
+  s.K = 64, s.H = s.W = 7;
   EXPECT_FALSE(detail::direct_1x1_applies(host, s, Epilogue{}));
-  // In place over the residual, two batches, two threads.
-  s = shape(1, 200, 14, 14, 128, 1, 1, 1, 0);
-  s.x_blocked = s.y_blocked = true;
-  const int64_t OHW = s.out_h() * s.out_w();
-  const auto x = blocked(random_vec(s.C * OHW, 21), 1, s.C, OHW);
-  const auto w = random_vec(s.K * s.C, 22), bias = random_vec(s.K, 23), res = random_vec(s.K * OHW, 24);
-  std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
-  conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
-  Epilogue er;
-  er.act = Act::Relu, er.bias = bias.data(), er.bias_per_row = true, er.residual = res.data(), er.ldr = OHW;
-  std::vector<float> apart(res.size()), over = res;
-  conv2d(ConvTactic::Direct, s, x.data(), packed.data(), apart.data(), er, nullptr, 2);
-  er.residual = over.data();
-  conv2d(ConvTactic::Direct, s, x.data(), packed.data(), over.data(), er, nullptr, 2);
-  for (size_t i = 0; i < over.size(); ++i) ASSERT_EQ(over[i], apart[i]) << "at " << i;
+  // One batch against the general schedule, and in place over the residual with two batches.
+  for (int64_t C : {128, 200}) {
+    s = shape(1, C, 14, 14, 128, 1, 1, 1, 0);
+    s.x_blocked = s.y_blocked = true;
+    const int64_t OHW = s.out_h() * s.out_w();
+    const auto x = blocked(random_vec(s.C * OHW, 21), 1, s.C, OHW);
+    const auto w = random_vec(s.K * s.C, 22), bias = random_vec(s.K, 23), res = random_vec(s.K * OHW, 24);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    Epilogue er;
+    er.act = Act::Relu, er.bias = bias.data(), er.bias_per_row = true, er.residual = res.data(), er.ldr = OHW;
+    std::vector<float> apart(res.size()), over = res;
+    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), apart.data(), er, nullptr, 2);
+    if (C == 128 && host_runs) {
+      std::vector<float> general(res.size());
+      detail::direct_1x1_enabled = false;
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), general.data(), er, nullptr, 2);
+      detail::direct_1x1_enabled = true;
+      for (size_t i = 0; i < general.size(); ++i) ASSERT_EQ(apart[i], general[i]) << "one batch, at " << i;
+      continue;
+    }
+    er.residual = over.data();
+    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), over.data(), er, nullptr, 2);
+    for (size_t i = 0; i < over.size(); ++i) ASSERT_EQ(over[i], apart[i]) << "in place, at " << i;
+  }
 }
 
 // Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they
