@@ -48,8 +48,9 @@ bool direct_1x1_enabled = [] {
 
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e) {
   if (!direct_1x1_enabled) return false;
-  return t.conv_1x1_blk[kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
-         s.stride_h == 1 && s.stride_w == 1 && !s.padded() && s.x_blocked && s.y_blocked && s.K % kCols == 0 &&
+  return t.conv_1x1_blk[0][kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
+         s.stride_h >= 1 && s.stride_h <= 2 && s.stride_w >= 1 && s.stride_w <= 2 && !s.padded() && s.x_blocked &&
+         s.y_blocked && s.K % kCols == 0 &&
          s.out_h() * ceil_div(s.out_w(), kRows) >= kMinTiles &&
          e.alpha == 1.f && ConvTileOut::fused_act(e.act);
 }
@@ -58,7 +59,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
                            const Epilogue& e, int threads) {
   const int64_t NR = t.gemm.nr, KK = s.C;
   const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW;
-  const int64_t in_block = OHW * kBlock;  // floats between the input's channel blocks (unpadded)
+  const int64_t in_block = s.H * s.W * kBlock;  // floats between the input's channel blocks (unpadded)
   const int64_t out_row = OW + s.y_pad_left + s.y_pad_right;
   const int64_t out_plane = (OH + s.y_pad_top + s.y_pad_bottom) * out_row;
   // Tiles run along output rows (a row's last one may be short), so none crosses a row of
@@ -71,7 +72,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   int64_t tile_parts = 1, group_parts = 1;
   if (threads > 1) {
     const int64_t want = threads * kItemsPerThread;
-    if (1.0 * s.C * s.K >= 1.0 * s.C * OHW) group_parts = std::min(groups, want);
+    if (1.0 * s.C * s.K >= 1.0 * s.C * s.H * s.W) group_parts = std::min(groups, want);
     else tile_parts = std::min(tiles, want);
   }
   auto run_item = [&](int64_t item) {
@@ -93,8 +94,8 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
           if (e.bias) o.bias = e.bias + k0;
           if (e.residual) o.residual = e.residual + k0 * OHW + pix * kBlock;  // never padded
           o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
-          t.conv_1x1_blk[rows - 1](x + b0 * in_block + pix * kBlock, in_block, nb, w + b0 * kBlock * NR, KK * NR,
-                                   first, last, o);
+          const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * kBlock;
+          t.conv_1x1_blk[s.stride_w - 1][rows - 1](a, in_block, nb, w + b0 * kBlock * NR, KK * NR, first, last, o);
         }
       }
     }

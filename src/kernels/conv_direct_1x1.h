@@ -18,10 +18,10 @@ namespace kiln::kernels::detail {
 // harnesses flip it between calls. A runtime choice: artifacts are the same either way.
 extern bool direct_1x1_enabled;
 
-// A 1x1 stride-1 unpadded convolution from and to channel-blocked activations (the output's
-// planes may be padded for its reader), output channels a multiple of 64, outputs of at least
-// 16 tiles (14x14 and up), an epilogue the tiles apply as they store (alpha 1: the first batch
-// adds the bias and the residual), on a table with the tile (AVX-512).
+// A 1x1 unpadded convolution of stride 1 or 2 from and to channel-blocked activations (the
+// output's planes may be padded for its reader), output channels a multiple of 64, outputs of
+// at least 16 tiles (14x14 and up), an epilogue the tiles apply as they store (alpha 1: the
+// first batch adds the bias and the residual), on a table with the tile (AVX-512).
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e);
 
 // One image: x its blocked input, y its output planes (their interior when padded; the border

@@ -334,9 +334,9 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
 // 15-wide rows), one batch, two (200 channels: 128 + 72) and five (520), batch 2, the
 // 64-channel groups split by pixels (192 channels on 28x28) or, the weight the larger operand,
 // by groups (256 -> 512 on 14x14), bias, residual and the fused activations, 1 and 2 threads,
-// against the reference. With one batch the floats are the general schedule's; the output
-// written over its residual (as the planner lays out resnet50's last 1x1 of a block) holds the
-// very floats of a separate one.
+// against the reference; stride 2 on odd widths. With one batch the floats are the general
+// schedule's; the output written over its residual (as the planner lays out resnet50's last 1x1
+// of a block) holds the very floats of a separate one.
 TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
   const std::vector<ConvCase> cases = {
       {shape(1, 16, 10, 10, 64, 1, 1, 1, 0), Act::Relu, true, true},
@@ -344,9 +344,12 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
       {shape(1, 64, 28, 28, 192, 1, 1, 1, 0), Act::None, true, false},
       {shape(1, 256, 14, 14, 512, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 520, 15, 15, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
+      // Stride 2 (the downsample 1x1s): odd input widths, two batches.
+      {shape(1, 64, 28, 27, 128, 1, 1, 2, 0), Act::Relu, true, true},
+      {shape(2, 200, 30, 29, 64, 1, 1, 2, 0), Act::None, true, true},
   };
   const KernelTable& host = kernel_table();
-  const bool host_runs = host.conv_1x1_blk[0] != nullptr;
+  const bool host_runs = host.conv_1x1_blk[0][0] != nullptr;
   for (ConvCase c : cases) {
     c.s.x_blocked = c.s.y_blocked = true;
     Epilogue e;

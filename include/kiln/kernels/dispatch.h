@@ -249,9 +249,10 @@ struct KernelTable {
   // blocked, one thread: efficientnet_b0's and mobilenet_v2's 1x1s to 24 channels 0.83x). An
   // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Null elsewhere.
   ConvTileKernel conv_tile_three_quarter[2] = {}, conv_tile_three_quarter_blk[2] = {};
-  // conv_1x1_blk[rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels; AVX-512 only (null
-  // elsewhere: conv_direct keeps its general schedule).
-  Conv1x1Kernel conv_1x1_blk[kConv1x1Rows] = {};
+  // conv_1x1_blk[stride_w - 1][rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels, their
+  // blocks 8 * stride_w floats apart; AVX-512 only (null elsewhere: conv_direct keeps its
+  // general schedule).
+  Conv1x1Kernel conv_1x1_blk[2][kConv1x1Rows] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out) = {};

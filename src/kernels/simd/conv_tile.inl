@@ -281,8 +281,9 @@ void fill_conv_tiles(KernelTable& t) {
 // 0.93. No software prefetch: the batch's 32 KiB of weight rows stay in L1 across the tiles of
 // a batch, and each block's pixels are a sequential stream the hardware prefetcher follows
 // (in-process A/B: a prefetch of the weight rows 8 steps ahead made 1x1 layers 4-5% slower).
+// SW: floats between consecutive pixels' blocks, 8 or 16 (stride 1 or 2: the downsample 1x1s).
 // (VV: V, as a template parameter so that only the AVX-512 table compiles the body.)
-template <int ROWS, class VV = V>
+template <int ROWS, int SW, class VV = V>
 void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, const float* __restrict b,
                    int64_t b_next, bool first, bool last, const ConvTileOut& out) {
   constexpr int NVEC = 4;
@@ -301,7 +302,7 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
       const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
 #pragma GCC unroll 8
       for (int r = 0; r < ROWS; ++r) {
-        const VV ar = VV::set1(a[r * kB + i]);
+        const VV ar = VV::set1(a[r * SW + i]);
 #pragma GCC unroll 4
         for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
       }
@@ -329,7 +330,8 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 template <int ROWS>
 void fill_conv_1x1(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    t.conv_1x1_blk[ROWS - 1] = conv_tile_1x1<ROWS>;
+    t.conv_1x1_blk[0][ROWS - 1] = conv_tile_1x1<ROWS, 8>;
+    t.conv_1x1_blk[1][ROWS - 1] = conv_tile_1x1<ROWS, 16>;
     fill_conv_1x1<ROWS - 1>(t);
   }
 }
