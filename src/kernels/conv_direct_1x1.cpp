@@ -72,7 +72,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   int64_t tile_parts = 1, group_parts = 1;
   if (threads > 1) {
     const int64_t want = threads * kItemsPerThread;
-    if (1.0 * s.C * s.K >= 1.0 * s.C * s.H * s.W) group_parts = std::min(groups, want);
+    if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
   }
   auto run_item = [&](int64_t item) {

@@ -184,8 +184,8 @@ struct ConvTileOut {
 };
 
 // The direct tactic's 1x1 tile over channel batches (conv_direct_1x1.cpp): rows x 64 output
-// channels over `blocks` 8-channel blocks of a channel-blocked input, starting from the bias
-// and residual (first) or the partial sums at out.dst, ending in the activation (last) or in
+// channels over `blocks` 8-channel blocks of a channel-blocked input, plus the bias and the
+// residual (first) or the partial sums at out.dst, ending in the activation (last) or in
 // partial sums stored at out.dst. out.alpha must be 1. See conv_tile_1x1 in conv_tile.inl.
 using Conv1x1Kernel = void (*)(const float* a, int64_t a_block, int64_t blocks, const float* b, int64_t b_next,
                                bool first, bool last, const ConvTileOut& out);
