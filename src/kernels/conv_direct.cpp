@@ -200,12 +200,6 @@ void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float*
   pixel_pack_weight(t, s, w, packed);  // Wᵀ, K order (tap, channel), nr-column panels
 }
 
-// Pieces per thread the work is cut into (parallel_for's own limit): a thread that finishes its
-// share first takes the other's last pieces. Inside resnet18 at 2 threads the two halves of a
-// 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
-// the host slowed that moment.
-constexpr int64_t kPiecesPerThread = 4;
-
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
   const Plan p = plan_for(t, s);
   return static_cast<size_t>(s.C) * p.copy_floats() +

@@ -14,11 +14,18 @@
 // are fewer chunks than threads.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "kiln/kernels/dispatch.h"
 
 namespace kiln::kernels::detail {
+
+// Pieces per thread the work is cut into (parallel_for's own limit): a thread that finishes its
+// share first takes the other's last pieces. Inside resnet18 at 2 threads the two halves of a
+// 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
+// the host slowed that moment. (The general schedule and the 1x1 one, conv_direct_1x1.cpp.)
+constexpr int64_t kPiecesPerThread = 4;
 
 std::string direct_unsupported(const Conv2dShape& s);
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);

@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "conv_direct.h"
+#include "gemm_driver.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::detail {
@@ -34,10 +36,6 @@ constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
 // prefetch: 2048 -> 512 at 7x7 1.04, 512 -> 2048 1.01, mobilenet_v2's 160 -> 960 1.00 (one
 // thread, in-process pairs), against 0.91-0.96 from 14x14 up.
 constexpr int64_t kMinTiles = 16;
-// Items per thread (conv_direct's kPiecesPerThread): a thread done first takes the other's last.
-constexpr int64_t kItemsPerThread = 4;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -71,7 +69,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
   int64_t tile_parts = 1, group_parts = 1;
   if (threads > 1) {
-    const int64_t want = threads * kItemsPerThread;
+    const int64_t want = threads * kPiecesPerThread;
     if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
   }
