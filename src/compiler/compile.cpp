@@ -194,6 +194,7 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
     << lowered.isa;
   if (lowered.blocked_tensors > 0)
     s << "; " << lowered.blocked_tensors << " activations channel-blocked (between direct convolutions and pools)";
+  if (lowered.wide_tensors > 0) s << ", " << lowered.wide_tensors << " of them in 16-channel blocks";
   if (lowered.padded_tensors > 0)
     s << "; " << lowered.padded_tensors << " written into their reader's padded planes";
   if (lowered.nhwc_tensors > 0)

@@ -196,6 +196,7 @@ namespace {
 // epi.channel_means of an output the kernel wrote without them (every tactic but the blocked
 // depthwise one): the global average pool's own kernels over the output.
 void channel_means_after(const KernelTable& t, const Conv2dShape& s, const float* y, float* means, int threads) {
+  KILN_CHECK(!s.y_blocked || s.y_block == kConvBlock, "channel means of a 16-channel blocked output are not supported");
   const int64_t OHW = s.out_h() * s.out_w();
   if (s.y_blocked) global_average_pool_blocked_on(t, y, s.N, s.K, OHW, means, threads);
   else global_average_pool_on(t, y, s.N * s.K, OHW, means, threads);
@@ -344,6 +345,8 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
     return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
            "multiple of 8) the depthwise one";
   if ((s.x_padded || s.y_padded()) && t != ConvTactic::Direct) return "padded planes run only on the direct tactic";
+  if ((s.x_block != kConvBlock || s.y_block != kConvBlock) && t != ConvTactic::Direct)
+    return "16-channel blocks run only on the direct tactic";
   std::string bad = shape_problem(s);
   if (!bad.empty()) return bad;
   switch (t) {

@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kDirectKc = 768;
 // Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
 constexpr double kChunkInputBytes = 256 << 10;
-// Channels per block of the blocked copy (Plan::blocked) and of blocked activations.
+// Channels per block of the blocked copy of a planar input (Plan::blocked).
 constexpr int64_t kBlock = kConvBlock;
 
 
@@ -40,6 +40,7 @@ struct Plan {
   // Blocked activations (Conv2dShape::x_blocked) are read the same way: in place when the
   // convolution does not pad, else through the padded copy, whose rows are then plain copies.
   bool blocked = false;
+  int64_t bi = kBlock;           // channels per block of the blocked input or copy (x_block)
   int64_t row_step = 0;          // input floats between consecutive output rows
   bool wide = false;             // tiles of up to mr/2 pixels by 2*nr channels
   bool wrap = false;             // tiles of mr consecutive pixels, wrapping to the next row
@@ -67,7 +68,8 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   p.row_step = s.stride_h * p.Wp;
   p.blocked = s.x_blocked || (p.copy && s.C % kBlock == 0);
-  if (p.blocked) p.sw *= kBlock, p.row_step *= kBlock;
+  p.bi = s.x_blocked ? s.x_block : kBlock;
+  if (p.blocked) p.sw *= static_cast<int>(p.bi), p.row_step *= p.bi;
   const int64_t row_len = p.flat ? p.OHW : p.OW;
   const int mr = t.gemm.mr;
   // Rows whose width is not a multiple of mr would end in a short tile whose few accumulators
@@ -85,7 +87,7 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.KK = s.C * s.R * s.S;
   p.kblocks = ceil_div(p.KK, kDirectKc);
   p.kc = ceil_div(p.KK, p.kblocks);
-  if (p.blocked) p.kc = round_up(p.kc, kBlock), p.kblocks = ceil_div(p.KK, p.kc);  // blocks end on whole channel blocks
+  if (p.blocked) p.kc = round_up(p.kc, p.bi), p.kblocks = ceil_div(p.KK, p.kc);  // blocks end on whole channel blocks
   // Input bytes a tile brings in: its pixels' channels (flat), or its share of the stride_h
   // new input rows each output row reads.
   const double per_tile = p.flat   ? 4.0 * p.tile * s.C
@@ -112,9 +114,10 @@ void segments(const Conv2dShape& s, const Plan& p, int64_t q0, int64_t q1, std::
     const int64_t tap = q / s.C, c = q % s.C;
     const int64_t kh = tap / s.S, kw = tap % s.S;
     if (p.blocked) {  // one channel block's run: consecutive floats (a_step 1)
-      const int64_t n = std::min(kBlock - c % kBlock, q1 - q);
-      const int64_t tap_off = (kh * s.dil_h * p.Wp + kw * s.dil_w) * kBlock;
-      out.push_back({(c / kBlock) * p.plane * kBlock + tap_off + c % kBlock, n});
+      const int64_t B = p.bi;
+      const int64_t n = std::min(B - c % B, q1 - q);
+      const int64_t tap_off = (kh * s.dil_h * p.Wp + kw * s.dil_w) * B;
+      out.push_back({(c / B) * p.plane * B + tap_off + c % B, n});
       q += n;
       continue;
     }
@@ -131,9 +134,9 @@ void segments(const Conv2dShape& s, const Plan& p, int64_t q0, int64_t q1, std::
 // for small images, e.g. digits_cnn's 8x8, the padding took as long as the copy).
 void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p, const float* x, int64_t r0,
                       int64_t r1, float* planes, bool borders) {
-  // Planar: groups of one channel, one float per pixel. Blocked: groups of kBlock channels,
+  // Planar: groups of one channel, one float per pixel. Blocked: groups of p.bi channels,
   // whose rows are transposed pixel-major.
-  const int64_t lanes = p.blocked ? kBlock : 1, row = p.Wp * lanes;
+  const int64_t lanes = p.blocked ? p.bi : 1, row = p.Wp * lanes;
   for (int64_t g = 0; g < s.C / lanes; ++g)
     for (int64_t r = r0; r < r1; ++r) {
       float* dst = planes + (g * p.Hp + r) * row;
@@ -147,10 +150,54 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
         std::fill(dst + (s.pad_left + s.W) * lanes, dst + row, 0.f);
       }
       const float* src = x + (g * lanes * s.H + h) * s.W;
-      if (s.x_blocked) std::memcpy(dst + s.pad_left * kBlock, x + (g * s.H + h) * s.W * kBlock, sizeof(float) * s.W * kBlock);
+      if (s.x_blocked) std::memcpy(dst + s.pad_left * lanes, x + (g * s.H + h) * s.W * lanes, sizeof(float) * s.W * lanes);
       else if (p.blocked) t.transpose(src, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
       else std::memcpy(dst + s.pad_left, src, sizeof(float) * s.W);
     }
+}
+
+// epilogue_blocks for outputs of `block` channels per block: 8 as the table writes them; 16
+// (kConvBlockWide) one pixel's 16 columns at a time, as an 8-channel write whose second block
+// lies 8 floats on. Only the tiles the fused store cannot take come here (those whose last K
+// block has no step, e.g. a 3x3's bottom output row when its K blocks are window rows).
+void epilogue_into_blocks(const KernelTable& t, const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                          int64_t block, int64_t block_stride, const TileEpilogue& e) {
+  if (block == kConvBlock) {
+    t.epilogue_blocks(src, lds, rows, cols, dst, block_stride, e);
+    return;
+  }
+  for (int64_t j = 0; j < cols; j += block) {
+    TileEpilogue ej = e;
+    if (e.bias) ej.bias = e.bias + j;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = (j / block) * block_stride + r * block;
+      if (e.residual) ej.residual = e.residual + at;
+      t.epilogue_blocks(src + r * lds + j, lds, 1, block, dst + at, kConvBlock, ej);
+    }
+  }
+}
+
+// A 16-channel blocked input to a 1x1 of stride 2 that the 1x1 schedule does not take (there are
+// no tiles of pixel stride 32): its strided pixels are gathered into compact blocks and the
+// convolution runs at stride 1 on them (on 8-channel blocks the same took 1.07, 0.98 and 0.98 of
+// the strided tiles' time at 256, 512 and 1024 channels: BENCHMARKS.md). Only resnet50's 7x7
+// downsample and layers past the 1x1 schedule's rules come here.
+bool subsampled(const Conv2dShape& s) { return s.x_blocked && s.x_block == kConvBlockWide && s.stride_w != 1; }
+Conv2dShape subsampled_shape(const Conv2dShape& s) {
+  Conv2dShape s1 = s;
+  s1.H = s.out_h(), s1.W = s.out_w(), s1.stride_h = s1.stride_w = 1;
+  return s1;
+}
+void gather_subsampled(const Conv2dShape& s, const float* x, float* out, int threads) {
+  const int64_t B = s.x_block, OH = s.out_h(), OW = s.out_w(), rows = s.N * (s.C / B) * OH;
+  parallel_for(rows, threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t plane = r / OH, oh = r % OH;  // plane: image and channel block
+      const float* src = x + (plane * s.H + oh * s.stride_h) * s.W * B;
+      float* dst = out + r * OW * B;
+      for (int64_t ow = 0; ow < OW; ++ow) std::memcpy(dst + ow * B, src + ow * s.stride_w * B, sizeof(float) * B);
+    }
+  });
 }
 
 // Whether a tile may hold pixels of two output rows (wrap tiles, or flat tiles on rows they do
@@ -163,15 +210,16 @@ bool tiles_cross_rows(const Plan& p) { return p.wrap || (p.flat && p.OW % p.tile
 // reader takes them as its padding, so they are written on every call: the arena bytes under
 // them belong to other tensors between runs.
 void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t b0, int64_t b1) {
-  const int64_t OHp = p.OH + s.y_pad_top + s.y_pad_bottom, row = (p.OW + s.y_pad_left + s.y_pad_right) * kBlock;
+  const int64_t B = s.y_block;
+  const int64_t OHp = p.OH + s.y_pad_top + s.y_pad_bottom, row = (p.OW + s.y_pad_left + s.y_pad_right) * B;
   for (int64_t b = b0; b < b1; ++b) {
     float* plane = yn + b * OHp * row;
     std::fill(plane, plane + s.y_pad_top * row, 0.f);
     std::fill(plane + (s.y_pad_top + p.OH) * row, plane + OHp * row, 0.f);
     for (int64_t r = s.y_pad_top; r < s.y_pad_top + p.OH; ++r) {
       float* line = plane + r * row;
-      std::fill(line, line + s.y_pad_left * kBlock, 0.f);
-      std::fill(line + (s.y_pad_left + p.OW) * kBlock, line + row, 0.f);
+      std::fill(line, line + s.y_pad_left * B, 0.f);
+      std::fill(line + (s.y_pad_left + p.OW) * B, line + row, 0.f);
     }
   }
 }
@@ -180,8 +228,17 @@ void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t 
 
 std::string direct_unsupported(const Conv2dShape& s) {
   if (s.group != 1) return "grouped";
-  if (s.x_blocked && s.C % kBlock != 0) return "channel-blocked input with channels not a multiple of 8";
-  if (s.y_blocked && s.K % kBlock != 0) return "channel-blocked output with channels not a multiple of 8";
+  for (const int64_t b : {s.x_block, s.y_block})
+    if (b != kConvBlock && b != kConvBlockWide) return "channel blocks of " + std::to_string(b) + " (8 or 16)";
+  if (s.x_blocked && s.C % s.x_block != 0)
+    return "channel-blocked input with channels not a multiple of " + std::to_string(s.x_block);
+  if (s.y_blocked && s.K % s.y_block != 0)
+    return "channel-blocked output with channels not a multiple of " + std::to_string(s.y_block);
+  if ((s.x_blocked && s.x_block == kConvBlockWide) || (s.y_blocked && s.y_block == kConvBlockWide)) {
+    if (kernel_table().simd_width != kConvBlockWide) return "16-channel blocks need a table of 16 lanes (AVX-512)";
+    if (s.x_blocked && s.x_block == kConvBlockWide && s.stride_w != 1 && !(s.R == 1 && s.S == 1 && !s.padded()))
+      return "a 16-channel blocked input at stride_w 2 only to an unpadded 1x1 (no tiles of pixel stride 32)";
+  }
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
   if (s.x_padded && !(s.x_blocked && s.padded()))
     return "padded input planes need a channel-blocked input to a padded convolution";
@@ -201,6 +258,9 @@ void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float*
 }
 
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
+  if (subsampled(s))  // either schedule may run (direct_1x1_applies reads the epilogue too)
+    return static_cast<size_t>(s.N * s.C * s.out_h() * s.out_w()) +
+           direct_workspace_floats(t, subsampled_shape(s), threads);
   const Plan p = plan_for(t, s);
   return static_cast<size_t>(s.C) * p.copy_floats() +
          static_cast<size_t>(std::max(threads, 1) * kPiecesPerThread) * p.slot_floats();
@@ -208,6 +268,18 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
 
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                  const Epilogue& epi, float* workspace, int threads) {
+  if (subsampled(s) && !direct_1x1_applies(t, s, epi)) {
+    const Conv2dShape s1 = subsampled_shape(s);
+    const size_t gathered = static_cast<size_t>(s.N * s.C * s1.H * s1.W);
+    thread_local std::vector<float> own_gathered;
+    if (!workspace) {
+      own_gathered.resize(direct_workspace_floats(t, s, threads));
+      workspace = own_gathered.data();
+    }
+    gather_subsampled(s, x, workspace, threads);
+    conv_direct(t, s1, workspace, packed_w, y, epi, workspace + gathered, threads);
+    return;
+  }
   KILN_CHECK(!s.y_padded() || (!epi.residual && !epi.channel_means),
              "direct convolution: a padded output takes no residual or channel means");
   Plan p = plan_for(t, s);
@@ -319,16 +391,20 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const bool apply = !epilogue_is_identity(epi);
   // Floats between a segment's consecutive channels, and the micro-kernels for the layout.
   const int64_t a_step = p.blocked ? 1 : p.plane;
-  const auto& tiles = p.blocked ? t.conv_tile_blk[s.stride_w - 1] : t.conv_tile[p.sw - 1];
-  const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[s.stride_w - 1] : t.conv_tile_wrap[p.sw - 1];
-  const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[s.stride_w - 1] : t.conv_tile_half[p.sw - 1];
+  // Blocked slots by pixel stride: 8 * stride_w on 8-channel blocks, 16 on 16-channel ones (32:
+  // a 1x1 downsample on the 1x1 schedule, which takes no tile).
+  const int64_t blk_slot = std::min<int64_t>(p.sw / kBlock - 1, 1);
+  const auto& tiles = p.blocked ? t.conv_tile_blk[blk_slot] : t.conv_tile[p.sw - 1];
+  const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[blk_slot] : t.conv_tile_wrap[p.sw - 1];
+  const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[blk_slot] : t.conv_tile_half[p.sw - 1];
   const ConvTileKernel three_quarter =
-      p.blocked ? t.conv_tile_three_quarter_blk[s.stride_w - 1] : t.conv_tile_three_quarter[p.sw - 1];
+      p.blocked ? t.conv_tile_three_quarter_blk[blk_slot] : t.conv_tile_three_quarter[p.sw - 1];
+  const int64_t bo = s.y_block;  // channels per block of a blocked output
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.x_image_floats();
     float* yn = y + n * s.y_image_floats();
     if (s.y_padded())
-      parallel_for(s.K / kBlock, threads, [&](int64_t b0, int64_t b1) { zero_output_border(s, p, yn, b0, b1); });
+      parallel_for(s.K / bo, threads, [&](int64_t b0, int64_t b1) { zero_output_border(s, p, yn, b0, b1); });
     const float* in = xn;
     if (p.copy) {
       // On the kernel's own thread count, however small the copy: each thread then reads mostly
@@ -351,19 +427,19 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     // Blocked output whose epilogue the tiles can apply as they store (ConvTileOut): their last
     // K block then writes the output directly, not C and then epilogue_blocks over it.
     const bool fuse = s.y_blocked && (t.simd_width == 8 || t.simd_width == 16) && ConvTileOut::fused_act(e.act);
-    // Where output pixel pix of channel block k0 / 8 starts: in the planes' interior when they
+    // Where output pixel pix of channel block k0 / bo starts: in the planes' interior when they
     // are padded (each block out_plane pixels long).
     const int64_t out_row = p.OW + s.y_pad_left + s.y_pad_right;
     const int64_t out_plane = (p.OH + s.y_pad_top + s.y_pad_bottom) * out_row;
     auto out_at = [&](int64_t k0, int64_t pix) {
       const int64_t at = s.y_padded() ? (pix / p.OW + s.y_pad_top) * out_row + pix % p.OW + s.y_pad_left : pix;
-      return k0 * out_plane + at * kBlock;
+      return k0 * out_plane + at * bo;
     };
     auto tile_out = [&](int64_t k0, int64_t pix) {
       ConvTileOut o;
-      o.dst = yn + out_at(k0, pix), o.block_stride = kBlock * out_plane;
+      o.dst = yn + out_at(k0, pix), o.block_stride = bo * out_plane, o.block = bo;
       if (e.bias) o.bias = e.bias + k0;
-      if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * kBlock;
+      if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * bo;
       o.alpha = e.alpha, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
       return o;
     };
@@ -375,14 +451,14 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       for (int64_t k0 = first_col; k0 < end_col; k0 += p.unit_cols) {
         const int ncols = static_cast<int>(std::min(p.unit_cols, end_col - k0));
         const int wide = ncols > NR ? 1 : 0;
-        const bool fuse_cols = fuse && ncols % kBlock == 0;
+        const bool fuse_cols = fuse && ncols % bo == 0;
         // Finished tiles not yet transposed: `pending` rows of cbuf from `pending_c`, pixels from
         // `pending_pix` on (consecutive in both), transposed into NCHW with the epilogue on the way.
         float* pending_c = nullptr;
         int64_t pending_pix = 0, pending = 0;
         auto flush = [&] {
           if (pending == 0) return;
-          if (s.y_blocked) {  // blocks of 8 channels from k0: the run's pixels, 8 floats each
+          if (s.y_blocked) {  // blocks of bo channels from k0: the run's pixels, bo floats each
             TileEpilogue te;
             te.alpha = e.alpha;
             if (e.bias) te.bias = e.bias + k0, te.bias_mode = TileEpilogue::Bias::PerCol;
@@ -391,9 +467,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
             for (int64_t done = 0; done < pending;) {
               const int64_t pix = pending_pix + done;
               const int64_t count = s.y_padded() ? std::min(pending - done, p.OW - pix % p.OW) : pending - done;
-              if (e.residual) te.residual = e.residual + k0 * p.OHW + pix * kBlock;  // never padded
-              t.epilogue_blocks(pending_c + done * p.unit_cols, p.unit_cols, count, ncols, yn + out_at(k0, pix),
-                                kBlock * out_plane, te);
+              if (e.residual) te.residual = e.residual + k0 * p.OHW + pix * bo;  // never padded
+              epilogue_into_blocks(t, pending_c + done * p.unit_cols, p.unit_cols, count, ncols, yn + out_at(k0, pix),
+                                   bo, bo * out_plane, te);
               done += count;
             }
             pending = 0;

@@ -27,9 +27,8 @@
 namespace kiln::kernels::detail {
 namespace {
 
-constexpr int64_t kBlock = kConvBlock;
 constexpr int64_t kCols = 64;             // output channels per tile: two NR = 32 panels
-constexpr int64_t kBatchBlocks = 16;      // input channel blocks per batch: 128 channels
+constexpr int64_t kBatchChannels = 128;   // input channels per batch
 constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
 // Fewest tiles an image: on 7x7 outputs (7 tiles) a batch's weight rows serve 7 tiles before
 // the next batch's come in, where the general schedule streams its weight block from L2 with a
@@ -44,9 +43,13 @@ bool direct_1x1_enabled = [] {
   return !(v && v[0] == '0');
 }();
 
+int conv_1x1_slot(const Conv2dShape& s) {
+  return (s.x_block == kConvBlockWide ? 2 : 0) + static_cast<int>(s.stride_w) - 1;
+}
+
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e) {
   if (!direct_1x1_enabled) return false;
-  return t.conv_1x1_blk[0][kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
+  return t.conv_1x1_blk[conv_1x1_slot(s)][kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
          s.stride_h >= 1 && s.stride_h <= 2 && s.stride_w >= 1 && s.stride_w <= 2 && !s.padded() && s.x_blocked &&
          s.y_blocked && s.K % kCols == 0 &&
          s.out_h() * ceil_div(s.out_w(), kRows) >= kMinTiles &&
@@ -57,13 +60,16 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
                            const Epilogue& e, int threads) {
   const int64_t NR = t.gemm.nr, KK = s.C;
   const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW;
-  const int64_t in_block = s.H * s.W * kBlock;  // floats between the input's channel blocks (unpadded)
+  const int64_t bi = s.x_block, bo = s.y_block;  // channels per input / output block
+  const int64_t in_block = s.H * s.W * bi;       // floats between the input's channel blocks (unpadded)
   const int64_t out_row = OW + s.y_pad_left + s.y_pad_right;
   const int64_t out_plane = (OH + s.y_pad_top + s.y_pad_bottom) * out_row;
   // Tiles run along output rows (a row's last one may be short), so none crosses a row of
   // padded planes.
   const int64_t tiles_per_row = ceil_div(OW, kRows), tiles = OH * tiles_per_row;
-  const int64_t groups = s.K / kCols, batches = ceil_div(KK / kBlock, kBatchBlocks);
+  const int64_t batch_blocks = kBatchChannels / bi;
+  const int64_t groups = s.K / kCols, batches = ceil_div(KK / bi, batch_blocks);
+  const Conv1x1Kernel* const kernels = t.conv_1x1_blk[conv_1x1_slot(s)];
   // Threads split the tiles (each then reads its share of the input, once per 64 channels,
   // from its own L2) unless the weight is the larger operand (resnet50's layer3 and layer4:
   // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
@@ -81,19 +87,19 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
       const int64_t k0 = g * kCols;
       const float* w = packed_w + (k0 / NR) * KK * NR;  // the group's first panel; the second KK * NR on
       for (int64_t bt = 0; bt < batches; ++bt) {
-        const int64_t b0 = bt * kBatchBlocks, nb = std::min(kBatchBlocks, KK / kBlock - b0);
+        const int64_t b0 = bt * batch_blocks, nb = std::min(batch_blocks, KK / bi - b0);
         const bool first = bt == 0, last = bt + 1 == batches;
         for (int64_t ti = t0; ti < t1; ++ti) {
           const int64_t oh = ti / tiles_per_row, ow = ti % tiles_per_row * kRows;
           const int64_t rows = std::min(kRows, OW - ow), pix = oh * OW + ow;
           ConvTileOut o;
-          o.dst = y + k0 * out_plane + ((oh + s.y_pad_top) * out_row + ow + s.y_pad_left) * kBlock;
-          o.block_stride = kBlock * out_plane;
+          o.dst = y + k0 * out_plane + ((oh + s.y_pad_top) * out_row + ow + s.y_pad_left) * bo;
+          o.block_stride = bo * out_plane, o.block = bo;
           if (e.bias) o.bias = e.bias + k0;
-          if (e.residual) o.residual = e.residual + k0 * OHW + pix * kBlock;  // never padded
+          if (e.residual) o.residual = e.residual + k0 * OHW + pix * bo;  // never padded
           o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
-          const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * kBlock;
-          t.conv_1x1_blk[s.stride_w - 1][rows - 1](a, in_block, nb, w + b0 * kBlock * NR, KK * NR, first, last, o);
+          const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * bi;
+          kernels[rows - 1](a, in_block, nb, w + b0 * bi * NR, KK * NR, first, last, o);
         }
       }
     }

@@ -24,6 +24,9 @@ extern bool direct_1x1_enabled;
 // first batch adds the bias and the residual), on a table with the tile (AVX-512).
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e);
 
+// KernelTable::conv_1x1_blk's slot for the input's blocks and stride (s.x_blocked).
+int conv_1x1_slot(const Conv2dShape& s);
+
 // One image: x its blocked input, y its output planes (their interior when padded; the border
 // is the caller's), e's residual and bias at this image's, on `threads` threads.
 void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,

@@ -212,6 +212,49 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   return blocked;
 }
 
+// The blocked tensors to hold in 16-channel blocks (kConvBlockWide): those a direct
+// convolution writes and only direct convolutions read, each side able to take them
+// (kernels::conv_tactic_unsupported with the wide block: AVX-512, channels a multiple of 16, a
+// wide input only at stride_w 1), and a residual wide exactly when its convolution's output is
+// (solved as solve() does). The other blocked readers (depthwise, pools, averages, generated
+// elementwise kernels) keep 8-channel blocks.
+std::set<const Value*> solve_wide(const Graph& g, const std::set<const Value*>& blocked) {
+  // The node's shape with a wide input (x) or output (y), if the direct tactic takes it.
+  auto direct_takes = [](const Node& n, bool x) {
+    if (!lowered_direct(n)) return false;
+    const std::optional<std::vector<int64_t>> d = dims4(n.input(0));
+    if (!d) return false;
+    kernels::Conv2dShape s = ops::fused_conv_shape(n, *d, n.attr_ints("w_shape", {}));
+    if (x) s.x_blocked = true, s.x_block = kernels::kConvBlockWide;
+    else s.y_blocked = true, s.y_block = kernels::kConvBlockWide;
+    return kernels::conv_tactic_unsupported(kernels::ConvTactic::Direct, s).empty();
+  };
+  std::set<const Value*> wide;
+  for (const Value* v : blocked) {
+    const Node* p = v->producer;
+    // A second output (the channel means) is read by kernels that take 8-channel blocks.
+    if (!p || p->outputs.size() != 1 || !direct_takes(*p, false)) continue;
+    bool ok = true;
+    for (const Node* u : g.users(v))
+      for (size_t i = 0; ok && i < u->inputs.size(); ++i)
+        if (u->inputs[i] == v) ok = (i == 0 && direct_takes(*u, true)) || (i == 3 && lowered_direct(*u));
+    if (ok) wide.insert(v);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& up : g.nodes()) {
+      if (!lowered_direct(*up) || !up->input(3)) continue;
+      const Value* z = up->input(3);
+      const Value* y = up->outputs[0];
+      const bool a = wide.count(z) > 0, b = wide.count(y) > 0;
+      if (a == b) continue;
+      wide.erase(a ? z : y);
+      changed = true;
+    }
+  }
+  return wide;
+}
+
 }  // namespace
 
 bool switch_on(const char* name) {
@@ -220,6 +263,8 @@ bool switch_on(const char* name) {
 }
 
 bool blocked_layout_enabled() { return switch_on("KILN_BLOCKED_LAYOUT"); }
+
+bool wide_blocks_enabled() { return switch_on("KILN_WIDE_BLOCKS"); }
 
 std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   std::set<const Node*> out;
@@ -269,9 +314,11 @@ std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   return out;
 }
 
-int assign_blocked_layout(Graph& g) {
+int assign_blocked_layout(Graph& g, int* wide_tensors) {
   if (!blocked_layout_enabled()) return 0;
   const std::set<const Value*> blocked = solve(g, lowered_direct);
+  const std::set<const Value*> wide = wide_blocks_enabled() ? solve_wide(g, blocked) : std::set<const Value*>{};
+  if (wide_tensors) *wide_tensors = static_cast<int>(wide.size());
   for (const auto& up : g.nodes()) {
     Node& n = *up;
     if (blocked_elementwise(n)) {  // solve() blocks all its outputs and full-size inputs or none
@@ -283,6 +330,8 @@ int assign_blocked_layout(Graph& g) {
       continue;
     if (blocked.count(n.input(0))) n.attrs["x_blocked"] = int64_t{1};
     if (blocked.count(n.outputs[0])) n.attrs["y_blocked"] = int64_t{1};
+    if (wide.count(n.input(0))) n.attrs["x_block"] = kernels::kConvBlockWide;
+    if (wide.count(n.outputs[0])) n.attrs["y_block"] = kernels::kConvBlockWide;
   }
   return static_cast<int>(blocked.size());
 }

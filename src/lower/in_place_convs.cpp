@@ -49,7 +49,6 @@ void mark_in_place_convs(Graph& g) {
     const std::optional<std::vector<int64_t>> dims = ops::dims_batch_as_one(x->shape);
     if (!dims || dims->size() != 4) continue;
     kernels::Conv2dShape s = ops::fused_conv_shape(n, *dims, n.attr_ints("w_shape", {}));
-    s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
     if (!kernels::conv_depthwise_in_place(s)) continue;
     n.attrs["in_place"] = int64_t{1};
   }

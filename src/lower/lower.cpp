@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/int8.h"
 #include "kiln/ops/kiln_ops.h"
@@ -103,7 +104,9 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
   }
   if (opt.pack_weights) {
     drop_unused_initializers(g);
-    r.blocked_tensors += assign_blocked_layout(g);
+    int wide = 0;
+    r.blocked_tensors += assign_blocked_layout(g, &wide);
+    r.wide_tensors += wide;
     r.padded_tensors += assign_padded_planes(g);
     r.nhwc_tensors += assign_int8_nhwc_layout(g);
     mark_in_place_convs(g);
@@ -121,6 +124,11 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       if (x || y)
         c.why += std::string("; channel-blocked ") + (x && y ? "input and output" : x ? "input" : "output") +
                  " (NCHW8c, shared with the direct convolutions and pools next to it)";
+      const int64_t wide = kernels::kConvBlockWide;
+      const bool xw = n->attr_i("x_block", 0) == wide, yw = n->attr_i("y_block", 0) == wide;
+      if (xw || yw)
+        c.why += std::string("; ") + (xw && yw ? "input and output" : xw ? "input" : "output") +
+                 " in 16-channel blocks (NCHW16c: a pixel's block one vector, between direct convolutions)";
       if (n->attr_i("x_padded", 0) != 0) c.why += "; reads its input in place from padded planes (no padded copy)";
       if (n->has_attr("y_pad")) c.why += "; writes into the next convolution's padded planes";
       const bool xn = n->attr_i("x_nhwc", 0) != 0, yn = n->attr_i("y_nhwc", 0) != 0;

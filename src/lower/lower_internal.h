@@ -37,7 +37,9 @@ KernelChoice lower_matmul(Graph& g, Node& n, bool pack, double& bytes);
 
 // Marks the tensors that pass between packed direct convolutions only as channel-blocked
 // (attributes x_blocked / y_blocked on the convolutions; blocked_layout.cpp); returns how many.
-int assign_blocked_layout(Graph& g);
+// Those between direct convolutions alone get 16-channel blocks on AVX-512 (x_block / y_block
+// 16); `wide_tensors`, when given, receives how many.
+int assign_blocked_layout(Graph& g, int* wide_tensors = nullptr);
 
 // Marks the channel-blocked tensors that a direct convolution writes and one padded direct
 // convolution alone reads as padded planes (attributes y_pad on the producer, x_padded on the

@@ -37,14 +37,16 @@ Conv2dShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t
   return s;
 }
 
-// [N][C][H*W] -> [N][C/8][H*W][8] (Conv2dShape::x_blocked, y_blocked), or back (`back`).
-std::vector<float> blocked(const std::vector<float>& v, int64_t N, int64_t C, int64_t HW, bool back = false) {
+// [N][C][H*W] -> [N][C/B][H*W][B] (Conv2dShape::x_blocked, y_blocked; B = x_block / y_block), or
+// back (`back`).
+std::vector<float> blocked(const std::vector<float>& v, int64_t N, int64_t C, int64_t HW, bool back = false,
+                           int64_t B = kConvBlock) {
   std::vector<float> out(v.size());
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t i = 0; i < HW; ++i) {
         const int64_t plain = (n * C + c) * HW + i;
-        const int64_t blk = ((n * C + c / kConvBlock * kConvBlock) * HW + i * kConvBlock) + c % kConvBlock;
+        const int64_t blk = ((n * C + c / B * B) * HW + i * B) + c % B;
         if (back) out[plain] = v[blk];
         else out[blk] = v[plain];
       }
@@ -64,7 +66,7 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   const uintptr_t line = (reinterpret_cast<uintptr_t>(x_store.data()) + 63) / 64 * 64;
   float* const x = reinterpret_cast<float*>(line) + (x_lines ? 0 : 1);
   if (s.x_blocked) {  // the kernel reads the blocked copy; the reference below the plain one
-    const auto xb = blocked(xv, s.N, s.C, s.H * s.W);
+    const auto xb = blocked(xv, s.N, s.C, s.H * s.W, false, s.x_block);
     std::copy(xb.begin(), xb.end(), x);
   } else {
     std::copy(xv.begin(), xv.end(), x);
@@ -76,7 +78,7 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
   e.act = cc.act;
   test::act_params(cc.act, e.act_alpha, e.act_beta);
   if (cc.bias) e.bias = bias.data(), e.bias_per_row = true;
-  const auto res_blocked = s.y_blocked ? blocked(res, s.N, s.K, OH * OW) : std::vector<float>{};
+  const auto res_blocked = s.y_blocked ? blocked(res, s.N, s.K, OH * OW, false, s.y_block) : std::vector<float>{};
   if (cc.residual) e.residual = s.y_blocked ? res_blocked.data() : res.data(), e.ldr = OH * OW;
   std::vector<float> packed(conv_packed_weight_floats_on(t, tactic, s));
   conv_pack_weight_on(t, tactic, s, w.data(), packed.data());
@@ -86,7 +88,7 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
                         tactic == ConvTactic::Direct ? NAN : 0.f);
   std::vector<float> y(s.N * s.K * OH * OW, 777.f);
   conv2d_on(t, tactic, s, x, packed.data(), y.data(), e, own_workspace ? ws.data() : nullptr, threads);
-  if (s.y_blocked) y = blocked(y, s.N, s.K, OH * OW, /*back=*/true);
+  if (s.y_blocked) y = blocked(y, s.N, s.K, OH * OW, /*back=*/true, s.y_block);
   std::copy(xv.begin(), xv.end(), x);  // the reference reads NCHW
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t k = 0; k < s.K; ++k) {
@@ -113,7 +115,8 @@ void check(const KernelTable& t, ConvTactic tactic, const ConvCase& cc, int thre
               << isa_name(t.isa) << " " << conv_tactic_name(tactic) << " N=" << s.N << " C=" << s.C << " H=" << s.H
               << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S << " stride=" << s.stride_h
               << "/" << s.stride_w << " pad=" << s.pad_top << " dil=" << s.dil_h << " group=" << s.group
-              << " blocked x/y=" << s.x_blocked << "/" << s.y_blocked << " threads=" << threads << " at n=" << n << " k=" << k << " oh=" << oh << " ow=" << ow;
+              << " blocked x/y=" << s.x_blocked << "/" << s.y_blocked << " blocks " << s.x_block << "/" << s.y_block
+              << " threads=" << threads << " at n=" << n << " k=" << k << " oh=" << oh << " ow=" << ow;
         }
     }
 }
@@ -394,6 +397,72 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
     conv2d(ConvTactic::Direct, s, x.data(), packed.data(), over.data(), er, nullptr, 2);
     for (size_t i = 0; i < over.size(); ++i) ASSERT_EQ(over[i], apart[i]) << "in place, at " << i;
   }
+}
+
+// 16-channel blocks (Conv2dShape::x_block / y_block, AVX-512 only) against the double
+// reference, in either direction and both: the general schedule (3x3 with one and three K
+// blocks, a bottom row whose last K block has no step, wrap and wide tiles, Silu through C), the
+// 1x1 schedule (stride 1 and 2, short row tiles, several batches), and a 1x1 downsample it does
+// not take (7x7 outputs: the gathered stride-1 path); then bit for bit against 8-channel blocks,
+// whose sums run in the same order.
+TEST(Conv, WideBlocksOnTheDirectTactic) {
+  const KernelTable& host = kernel_table();
+  Conv2dShape probe = shape(1, 16, 8, 8, 16, 3, 3, 1, 1);
+  probe.x_blocked = probe.y_blocked = true, probe.x_block = probe.y_block = kConvBlockWide;
+  if (host.simd_width != kConvBlockWide) {
+    EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, probe), "");
+    GTEST_SKIP() << "16-channel blocks need a 16-lane table (AVX-512)";
+  }
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, probe), "");
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Gemm, probe), "");
+  probe.stride_h = probe.stride_w = 2;  // no tiles of pixel stride 32
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, probe), "");
+  probe = shape(1, 24, 8, 8, 16, 1, 1, 1, 0);
+  probe.x_blocked = true, probe.x_block = kConvBlockWide;  // 24 channels are no whole 16-blocks
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, probe), "");
+  const std::vector<ConvCase> cases = {
+      {shape(1, 32, 14, 14, 48, 3, 3, 1, 1), Act::Relu, true, true},
+      {shape(2, 256, 9, 11, 64, 3, 3, 1, 1), Act::Clip, true, true},   // three K blocks
+      {shape(1, 48, 7, 7, 80, 3, 3, 1, 1), Act::Silu, true, true},     // wrap tiles, C and the epilogue
+      {shape(1, 64, 7, 7, 32, 1, 1, 1, 0), Act::LeakyRelu, true, false},  // flat 1x1, wide tiles
+      {shape(1, 64, 28, 28, 128, 1, 1, 1, 0), Act::Relu, true, true},  // the 1x1 schedule
+      {shape(1, 272, 15, 13, 64, 1, 1, 1, 0), Act::None, true, true},  // 3 batches, short tiles
+      {shape(1, 64, 28, 27, 128, 1, 1, 2, 0), Act::Relu, true, true},  // 1x1/2 on the schedule
+      {shape(2, 64, 14, 13, 128, 1, 1, 2, 0), Act::Relu, true, true},  // 7x7 outputs: gathered
+      {shape(1, 32, 13, 13, 16, 1, 1, 2, 0), Act::Silu, true, true},   // gathered, general tiles
+  };
+  for (ConvCase c : cases)
+    for (int sides = 1; sides <= 3; ++sides) {
+      c.s.x_blocked = c.s.y_blocked = true;
+      c.s.x_block = sides & 1 ? kConvBlockWide : kConvBlock;
+      c.s.y_block = sides & 2 ? kConvBlockWide : kConvBlock;
+      if (c.s.stride_w == 2 && c.s.x_block == kConvBlock) continue;
+      for (int threads : {1, 2}) check(host, ConvTactic::Direct, c, threads, threads == 2);
+      // The same floats as 8-channel blocks.
+      Conv2dShape narrow = c.s;
+      narrow.x_block = narrow.y_block = kConvBlock;
+      const int64_t OHW = c.s.out_h() * c.s.out_w();
+      const auto xv = random_vec(c.s.N * c.s.C * c.s.H * c.s.W, 31);
+      const auto w = random_vec(c.s.K * c.s.C * c.s.R * c.s.S, 32), bias = random_vec(c.s.K, 33);
+      const auto res = random_vec(c.s.N * c.s.K * OHW, 34);
+      std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, c.s));
+      conv_pack_weight(ConvTactic::Direct, c.s, w.data(), packed.data());
+      std::vector<float> outs[2];
+      for (int v = 0; v < 2; ++v) {
+        const Conv2dShape& s = v ? narrow : c.s;
+        const auto x = blocked(xv, s.N, s.C, s.H * s.W, false, s.x_block);
+        const auto r = blocked(res, s.N, s.K, OHW, false, s.y_block);
+        Epilogue e;
+        e.act = c.act, e.bias = bias.data(), e.bias_per_row = true, e.residual = r.data(), e.ldr = OHW;
+        test::act_params(c.act, e.act_alpha, e.act_beta);
+        std::vector<float> y(res.size());
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), y.data(), e, nullptr, 2);
+        outs[v] = blocked(y, s.N, s.K, OHW, /*back=*/true, s.y_block);
+      }
+      for (size_t i = 0; i < outs[0].size(); ++i)
+        ASSERT_EQ(outs[0][i], outs[1][i]) << "16 against 8-channel blocks, C=" << c.s.C << " K=" << c.s.K
+                                          << " sides " << sides << " at " << i;
+    }
 }
 
 // Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they

@@ -148,6 +148,36 @@ graph g(%x: f32[N,16,14,14]) -> (%y__M_OUT__) {
 }
 )";
 
+// A bottleneck for 16-channel blocks: a 3x3 into 32 channels, a 1x1, a 3x3, a 1x1 adding the
+// block's input, and a 1x1/2 downsample into a global average. On AVX-512 the tensors between
+// direct convolutions alone take 16-channel blocks (a 1x1/2 may read them); the downsample's
+// output, read by the average, keeps 8. With a 3x3/2 reading o too (`s2`: no tiles of pixel
+// stride 32) o keeps 8 channels a block, and so does its residual a, tied to it.
+constexpr const char* kBottleneck = R"(
+kiln.model ir=8 opset=14 opset.kiln=1
+graph g(%x: f32[1,16,28,28]) -> (%y__S2_OUT__) {
+  %w3 = init f32[32,16,3,3] dense<0.01>
+  %w1 = init f32[32,32,1,1] dense<0.02>
+  %w33 = init f32[32,32,3,3] dense<0.03>
+  %b = init f32[32] dense<0.1>
+  %a = kiln::FusedConv(%x, %w3, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
+  %h = kiln::FusedConv(%a, %w1, %b) {activation="Relu"} @c1
+  %k = kiln::FusedConv(%h, %w33, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c2
+  %o = kiln::FusedConv(%k, %w1, %b, %a) {activation="Relu"} @c3
+  %d = kiln::FusedConv(%o, %w1, %b) {strides=[2,2]} @c4__S2_NODE__
+  %y = GlobalAveragePool(%d) @gap
+}
+)";
+
+std::string bottleneck(bool s2) {
+  std::string s = kBottleneck;
+  s.replace(s.find("__S2_OUT__"), 10, s2 ? ", %t" : "");
+  s.replace(s.find("__S2_NODE__"), 11,
+            s2 ? "\n  %t = kiln::FusedConv(%o, %w33, %b) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @c5"
+               : "");
+  return s;
+}
+
 std::string excited(bool m_out) {
   std::string s = kExcited;
   s.replace(s.find("__M_OUT__"), 9, m_out ? ", %m" : "");
@@ -350,6 +380,50 @@ TEST(BlockedLayout, OneInputChannelIntoManyWritesBlocks) {
   EXPECT_EQ(r.blocked_tensors, 1);
 }
 
+// "s0:-Y c1:XY ...": per convolution, x / y for 8-channel blocks read / written, X / Y for 16.
+std::string wide_marks(const Model& m) {
+  std::string s;
+  for (const auto& n : m.graph->nodes()) {
+    if (n->op != "FusedConv") continue;
+    auto mark = [&](const char* blocked, const char* block, char narrow) {
+      if (!n->attr_i(blocked, 0)) return '-';
+      return n->attr_i(block, kernels::kConvBlock) == kernels::kConvBlockWide ? static_cast<char>(narrow - 32) : narrow;
+    };
+    s += (s.empty() ? "" : " ") + n->name + ":" + mark("x_blocked", "x_block", 'x') + mark("y_blocked", "y_block", 'y');
+  }
+  return s;
+}
+
+TEST(BlockedLayout, SixteenChannelBlocksBetweenDirectConvolutionsAlone) {
+  if (std::string(kernels::gemm_isa()) != "avx512") {
+    Model m = parse_inferred(bottleneck(false));
+    EXPECT_EQ(lower_model(m).wide_tensors, 0);
+    GTEST_SKIP() << "16-channel blocks on AVX-512 only";
+  }
+  Model m = parse_inferred(bottleneck(false));
+  LowerReport r = lower_model(m);
+  for (const auto& k : r.kernels)
+    if (k.node != "gap") ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
+  EXPECT_EQ(wide_marks(m), "s0:-Y c1:XY c2:XY c3:XY c4:Xy");
+  EXPECT_EQ(r.wide_tensors, 4);
+  EXPECT_EQ(r.blocked_tensors, 5);
+  for (const auto& k : r.kernels)
+    if (k.node == "c2") EXPECT_NE(k.why.find("input and output in 16-channel blocks"), std::string::npos) << k.why;
+  ops::verify_model(m);  // x_block / y_block are in FusedConv's schema
+  // A 3x3/2 reading o: o and its residual a keep 8-channel blocks; h and k between stride-1
+  // convolutions keep 16.
+  Model s2 = parse_inferred(bottleneck(true));
+  lower_model(s2);
+  EXPECT_EQ(wide_marks(s2), "s0:-y c1:xY c2:XY c3:Xy c4:xy c5:x-");
+  ::setenv("KILN_WIDE_BLOCKS", "0", 1);
+  Model off = parse_inferred(bottleneck(false));
+  const LowerReport r_off = lower_model(off);
+  ::unsetenv("KILN_WIDE_BLOCKS");
+  EXPECT_EQ(r_off.wide_tensors, 0);
+  EXPECT_EQ(r_off.blocked_tensors, 5);
+  EXPECT_EQ(wide_marks(off), "s0:-y c1:xy c2:xy c3:xy c4:xy");
+}
+
 TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
   Model unpacked = parse_inferred(chain(false));
   EXPECT_EQ(lower_model(unpacked, {.pack_weights = false}).blocked_tensors, 0);
@@ -395,7 +469,7 @@ TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInpu
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
        {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),
-        std::string(kOneChannel), pooled_any_batch()}) {
+        std::string(kOneChannel), pooled_any_batch(), bottleneck(false), bottleneck(true)}) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);

@@ -22,6 +22,12 @@
 
 namespace kiln::kernels {
 
+// Channels per block of the channel-blocked layout (Conv2dShape::x_blocked, y_blocked).
+constexpr int64_t kConvBlock = 8;
+// Channels per block of the wide blocked layout (Conv2dShape::x_block / y_block): a pixel's
+// block one 64-byte line, one AVX-512 vector, as ORT's NCHWc lays activations out there.
+constexpr int64_t kConvBlockWide = 16;
+
 struct Conv2dShape {
   int64_t N = 1, C = 0, H = 0, W = 0;  // input
   int64_t K = 0;                        // output channels
@@ -34,6 +40,11 @@ struct Conv2dShape {
   // two direct convolutions the output's transpose into NCHW and the next layer's transpose
   // back into blocks both disappear (lower/blocked_layout.cpp decides). Direct tactic only.
   bool x_blocked = false, y_blocked = false;
+  // Channels per block of a blocked input / output (and residual): kConvBlock, or
+  // kConvBlockWide between direct convolutions on AVX-512 (lower/blocked_layout.cpp decides;
+  // direct tactic only, a wide input at stride_w 1): the tiles' 16-lane vectors then hold a
+  // pixel's whole block, so storing them and re-reading partial sums needs no shuffles.
+  int64_t x_block = kConvBlock, y_block = kConvBlock;
   // Pixel-major activations, [N][H][W][C] (a pixel's channels consecutive), for the input
   // (x_nhwc) or the output and residual (y_nhwc): between INT8 convolutions on the "pixels" path,
   // whose tiles read pixels' channels in place and compute pixels x channels, the NCHW input's
@@ -61,9 +72,6 @@ struct Conv2dShape {
     return K * (out_h() + y_pad_top + y_pad_bottom) * (out_w() + y_pad_left + y_pad_right);
   }
 };
-
-// Channels per block of the channel-blocked layout (Conv2dShape::x_blocked, y_blocked).
-constexpr int64_t kConvBlock = 8;
 
 enum class ConvTactic : uint8_t { Gemm, Pointwise, Depthwise, PixelGemm, Direct };
 // "gemm", "pointwise", "depthwise", "pixel-gemm", "direct"

@@ -167,14 +167,16 @@ using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step
                                 int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out);
 
 // A direct-convolution tile's epilogue fused into its stores, for channel-blocked output
-// ([K/8][pixels][8], kConvBlock): out(pixel r, channel j) = act(sum * alpha + bias[j] +
-// residual) at dst + (j / 8) * block_stride + r * 8 + j % 8, residual laid out as dst. The same
+// ([K/B][pixels][B], B = block: kConvBlock, or kConvBlockWide on 16-lane tables): out(pixel r,
+// channel j) = act(sum * alpha + bias[j] + residual) at dst + (j / B) * block_stride + r * B +
+// j % B, residual laid out as dst. The same
 // operations in the same order as KernelTable::epilogue_blocks, so the floats are the ones the
 // unfused path writes. Only tables of 8 or 16 lanes, tiles whose columns are whole blocks, and
 // the activations that are a clamp (fused_act below); the rest keep C and epilogue_blocks.
 struct ConvTileOut {
   float* dst = nullptr;  // the tile's first pixel in its first channel block
   int64_t block_stride = 0;
+  int64_t block = kConvBlock;  // channels per block of dst (and of the residual)
   const float* bias = nullptr;      // the tile's first channel on; null: none
   const float* residual = nullptr;  // at dst's offset in the residual; null: none
   float alpha = 1.f;
@@ -184,7 +186,7 @@ struct ConvTileOut {
 };
 
 // The direct tactic's 1x1 tile over channel batches (conv_direct_1x1.cpp): rows x 64 output
-// channels over `blocks` 8-channel blocks of a channel-blocked input, plus the bias and the
+// channels over `blocks` 8- or 16-channel blocks of a channel-blocked input, plus the bias and the
 // residual (first) or the partial sums at out.dst, ending in the activation (last) or in
 // partial sums stored at out.dst. out.alpha must be 1. See conv_tile_1x1 in conv_tile.inl.
 using Conv1x1Kernel = void (*)(const float* a, int64_t a_block, int64_t blocks, const float* b, int64_t b_next,
@@ -234,10 +236,11 @@ struct KernelTable {
   void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                 const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                 const ConvTileOut* out) = {};
-  // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8
-  // channels consecutive), indexed [stride_w - 1]: pixel stride SW = 8 * stride_w, a_step 1.
+  // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8 or
+  // 16 channels consecutive), indexed [SW / 8 - 1]: pixel stride SW = 8 * stride_w on 8-channel
+  // blocks, 16 on 16-channel ones (stride_w 1 only), a_step 1.
   ConvTileKernel conv_tile_blk[2][2][16] = {};
-  // conv_tile_half[SW - 1] (conv_tile_half_blk[stride_w - 1] over the channel-blocked copy): mr
+  // conv_tile_half[SW - 1] (conv_tile_half_blk[SW / 8 - 1] over the channel-blocked copy): mr
   // rows by the first NR / 2 columns of a panel, for output channel ranges of at most NR / 2,
   // where the NR-column tile spends half its FMAs on zero columns (mobilenet_v2's 32 -> 16 at
   // 112x112). Null on tables whose panel is one vector.
@@ -249,10 +252,11 @@ struct KernelTable {
   // blocked, one thread: efficientnet_b0's and mobilenet_v2's 1x1s to 24 channels 0.83x). An
   // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Null elsewhere.
   ConvTileKernel conv_tile_three_quarter[2] = {}, conv_tile_three_quarter_blk[2] = {};
-  // conv_1x1_blk[stride_w - 1][rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels, their
-  // blocks 8 * stride_w floats apart; AVX-512 only (null elsewhere: conv_direct keeps its
+  // conv_1x1_blk[slot][rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels whose input
+  // blocks lie 8 * stride_w floats apart (8-channel blocks: slot stride_w - 1) or 16 * stride_w
+  // (16-channel blocks: slot 1 + stride_w); AVX-512 only (null elsewhere: conv_direct keeps its
   // general schedule).
-  Conv1x1Kernel conv_1x1_blk[2][kConv1x1Rows] = {};
+  Conv1x1Kernel conv_1x1_blk[4][kConv1x1Rows] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out) = {};

@@ -30,6 +30,7 @@ struct LowerReport {
   double packed_bytes = 0;       // bytes of packed weights written
   int reference_nodes = 0;       // nodes left to reference kernels
   int blocked_tensors = 0;       // activations kept channel-blocked between direct convolutions
+  int wide_tensors = 0;          // of those, in 16-channel blocks (between direct convolutions alone)
   int nhwc_tensors = 0;          // INT8 activations kept pixel-major between QConvs (int8_nhwc_layout.cpp)
   int folded_means = 0;          // GlobalAveragePools folded into their depthwise convolution (channel_means.cpp)
   int padded_tensors = 0;        // blocked activations written into their reader's padded planes (padded_layout.cpp)
@@ -46,6 +47,9 @@ LowerReport lower_model(Model& m, const LowerOptions& opt = {});
 // False when the environment sets KILN_BLOCKED_LAYOUT=0: every activation then stays NCHW
 // (for A/B measurements and bisecting; the compile cache keys on it).
 bool blocked_layout_enabled();
+// False when KILN_WIDE_BLOCKS=0 is set: blocked activations all keep 8-channel blocks (for A/B
+// runs; the compile cache keys on it).
+bool wide_blocks_enabled();
 // KILN_INT8_NHWC=0 turns off pixel-major INT8 activations (lower/int8_nhwc_layout.cpp).
 bool int8_nhwc_enabled();
 // False when KILN_PADDED_PLANES=0 is set: padded direct convolutions then copy their input into

@@ -37,7 +37,9 @@ namespace kiln {
 // 6: padded planes between direct convolutions (`y_pad` on the producer, `x_padded` on the
 // reader, lower/padded_layout.cpp): a version-5 runtime would size the tensor without its border
 // and read the planes as a plain blocked input.
-constexpr int64_t kArtifactFormatVersion = 6;
+// 7: 16-channel blocks between direct convolutions (`x_block` / `y_block` 16,
+// lower/blocked_layout.cpp): a version-6 runtime would read them as 8-channel blocks.
+constexpr int64_t kArtifactFormatVersion = 7;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

@@ -3,7 +3,8 @@
 // accumulated in registers over every step of every segment. Step q broadcasts the ROWS input
 // values a[off + r*SW] (consecutive output pixels of one row: immediate offsets, no im2col
 // panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
-// SW is 1 or 2 on planar input, 8 or 16 on the channel-blocked copy (8 channels per pixel).
+// SW is 1 or 2 on planar input, 8 or 16 on the channel-blocked copy (8 channels per pixel at
+// stride 1 or 2, or 16 at stride 1).
 // Needs constexpr MR and NR in the including namespace, and gemm_tile.inl (kLineFloats) included first.
 
 // SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
@@ -25,8 +26,9 @@ template <Act A>
 }
 
 // The accumulators of ROWS consecutive output pixels by NVEC vectors of channels through
-// ConvTileOut (ncols: a multiple of 8). 16 lanes: two pixels' halves make one vector per block,
-// 64 contiguous bytes; 8 lanes: a vector is one pixel's block. (VV: V, as a template parameter
+// ConvTileOut (ncols: a multiple of the output's block). 16 lanes: on 8-channel blocks two
+// pixels' halves make one vector per block, 64 contiguous bytes; on 16-channel blocks (o.block)
+// a vector is one pixel's block, stored as it is; 8 lanes: a vector is one pixel's block. (VV: V, as a template parameter
 // so that only the branch for its width is compiled.) The epilogue's parameters are copied into
 // locals first: read through `o` they were loaded and tested again after every store (a float
 // store may alias them), a quarter of a 16-channel 1x1's time (perf annotate, Zen 4).
@@ -41,6 +43,19 @@ template <Act A, int ROWS, int NVEC, class VV = V>
   const float* const bias_base = o.bias;
   const float* const res_base = o.residual;
   if constexpr (VV::W == 16) {
+    if (o.block == VV::W) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NVEC; ++v) {
+        if (v * VV::W >= ncols) break;
+        const VV bias = f.bias ? VV::load(bias_base + v * VV::W) : VV::zero();
+        float* d = dst + v * block_stride;
+        const float* res = f.residual ? res_base + v * block_stride : nullptr;
+#pragma GCC unroll 16
+        for (int r = 0; r < ROWS; ++r)
+          conv_tile_finish<A>(acc[r][v], f, bias, res ? res + r * VV::W : nullptr, VV::W).store(d + r * VV::W);
+      }
+      return;
+    }
 #pragma GCC unroll 4
     for (int v = 0; v < NVEC; ++v) {
       const int col = v * VV::W;
@@ -270,7 +285,7 @@ void fill_conv_tiles(KernelTable& t) {
 
 // The direct tactic's 1x1 schedule (conv_direct_1x1.cpp, KernelTable::conv_1x1_blk): ROWS
 // pixels by 64 output channels (four vectors: two packed NR-column panels, b_next apart) over
-// `blocks` 8-channel blocks of a channel-blocked input (a pixel's 8 channels consecutive, the
+// `blocks` KB-channel blocks of a channel-blocked input (a pixel's KB channels consecutive, the
 // blocks a_block floats apart, the panel rows advancing NR per channel). The sums start at zero
 // and, after the loop, take the bias and then the residual (first: the first batch; the
 // residual is read before the tile writes its own output, so the output may lie over it) or
@@ -281,13 +296,14 @@ void fill_conv_tiles(KernelTable& t) {
 // 0.93. No software prefetch: the batch's 32 KiB of weight rows stay in L1 across the tiles of
 // a batch, and each block's pixels are a sequential stream the hardware prefetcher follows
 // (in-process A/B: a prefetch of the weight rows 8 steps ahead made 1x1 layers 4-5% slower).
-// SW: floats between consecutive pixels' blocks, 8 or 16 (stride 1 or 2: the downsample 1x1s).
+// SW: floats between consecutive pixels' blocks: KB * stride (the downsample 1x1s' stride 2 on
+// 8-channel blocks). The output's blocks (out.block) are 8 or 16 channels: partial sums read
+// back from 16-channel ones are whole vectors, from 8-channel ones two halves.
 // (VV: V, as a template parameter so that only the AVX-512 table compiles the body.)
-template <int ROWS, int SW, class VV = V>
+template <int ROWS, int SW, int KB, class VV = V>
 void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, const float* __restrict b,
                    int64_t b_next, bool first, bool last, const ConvTileOut& out) {
   constexpr int NVEC = 4;
-  constexpr int64_t kB = 8;  // kConvBlock
   static_assert(VV::W == 16 && NR == 2 * VV::W, "64 columns are two AVX-512 panels");
   VV acc[ROWS][NVEC];
   const int64_t bs = out.block_stride;
@@ -298,7 +314,7 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
   const float* b2 = b + b_next;
   for (int64_t blk = 0; blk < blocks; ++blk, a += a_block) {
 #pragma GCC unroll 2
-    for (int i = 0; i < kB; ++i, b += NR, b2 += NR) {
+    for (int i = 0; i < KB; ++i, b += NR, b2 += NR) {
       const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
 #pragma GCC unroll 8
       for (int r = 0; r < ROWS; ++r) {
@@ -309,6 +325,7 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
     }
   }
   // Added after the loop, so that no FMA waits on these loads.
+  const bool wide_out = out.block == VV::W;
 #pragma GCC unroll 4
   for (int v = 0; v < NVEC; ++v) {
     const float* from = first ? out.residual : out.dst;  // null: the bias alone
@@ -317,8 +334,12 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
     for (int r = 0; r < ROWS; ++r) {
       if (first && out.bias) acc[r][v] = acc[r][v] + bias;
       if (!from) continue;
-      const float* lo = from + 2 * v * bs + r * kB;
-      acc[r][v] = acc[r][v] + VV::load_halves(lo, lo + bs);
+      if (wide_out) {
+        acc[r][v] = acc[r][v] + VV::load(from + v * bs + r * VV::W);
+      } else {
+        const float* lo = from + 2 * v * bs + r * kConvBlock;
+        acc[r][v] = acc[r][v] + VV::load_halves(lo, lo + bs);
+      }
     }
   }
   ConvTileOut o = out;
@@ -330,8 +351,10 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 template <int ROWS>
 void fill_conv_1x1(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    t.conv_1x1_blk[0][ROWS - 1] = conv_tile_1x1<ROWS, 8>;
-    t.conv_1x1_blk[1][ROWS - 1] = conv_tile_1x1<ROWS, 16>;
+    t.conv_1x1_blk[0][ROWS - 1] = conv_tile_1x1<ROWS, 8, 8>;
+    t.conv_1x1_blk[1][ROWS - 1] = conv_tile_1x1<ROWS, 16, 8>;
+    t.conv_1x1_blk[2][ROWS - 1] = conv_tile_1x1<ROWS, 16, 16>;
+    t.conv_1x1_blk[3][ROWS - 1] = conv_tile_1x1<ROWS, 32, 16>;
     fill_conv_1x1<ROWS - 1>(t);
   }
 }

@@ -33,6 +33,7 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.K = w[0], s.R = w[2], s.S = w[3];
   s.group = n.attr_i("group", 1);
   s.x_blocked = n.attr_i("x_blocked", 0) != 0, s.y_blocked = n.attr_i("y_blocked", 0) != 0;
+  s.x_block = n.attr_i("x_block", kernels::kConvBlock), s.y_block = n.attr_i("y_block", kernels::kConvBlock);
   s.x_nhwc = n.attr_i("x_nhwc", 0) != 0, s.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
   s.x_padded = n.attr_i("x_padded", 0) != 0;
   if (const std::vector<int64_t> yp = y_pad_of(n); !yp.empty())

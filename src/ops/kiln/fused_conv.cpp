@@ -61,6 +61,10 @@ std::vector<AttrSpec> fused_conv_attrs() {
   // y_pad = [top, left, bottom, right] pixels.
   a.push_back({"x_padded", AttrKind::Int});
   a.push_back({"y_pad", AttrKind::Ints});
+  // Channels per block of a blocked input / output when not kConvBlock (kernels::Conv2dShape::
+  // x_block, y_block: 16 between direct convolutions on AVX-512, lower/blocked_layout.cpp).
+  a.push_back({"x_block", AttrKind::Int});
+  a.push_back({"y_block", AttrKind::Int});
   return a;
 }
 
