@@ -2,6 +2,7 @@
 #include "conv_direct.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <utility>
@@ -21,6 +22,7 @@ namespace {
 constexpr int64_t kDirectKc = 768;
 // Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
 constexpr double kChunkInputBytes = 256 << 10;
+constexpr int64_t kLineFloats = 16;  // floats per 64-byte cache line
 // Channels per block of the blocked copy of a planar input (Plan::blocked).
 constexpr int64_t kBlock = kConvBlock;
 
@@ -226,6 +228,26 @@ void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t 
 
 }  // namespace
 
+ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t i,
+                     int64_t n) {
+  ConvL2Lines l2;
+  const int64_t lines = panel_lines * panels;
+  if (!base || lines <= 0 || n <= 0) return l2;
+  const int64_t share = ceil_div(lines, n);
+  const int64_t l0 = std::min(lines, i * share), l1 = std::min(lines, l0 + share);
+  if (l1 <= l0) return l2;
+  auto line = [&](int64_t l) { return base + (l / panel_lines) * panel_stride + (l % panel_lines) * kLineFloats; };
+  const int64_t split = std::clamp((l0 / panel_lines + 1) * panel_lines, l0, l1);  // the next panel's start
+  l2.lines = line(l0), l2.count = split - l0;
+  if (l1 > split) l2.lines2 = line(split), l2.count2 = std::min(l1 - split, panel_lines);
+  return l2;
+}
+
+bool direct_stream_weights = [] {
+  const char* v = std::getenv("KILN_DIRECT_STREAM_WEIGHTS");
+  return !(v && v[0] == '0');
+}();
+
 std::string direct_unsupported(const Conv2dShape& s) {
   if (s.group != 1) return "grouped";
   for (const int64_t b : {s.x_block, s.y_block})
@@ -389,6 +411,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const int64_t items = p.chunks * groups;
   const int64_t parts = std::min<int64_t>(threads * kPiecesPerThread, items);
   const bool apply = !epilogue_is_identity(epi);
+  // Weights past L2 that one chunk reads once an image (resnet50's layer3 3x3s and layer4,
+  // 2-9 MiB) come from DRAM block by block: the tiles of each block fetch the next into L2.
+  const bool stream_weights = direct_stream_weights && p.chunks == 1 &&
+                              static_cast<double>(sizeof(float)) * p.KK * s.K >= kStreamWeightBytes;
   // Floats between a segment's consecutive channels, and the micro-kernels for the layout.
   const int64_t a_step = p.blocked ? 1 : p.plane;
   // Blocked slots by pixel stride: 8 * stride_w on 8-channel blocks, 16 on 16-channel ones (32:
@@ -485,7 +511,21 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
         for (int64_t kb = 0; kb < p.kblocks; ++kb) {
           const float* block_w = packed_w + (k0 / NR) * p.KK * NR + kb * p.kc * NR;
           const bool last = kb + 1 == p.kblocks;
+          // Weights from DRAM: the block this item reads next (this unit's next K block, or the
+          // next unit's first), its panels' lines shared out among this block's tiles, each
+          // fetching its share into L2 a line a step (ConvL2Lines).
+          const float* next_w = nullptr;
+          int64_t next_cols = 0, next_rows = 0;
+          if (stream_weights && kb + 1 < p.kblocks) {
+            next_w = block_w + p.kc * NR, next_cols = ncols, next_rows = std::min(p.kc, p.KK - (kb + 1) * p.kc);
+          } else if (stream_weights && k0 + p.unit_cols < end_col) {
+            next_w = packed_w + ((k0 + p.unit_cols) / NR) * p.KK * NR;
+            next_cols = std::min(p.unit_cols, end_col - k0 - p.unit_cols), next_rows = std::min(p.kc, p.KK);
+          }
           for (int64_t ti = t0; ti < t1; ++ti) {
+            const ConvL2Lines l2 =
+                l2_share(next_w, next_rows * NR / kLineFloats, ceil_div(next_cols, NR), p.KK * NR, ti - t0, t1 - t0);
+            const ConvL2Lines* l2p = l2.count > 0 ? &l2 : nullptr;
             int64_t pix, rows;
             const float* a;
             const int64_t slot_tile = p.kblocks > 1 ? ti - t0 : (ti - t0) % p.group_tiles;
@@ -519,15 +559,15 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
                 const ConvTileOut* op = direct_out ? &o : nullptr;
                 if (first >= rows) {
-                  tiles[0][rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op);
+                  tiles[0][rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
                 } else if (rows == p.tile && wraps[first - 1]) {
-                  wraps[first - 1](seg, nseg, a_step, a, jump, b, c, p.unit_cols, ncols, load_c, op);
+                  wraps[first - 1](seg, nseg, a_step, a, jump, b, c, p.unit_cols, ncols, load_c, op, l2p);
                 } else {  // a split this table has no wrap tile for, or the image's last, partial
                           // tile across two rows: one tile per row
                   const ConvTileOut o2 = direct_out ? tile_out(k0, pix + first) : ConvTileOut{};
-                  tiles[0][first - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op);
+                  tiles[0][first - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
                   tiles[0][rows - first - 1](seg, nseg, a_step, a + jump, b, 0, c + first * p.unit_cols, p.unit_cols,
-                                             ncols, load_c, direct_out ? &o2 : nullptr);
+                                             ncols, load_c, direct_out ? &o2 : nullptr, nullptr);
                 }
               } else {
                 a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
@@ -537,7 +577,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 ConvTileKernel tile = tiles[wide][rows - 1];
                 if (rows == t.gemm.mr && half && 2 * ncols <= NR) tile = half;
                 else if (rows == t.gemm.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
-                tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr);
+                tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr, l2p);
               }
             }
             if (!last || direct_out) continue;

@@ -26,8 +26,24 @@ namespace kiln::kernels::detail {
 // 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
 // the host slowed that moment. (The general schedule and the 1x1 one, conv_direct_1x1.cpp.)
 constexpr int64_t kPiecesPerThread = 4;
+// Weights from this size on are taken to come from DRAM when read once an image (L2 is 1-2 MiB
+// on the hosts measured: resnet50's layer3 and layer4), so the tiles running over one weight
+// block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
+constexpr double kStreamWeightBytes = 1 << 20;
+
+// Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
+// each, the first at `base`, the next `panel_stride` floats on; the shares are as even as
+// ceil_div makes them, in order, so that each line is fetched once (a share is at most one
+// range per panel it touches: two, as ConvL2Lines holds, when it is no longer than a panel).
+ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t i,
+                     int64_t n);
 
 std::string direct_unsupported(const Conv2dShape& s);
+
+// Whether the general schedule's tiles fetch the next weight block into L2 as they run, when
+// the weights come from DRAM (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
+// A/B harnesses flip it between calls).
+extern bool direct_stream_weights;
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads);

@@ -28,6 +28,7 @@ namespace kiln::kernels::detail {
 namespace {
 
 constexpr int64_t kCols = 64;             // output channels per tile: two NR = 32 panels
+constexpr int64_t kLineFloats = 16;       // floats per 64-byte cache line
 constexpr int64_t kBatchChannels = 128;   // input channels per batch
 constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
 // Fewest tiles an image: on 7x7 outputs (7 tiles) a batch's weight rows serve 7 tiles before
@@ -79,6 +80,9 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
     if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
   }
+  // Weights from DRAM (resnet50's layer3 and layer4 1x1s, 1-4 MiB; conv_direct's
+  // kStreamWeightBytes): the tiles of each batch fetch the batch this item runs next into L2.
+  const bool stream = direct_stream_weights && 4.0 * static_cast<double>(KK) * s.K >= kStreamWeightBytes;
   auto run_item = [&](int64_t item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
     const int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
@@ -89,7 +93,17 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
       for (int64_t bt = 0; bt < batches; ++bt) {
         const int64_t b0 = bt * batch_blocks, nb = std::min(batch_blocks, KK / bi - b0);
         const bool first = bt == 0, last = bt + 1 == batches;
+        // The next batch's weight rows in both panels (this group's next batch, or the next
+        // group's first), shared out among this batch's tiles.
+        const float* next_w = nullptr;
+        int64_t next_rows = 0;
+        if (stream && bt + 1 < batches) {
+          next_w = w + (b0 + nb) * bi * NR, next_rows = std::min(batch_blocks, KK / bi - b0 - nb) * bi;
+        } else if (stream && g + 1 < g1) {
+          next_w = packed_w + ((k0 + kCols) / NR) * KK * NR, next_rows = std::min(batch_blocks, KK / bi) * bi;
+        }
         for (int64_t ti = t0; ti < t1; ++ti) {
+          const ConvL2Lines l2 = l2_share(next_w, next_rows * NR / kLineFloats, 2, KK * NR, ti - t0, t1 - t0);
           const int64_t oh = ti / tiles_per_row, ow = ti % tiles_per_row * kRows;
           const int64_t rows = std::min(kRows, OW - ow), pix = oh * OW + ow;
           ConvTileOut o;
@@ -99,7 +113,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
           if (e.residual) o.residual = e.residual + k0 * OHW + pix * bo;  // never padded
           o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
           const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * bi;
-          kernels[rows - 1](a, in_block, nb, w + b0 * bi * NR, KK * NR, first, last, o);
+          kernels[rows - 1](a, in_block, nb, w + b0 * bi * NR, KK * NR, first, last, o, l2.count > 0 ? &l2 : nullptr);
         }
       }
     }

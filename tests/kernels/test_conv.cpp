@@ -11,6 +11,7 @@
 
 #include "kernel_test_util.h"
 #include "kiln/ir/error.h"
+#include "kernels/conv_direct.h"
 #include "kernels/conv_direct_1x1.h"
 #include "kiln/kernels/conv.h"
 
@@ -396,6 +397,61 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
     er.residual = over.data();
     conv2d(ConvTactic::Direct, s, x.data(), packed.data(), over.data(), er, nullptr, 2);
     for (size_t i = 0; i < over.size(); ++i) ASSERT_EQ(over[i], apart[i]) << "in place, at " << i;
+  }
+}
+
+// The shares of a weight block's lines that the tiles over the block before it fetch into L2
+// (detail::l2_share, ConvL2Lines): every line of both panels exactly once whatever the number of
+// tiles, in order, a share crossing into the second panel split in two ranges. The outputs with
+// and without the fetches are the same floats (the fetches only move lines between caches):
+// weights of 4 MiB and 2.4 MiB, the general and the 1x1 schedule.
+TEST(Conv, WeightStreamSharesCoverTheNextBlockOnce) {
+  std::vector<float> buf(2048);
+  const float* base = buf.data();
+  constexpr int64_t kPanelLines = 10, kStride = 1000;
+  for (int64_t n : {1, 2, 3, 7, 19, 20, 25}) {
+    std::vector<int> hits(2 * kPanelLines, 0);
+    int64_t next = 0;  // the line the next share must start at (shares in order)
+    auto mark = [&](const float* at, int64_t count) {
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t off = (at - base) + k * 16, panel = off / kStride, line = (off % kStride) / 16;
+        ASSERT_TRUE(panel < 2 && off % kStride % 16 == 0 && line < kPanelLines) << "n=" << n << " offset " << off;
+        ASSERT_EQ(panel * kPanelLines + line, next) << "n=" << n;
+        ++hits[panel * kPanelLines + line], ++next;
+      }
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      const ConvL2Lines l2 = detail::l2_share(base, kPanelLines, 2, kStride, i, n);
+      mark(l2.lines, l2.count);
+      mark(l2.lines2, l2.count2);
+    }
+    for (int h : hits) EXPECT_EQ(h, 1) << "n=" << n;
+  }
+  const ConvL2Lines mid = detail::l2_share(base, kPanelLines, 2, kStride, 1, 3);  // lines 7..13
+  EXPECT_EQ(mid.lines, base + 7 * 16);
+  EXPECT_EQ(mid.count, 3);
+  EXPECT_EQ(mid.lines2, base + kStride);
+  EXPECT_EQ(mid.count2, 4);
+  EXPECT_EQ(detail::l2_share(nullptr, kPanelLines, 2, kStride, 0, 3).count, 0);
+  // Same floats with and without the fetches.
+  for (Conv2dShape s : {shape(1, 2048, 7, 7, 512, 1, 1, 1, 0), shape(1, 256, 14, 14, 256, 3, 3, 1, 1),
+                        shape(1, 1024, 14, 14, 256, 1, 1, 1, 0)}) {
+    s.x_blocked = s.y_blocked = true;
+    ASSERT_GE(4.0 * s.C * s.R * s.S * s.K, detail::kStreamWeightBytes);
+    const int64_t OHW = s.out_h() * s.out_w();
+    const auto x = random_vec(s.C * s.H * s.W, 41), w = random_vec(s.K * s.C * s.R * s.S, 42), bias = random_vec(s.K, 43);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Relu, e.bias = bias.data(), e.bias_per_row = true;
+    std::vector<float> on(s.K * OHW), off(s.K * OHW);
+    for (int threads : {1, 2}) {
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), on.data(), e, nullptr, threads);
+      detail::direct_stream_weights = false;
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), off.data(), e, nullptr, threads);
+      detail::direct_stream_weights = true;
+      for (size_t i = 0; i < on.size(); ++i) ASSERT_EQ(on[i], off[i]) << "C=" << s.C << " at " << i;
+    }
   }
 }
 

@@ -161,10 +161,21 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
 // wide slot NR more at b + b_next. Rows are output pixels, columns output channels.
 // With `out` (the last K block of a tile on channel-blocked output, conv_direct.cpp), the sums
 // (plus C when load_c) go through the epilogue in registers and straight to the output instead
-// of to C: see ConvTileOut.
+// of to C: see ConvTileOut. With `l2`, the tile fetches those lines into L2 as it runs, one a
+// K step (ConvL2Lines).
 struct ConvTileOut;
+// Cache lines a direct-convolution tile fetches into L2, one per K step while it has any:
+// `count` lines from `lines` on, then `count2` from `lines2` (conv_direct.cpp: a share of the
+// weight block its column unit reads next, when the weights come from DRAM).
+struct ConvL2Lines {
+  const float* lines = nullptr;
+  int64_t count = 0;
+  const float* lines2 = nullptr;
+  int64_t count2 = 0;
+};
 using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b,
-                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out);
+                                int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out,
+                                const ConvL2Lines* l2);
 
 // A direct-convolution tile's epilogue fused into its stores, for channel-blocked output
 // ([K/B][pixels][B], B = block: kConvBlock, or kConvBlockWide on 16-lane tables): out(pixel r,
@@ -188,9 +199,10 @@ struct ConvTileOut {
 // The direct tactic's 1x1 tile over channel batches (conv_direct_1x1.cpp): rows x 64 output
 // channels over `blocks` 8- or 16-channel blocks of a channel-blocked input, plus the bias and the
 // residual (first) or the partial sums at out.dst, ending in the activation (last) or in
-// partial sums stored at out.dst. out.alpha must be 1. See conv_tile_1x1 in conv_tile.inl.
+// partial sums stored at out.dst. out.alpha must be 1. With `l2`, the tile fetches those lines
+// into L2 as it runs, one a step (ConvL2Lines). See conv_tile_1x1 in conv_tile.inl.
 using Conv1x1Kernel = void (*)(const float* a, int64_t a_block, int64_t blocks, const float* b, int64_t b_next,
-                               bool first, bool last, const ConvTileOut& out);
+                               bool first, bool last, const ConvTileOut& out, const ConvL2Lines* l2);
 // Pixels per full 1x1 tile: 7 x 4 vectors, 28 accumulators (the rows of resnet50's 56-, 28-,
 // 14- and 7-wide layers split into whole tiles).
 constexpr int kConv1x1Rows = 7;
@@ -235,7 +247,7 @@ struct KernelTable {
   // Null for the splits a table leaves out (conv_tile.inl, fill_wraps): two one-row tiles.
   void (*conv_tile_wrap[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                 const float* b, float* c, int64_t ldc, int ncols, bool load_c,
-                                const ConvTileOut* out) = {};
+                                const ConvTileOut* out, const ConvL2Lines* l2) = {};
   // The same two over the channel-blocked copy (conv_direct.cpp, Plan::blocked: a pixel's 8 or
   // 16 channels consecutive), indexed [SW / 8 - 1]: pixel stride SW = 8 * stride_w on 8-channel
   // blocks, 16 on 16-channel ones (stride_w 1 only), a_step 1.
@@ -259,7 +271,7 @@ struct KernelTable {
   Conv1x1Kernel conv_1x1_blk[4][kConv1x1Rows] = {};
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
-                                    const ConvTileOut* out) = {};
+                                    const ConvTileOut* out, const ConvL2Lines* l2) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

@@ -154,8 +154,13 @@ template <int ROWS, int SW, int SPLIT>
 template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false>
 void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a, int64_t jump,
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
-                     bool load_c, const ConvTileOut* out) {
+                     bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
   constexpr int PV = NR / V::W;  // vectors per packed panel row
+  // ConvL2Lines: the lines left to fetch, the current range first.
+  const float* l2_at = l2 ? l2->lines : nullptr;
+  int64_t l2_left = l2 ? l2->count : 0;
+  const float* l2_then = l2 ? l2->lines2 : nullptr;
+  int64_t l2_then_left = l2 ? l2->count2 : 0;
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
@@ -170,6 +175,11 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; v += kLineFloats / V::W)
         prefetch((v < PV ? b : b2) + kConvPrefetchSteps * NR + (v % PV) * V::W);
+      if (l2_left > 0) {
+        prefetch_l2(l2_at);
+        l2_at += kLineFloats;
+        if (--l2_left == 0) l2_at = l2_then, l2_left = l2_then_left, l2_then_left = 0;
+      }
       V bv[NVEC];
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; ++v) {
@@ -224,16 +234,16 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 
 template <int ROWS, int NVEC, int SW, bool LAST_HALF = false>
 void conv_tile(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t b_next,
-               float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out) {
-  conv_tile_split<ROWS, NVEC, SW, 0, LAST_HALF>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c, out);
+               float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
+  conv_tile_split<ROWS, NVEC, SW, 0, LAST_HALF>(seg, nseg, a_step, a, 0, b, b_next, c, ldc, ncols, load_c, out, l2);
 }
 
 // mr pixels that wrap from one output row to the next: rows [0, SPLIT) from a, the rest from
 // a + jump (conv_tile_wrap in dispatch.h).
 template <int SW, int SPLIT>
 void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
-                    float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out) {
-  conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c, out);
+                    float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
+  conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c, out, l2);
 }
 
 // The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).
@@ -302,7 +312,7 @@ void fill_conv_tiles(KernelTable& t) {
 // (VV: V, as a template parameter so that only the AVX-512 table compiles the body.)
 template <int ROWS, int SW, int KB, class VV = V>
 void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, const float* __restrict b,
-                   int64_t b_next, bool first, bool last, const ConvTileOut& out) {
+                   int64_t b_next, bool first, bool last, const ConvTileOut& out, const ConvL2Lines* l2) {
   constexpr int NVEC = 4;
   static_assert(VV::W == 16 && NR == 2 * VV::W, "64 columns are two AVX-512 panels");
   VV acc[ROWS][NVEC];
@@ -312,9 +322,18 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 #pragma GCC unroll 4
     for (int v = 0; v < NVEC; ++v) acc[r][v] = VV::zero();
   const float* b2 = b + b_next;
+  const float* l2_at = l2 ? l2->lines : nullptr;  // ConvL2Lines: the current range first
+  int64_t l2_left = l2 ? l2->count : 0;
+  const float* l2_then = l2 ? l2->lines2 : nullptr;
+  int64_t l2_then_left = l2 ? l2->count2 : 0;
   for (int64_t blk = 0; blk < blocks; ++blk, a += a_block) {
 #pragma GCC unroll 2
     for (int i = 0; i < KB; ++i, b += NR, b2 += NR) {
+      if (l2_left > 0) {
+        prefetch_l2(l2_at);
+        l2_at += kLineFloats;
+        if (--l2_left == 0) l2_at = l2_then, l2_left = l2_then_left, l2_then_left = 0;
+      }
       const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
 #pragma GCC unroll 8
       for (int r = 0; r < ROWS; ++r) {
