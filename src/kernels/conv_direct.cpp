@@ -22,7 +22,6 @@ namespace {
 constexpr int64_t kDirectKc = 768;
 // Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
 constexpr double kChunkInputBytes = 256 << 10;
-constexpr int64_t kLineFloats = 16;  // floats per 64-byte cache line
 // Channels per block of the blocked copy of a planar input (Plan::blocked).
 constexpr int64_t kBlock = kConvBlock;
 
@@ -248,6 +247,11 @@ bool direct_stream_weights = [] {
   return !(v && v[0] == '0');
 }();
 
+bool streams_weights(const Conv2dShape& s) {
+  return direct_stream_weights &&
+         static_cast<double>(sizeof(float)) * s.C / s.group * s.R * s.S * s.K >= kStreamWeightBytes;
+}
+
 std::string direct_unsupported(const Conv2dShape& s) {
   if (s.group != 1) return "grouped";
   for (const int64_t b : {s.x_block, s.y_block})
@@ -413,8 +417,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const bool apply = !epilogue_is_identity(epi);
   // Weights past L2 that one chunk reads once an image (resnet50's layer3 3x3s and layer4,
   // 2-9 MiB) come from DRAM block by block: the tiles of each block fetch the next into L2.
-  const bool stream_weights = direct_stream_weights && p.chunks == 1 &&
-                              static_cast<double>(sizeof(float)) * p.KK * s.K >= kStreamWeightBytes;
+  const bool stream_weights = p.chunks == 1 && streams_weights(s);
   // Floats between a segment's consecutive channels, and the micro-kernels for the layout.
   const int64_t a_step = p.blocked ? 1 : p.plane;
   // Blocked slots by pixel stride: 8 * stride_w on 8-channel blocks, 16 on 16-channel ones (32:

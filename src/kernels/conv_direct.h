@@ -30,6 +30,7 @@ constexpr int64_t kPiecesPerThread = 4;
 // on the hosts measured: resnet50's layer3 and layer4), so the tiles running over one weight
 // block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
 constexpr double kStreamWeightBytes = 1 << 20;
+constexpr int64_t kLineFloats = 16;  // floats per 64-byte cache line (ConvL2Lines' units)
 
 // Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
 // each, the first at `base`, the next `panel_stride` floats on; the shares are as even as
@@ -44,6 +45,8 @@ std::string direct_unsupported(const Conv2dShape& s);
 // the weights come from DRAM (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
 // A/B harnesses flip it between calls).
 extern bool direct_stream_weights;
+// direct_stream_weights, for weights of kStreamWeightBytes or more (taken to come from DRAM).
+bool streams_weights(const Conv2dShape& s);
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads);

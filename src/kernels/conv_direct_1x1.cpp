@@ -28,7 +28,6 @@ namespace kiln::kernels::detail {
 namespace {
 
 constexpr int64_t kCols = 64;             // output channels per tile: two NR = 32 panels
-constexpr int64_t kLineFloats = 16;       // floats per 64-byte cache line
 constexpr int64_t kBatchChannels = 128;   // input channels per batch
 constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
 // Fewest tiles an image: on 7x7 outputs (7 tiles) a batch's weight rows serve 7 tiles before
@@ -82,7 +81,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   }
   // Weights from DRAM (resnet50's layer3 and layer4 1x1s, 1-4 MiB; conv_direct's
   // kStreamWeightBytes): the tiles of each batch fetch the batch this item runs next into L2.
-  const bool stream = direct_stream_weights && 4.0 * static_cast<double>(KK) * s.K >= kStreamWeightBytes;
+  const bool stream = streams_weights(s);
   auto run_item = [&](int64_t item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
     const int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;

@@ -152,6 +152,44 @@ bool blocked_elementwise(const Node& n) {
   return true;
 }
 
+// Tensors that must share a layout: a convolution's residual and output; a fused elementwise
+// node's outputs and full-size inputs (its kernel reads them all at one index).
+std::vector<std::pair<const Value*, const Value*>> tied(const Node& n, const DirectChannels& direct) {
+  std::vector<std::pair<const Value*, const Value*>> t;
+  if ((direct(n) || blocked_depthwise(n) || blocked_depthwise(n, true)) && n.input(3))
+    t.emplace_back(n.input(3), n.outputs[0]);
+  if (blocked_elementwise(n)) {
+    for (const Value* x : n.inputs)
+      if (full_size(n, x)) t.emplace_back(x, n.outputs[0]);
+    for (size_t k = 1; k < n.outputs.size(); ++k) t.emplace_back(n.outputs[k], n.outputs[0]);
+  }
+  return t;
+}
+
+// Drops from `set` each tensor tied to one outside it; whether any went.
+bool drop_untied(const Graph& g, const DirectChannels& direct, std::set<const Value*>& set) {
+  bool changed = false;
+  for (const auto& up : g.nodes())
+    for (const auto& [first, second] : tied(*up, direct)) {
+      const bool a = set.count(first) > 0, b = set.count(second) > 0;
+      if (a == b) continue;
+      set.erase(a ? first : second);
+      changed = true;
+    }
+  return changed;
+}
+
+// Whether v has readers and `reads(u, i)` holds wherever a reader u takes it as input i.
+template <class Reads>
+bool every_read(const Graph& g, const Value* v, Reads reads) {
+  const std::vector<Node*> users = g.users(v);
+  bool ok = !users.empty();
+  for (const Node* u : users)
+    for (size_t i = 0; ok && i < u->inputs.size(); ++i)
+      if (u->inputs[i] == v) ok = reads(*u, i);
+  return ok;
+}
+
 // The tensors to block when `direct` says which convolutions run direct (the rules above).
 std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
   auto writes_blocks = [&](const Node& p) {
@@ -165,32 +203,13 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
     if (blocked_elementwise(u)) return full_size(u, u.inputs[i]);
     return i == 0 && (blocked_max_pool(u) || blocked_global_average(u));
   };
-  // Tensors that must share a layout: a convolution's residual and output; a fused elementwise
-  // node's outputs and full-size inputs (its kernel reads them all at one index).
-  auto tied = [&](const Node& n) {
-    std::vector<std::pair<const Value*, const Value*>> t;
-    if ((direct(n) || blocked_depthwise(n) || blocked_depthwise(n, true)) && n.input(3))
-      t.emplace_back(n.input(3), n.outputs[0]);
-    if (blocked_elementwise(n)) {
-      for (const Value* x : n.inputs)
-        if (full_size(n, x)) t.emplace_back(x, n.outputs[0]);
-      for (size_t k = 1; k < n.outputs.size(); ++k) t.emplace_back(n.outputs[k], n.outputs[0]);
-    }
-    return t;
-  };
   const std::set<const Value*> outputs(g.outputs.begin(), g.outputs.end());
   std::set<const Value*> blocked;
   for (const auto& up : g.nodes()) {
     const Node& p = *up;
     if (p.outputs.empty() || !p.outputs[0] || !writes_blocks(p)) continue;
     for (const Value* v : p.outputs) {  // a fused elementwise node may have several (all tied)
-      if (!v || outputs.count(v)) continue;
-      const std::vector<Node*> users = g.users(v);
-      bool ok = !users.empty();
-      for (const Node* u : users)
-        for (size_t i = 0; ok && i < u->inputs.size(); ++i)
-          if (u->inputs[i] == v) ok = reads_blocks(*u, i);
-      if (ok) blocked.insert(v);
+      if (v && !outputs.count(v) && every_read(g, v, reads_blocks)) blocked.insert(v);
     }
   }
   for (bool changed = true; changed;) {
@@ -201,13 +220,8 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
         blocked.erase(up->outputs[0]);
         changed = true;
       }
-      for (const auto& [first, second] : tied(*up)) {
-        const bool a = blocked.count(first) > 0, b = blocked.count(second) > 0;
-        if (a == b) continue;
-        blocked.erase(a ? first : second);
-        changed = true;
-      }
     }
+    if (drop_untied(g, direct, blocked)) changed = true;
   }
   return blocked;
 }
@@ -234,24 +248,14 @@ std::set<const Value*> solve_wide(const Graph& g, const std::set<const Value*>& 
     const Node* p = v->producer;
     // A second output (the channel means) is read by kernels that take 8-channel blocks.
     if (!p || p->outputs.size() != 1 || !direct_takes(*p, false)) continue;
-    bool ok = true;
-    for (const Node* u : g.users(v))
-      for (size_t i = 0; ok && i < u->inputs.size(); ++i)
-        if (u->inputs[i] == v) ok = (i == 0 && direct_takes(*u, true)) || (i == 3 && lowered_direct(*u));
-    if (ok) wide.insert(v);
+    auto reads_wide = [&](const Node& u, size_t i) {
+      return (i == 0 && direct_takes(u, true)) || (i == 3 && lowered_direct(u));
+    };
+    if (every_read(g, v, reads_wide)) wide.insert(v);
   }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& up : g.nodes()) {
-      if (!lowered_direct(*up) || !up->input(3)) continue;
-      const Value* z = up->input(3);
-      const Value* y = up->outputs[0];
-      const bool a = wide.count(z) > 0, b = wide.count(y) > 0;
-      if (a == b) continue;
-      wide.erase(a ? z : y);
-      changed = true;
-    }
-  }
+  // A residual is wide only with its convolution's output (the other ties join tensors that are
+  // never wide: a depthwise or generated kernel reads or writes them).
+  while (drop_untied(g, lowered_direct, wide)) continue;
   return wide;
 }
 

@@ -149,6 +149,24 @@ template <int ROWS, int SW, int SPLIT>
                                     std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kLineFloats + 1>{});
 }
 
+// ConvL2Lines as a tile walks it: step() fetches the next line into L2 while any is left (one
+// call per K step), the first range and then the second.
+struct L2Fetch {
+  const float* at = nullptr;
+  int64_t left = 0;
+  const float* then = nullptr;
+  int64_t then_left = 0;
+  explicit L2Fetch(const ConvL2Lines* l2) {
+    if (l2) at = l2->lines, left = l2->count, then = l2->lines2, then_left = l2->count2;
+  }
+  [[gnu::always_inline]] void step() {
+    if (left <= 0) return;
+    prefetch_l2(at);
+    at += kLineFloats;
+    if (--left == 0) at = then, left = then_left, then_left = 0;
+  }
+};
+
 // LAST_HALF: the last of the NVEC vectors holds 8 columns (ncols <= (NVEC - 1) * W + 8), computed
 // with half-width loads and FMAs (conv_tile_three_quarter in dispatch.h).
 template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false>
@@ -156,11 +174,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
                      bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
   constexpr int PV = NR / V::W;  // vectors per packed panel row
-  // ConvL2Lines: the lines left to fetch, the current range first.
-  const float* l2_at = l2 ? l2->lines : nullptr;
-  int64_t l2_left = l2 ? l2->count : 0;
-  const float* l2_then = l2 ? l2->lines2 : nullptr;
-  int64_t l2_then_left = l2 ? l2->count2 : 0;
+  L2Fetch fetch(l2);
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
@@ -175,11 +189,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; v += kLineFloats / V::W)
         prefetch((v < PV ? b : b2) + kConvPrefetchSteps * NR + (v % PV) * V::W);
-      if (l2_left > 0) {
-        prefetch_l2(l2_at);
-        l2_at += kLineFloats;
-        if (--l2_left == 0) l2_at = l2_then, l2_left = l2_then_left, l2_then_left = 0;
-      }
+      fetch.step();
       V bv[NVEC];
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; ++v) {
@@ -322,18 +332,11 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 #pragma GCC unroll 4
     for (int v = 0; v < NVEC; ++v) acc[r][v] = VV::zero();
   const float* b2 = b + b_next;
-  const float* l2_at = l2 ? l2->lines : nullptr;  // ConvL2Lines: the current range first
-  int64_t l2_left = l2 ? l2->count : 0;
-  const float* l2_then = l2 ? l2->lines2 : nullptr;
-  int64_t l2_then_left = l2 ? l2->count2 : 0;
+  L2Fetch fetch(l2);
   for (int64_t blk = 0; blk < blocks; ++blk, a += a_block) {
 #pragma GCC unroll 2
     for (int i = 0; i < KB; ++i, b += NR, b2 += NR) {
-      if (l2_left > 0) {
-        prefetch_l2(l2_at);
-        l2_at += kLineFloats;
-        if (--l2_left == 0) l2_at = l2_then, l2_left = l2_then_left, l2_then_left = 0;
-      }
+      fetch.step();
       const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
 #pragma GCC unroll 8
       for (int r = 0; r < ROWS; ++r) {
