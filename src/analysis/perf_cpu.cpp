@@ -134,7 +134,7 @@ double output_bytes(const Node& n) {
 double gemm_rate_gflops(const MachinePeaks& m, const std::string& cls, const GemmGeometry& g) {
   const KernelRate& r = measured(m, cls);
   KILN_CHECK(r.gflops_one_core > 0, "kiln machine did not measure '", cls, "' (kiln machine --refresh)");
-  const MicroKernel mk = micro_kernel(m);
+  const MicroKernel mk = micro_kernel(m, cls == "conv_direct");
   const double rel = tile_efficiency(g.rows, g.cols, mk) / tile_efficiency(r.rows, r.cols, mk);
   return std::min(r.gflops_one_core * rel, m.fp32_gflops_per_core);
 }
@@ -195,7 +195,7 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     const int64_t N = y[0], K = y[1], OH = y[2], OW = y[3], group = n.attr_i("group", 1);
     if (cls == "conv_pixel-gemm") return {OH * OW, K / group, N * group};
     if (cls == "conv_direct") {  // rows of OW pixels, or all pixels as one row (conv.h)
-      const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+      const int mr = static_cast<int>(kernels::kernel_table().conv_shape.mr);
       if (kernels::conv_direct_wraps(mr, OH, OW)) return GemmGeometry{OH * OW, K / group, N * group};
       // Wide tiles (half the pixels, twice the channels): the accumulators of 2 OW rows by nr.
       if (kernels::conv_direct_wide(mr, OW)) return GemmGeometry{2 * OW, (K / group + 1) / 2, N * group * OH};

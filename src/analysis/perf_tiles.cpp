@@ -8,10 +8,11 @@
 
 namespace kiln::analysis {
 
-MicroKernel micro_kernel(const MachinePeaks& m) {
+MicroKernel micro_kernel(const MachinePeaks& m, bool direct_conv) {
   const kernels::KernelTable& t = kernels::kernel_table();
   MicroKernel k;
-  k.mr = t.gemm.mr, k.nr = t.gemm.nr, k.lanes = t.simd_width;
+  k.mr = direct_conv ? t.conv_shape.mr : t.gemm.mr, k.nr = direct_conv ? t.conv_shape.nr : t.gemm.nr;
+  k.lanes = t.simd_width;
   k.fma_per_s = m.fp32_gflops_per_core * 1e9 / (2.0 * static_cast<double>(k.lanes));
   k.loads_per_s = k.fma_per_s;
   for (const auto& c : m.caches)

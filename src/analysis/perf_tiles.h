@@ -29,9 +29,10 @@ struct MicroKernel {
   double min_step_s = 0;              // λ: shortest K step of any tile (FMA latency bound)
 };
 
-// This CPU's micro-kernel (the kernel table's tile) with the measured ceilings of `m`; the load
-// rate is the FMA rate when `m` has no L1 bandwidth; λ is 0 when `m` has no gemm_row.
-MicroKernel micro_kernel(const MachinePeaks& m);
+// This CPU's micro-kernel (the kernel table's GEMM tile, or with direct_conv the direct
+// convolution's) with the measured ceilings of `m`; the load rate is the FMA rate when `m` has
+// no L1 bandwidth; λ is 0 when `m` has no gemm_row.
+MicroKernel micro_kernel(const MachinePeaks& m, bool direct_conv = false);
 
 // Seconds per K step of an r-row, v-vector tile.
 double tile_step_seconds(int64_t r, int64_t v, const MicroKernel& k);

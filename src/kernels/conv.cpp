@@ -397,7 +397,7 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // Direct: windows and strided 1x1 convolutions whose output rows fill the micro-kernel's mr
   // pixel rows (resnet50's 3x3 layers on 56x56..14x14: 79-87% -> 90-94% of peak, best of
   // conv_bench). A 1x1 stride-1 layer has no im2col to save and pays the tile transposes.
-  const int mr = kernel_table().gemm.mr;
+  const int mr = kernel_table().conv_shape.mr;
   const bool rows_fill = s.out_w() > mr / 2 || (s.out_w() * 2 == mr && s.out_h() >= 2);  // pairs of rows
   // Strided 1x1 layers (resnet's downsample branches) read one new input line per K step with
   // no reuse across taps: direct wins with AVX-512's 14-pixel tiles, but on AVX2's 6-pixel
@@ -437,9 +437,11 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s) {
   // Over pointwise (1x1 planes read in place, the epilogue on the accumulators) pixel-gemm needs
   // a wider margin: at 14x14 (lanes 1.07-1.10x pixel-gemm's) pointwise ran 10-20% faster on Zen
   // 3 (480->80 80 vs 70 GFLOP/s, 384->64 79 vs 65), at 7x7 (1.18-1.2x) pixel-gemm still wins
-  // (960->160 203 vs 250 us). AVX-512's 14 x 32 tile puts 7x7 at 1.148x (64 columns, 56 rows):
-  // pixel-gemm ran resnet50's 512->2048 at 190-194 GFLOP/s against pointwise's 158 (conv_bench
-  // best, Zen 5), mobilenet_v2's 160->960 at 165 against 152-153, so the margin sits below that.
+  // (960->160 203 vs 250 us). AVX-512's former 14 x 32 GEMM tile put 7x7 at 1.148x (64 columns,
+  // 56 rows): pixel-gemm ran resnet50's 512->2048 at 190-194 GFLOP/s against pointwise's 158
+  // (conv_bench best, Zen 5), mobilenet_v2's 160->960 at 165 against 152-153, so the margin sits
+  // below that. Its 6 x 64 tile (artifact format 8) counts 7x7 even (64 columns, 54 rows), and
+  // those 1x1 layers mostly run the direct tactic below or on channel-blocked activations.
   const double margin = base == ConvTactic::Pointwise ? 1.12 : 1.08;
   if (gemm_lanes <= margin * pixel_lanes) return base;
   // Those 1x1 layers run faster still on the direct tactic with AVX-512's 14-pixel tiles, at

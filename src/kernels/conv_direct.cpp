@@ -72,7 +72,7 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.bi = s.x_blocked ? s.x_block : kBlock;
   if (p.blocked) p.sw *= static_cast<int>(p.bi), p.row_step *= p.bi;
   const int64_t row_len = p.flat ? p.OHW : p.OW;
-  const int mr = t.gemm.mr;
+  const int mr = t.conv_shape.mr;
   // Rows whose width is not a multiple of mr would end in a short tile whose few accumulators
   // leave the FMA units waiting on latency (AVX2's mr = 6 on 7- to 56-wide rows: 7 = 6 + 1):
   // tiles then take the next mr pixels in output order, wrapping to the next row
@@ -83,7 +83,7 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.tile = static_cast<int>(p.wrap ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
   p.tiles_per_row = p.wrap ? 0 : ceil_div(row_len, p.tile);
   p.tiles = p.wrap ? ceil_div(p.OHW, mr) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
-  p.unit_cols = (p.wide ? 2 : 1) * t.gemm.nr;
+  p.unit_cols = (p.wide ? 2 : 1) * t.conv_shape.nr;
   p.units = ceil_div(s.K, p.unit_cols);
   p.KK = s.C * s.R * s.S;
   p.kblocks = ceil_div(p.KK, kDirectKc);
@@ -276,11 +276,11 @@ std::string direct_unsupported(const Conv2dShape& s) {
 }
 
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
-  return pixel_packed_weight_floats(t, s);
+  return weight_panel_floats(s, t.conv_shape.nr);
 }
 
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
-  pixel_pack_weight(t, s, w, packed);  // Wᵀ, K order (tap, channel), nr-column panels
+  pack_weight_panels(s, w, t.conv_shape.nr, packed);  // Wᵀ, K order (tap, channel)
 }
 
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
@@ -311,7 +311,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   Plan p = plan_for(t, s);
   KILN_CHECK(!s.y_padded() || !tiles_cross_rows(p),
              "direct convolution: tiles that cross output rows cannot write padded planes on this table");
-  const int NR = t.gemm.nr;
+  const int NR = t.conv_shape.nr;
   threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
   const bool one_by_one = direct_1x1_applies(t, s, epi);
   // Chunks enough for kPiecesPerThread pieces a thread (a chunk's tiles re-read only the
@@ -578,8 +578,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 // Whole tiles of at most a half or three quarters of a panel's columns: the
                 // narrower tiles (fewer FMAs on the panel's zero columns).
                 ConvTileKernel tile = tiles[wide][rows - 1];
-                if (rows == t.gemm.mr && half && 2 * ncols <= NR) tile = half;
-                else if (rows == t.gemm.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
+                if (rows == t.conv_shape.mr && half && 2 * ncols <= NR) tile = half;
+                else if (rows == t.conv_shape.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
                 tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr, l2p);
               }
             }

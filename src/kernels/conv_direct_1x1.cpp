@@ -49,7 +49,7 @@ int conv_1x1_slot(const Conv2dShape& s) {
 
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e) {
   if (!direct_1x1_enabled) return false;
-  return t.conv_1x1_blk[conv_1x1_slot(s)][kRows - 1] && t.gemm.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
+  return t.conv_1x1_blk[conv_1x1_slot(s)][kRows - 1] && t.conv_shape.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
          s.stride_h >= 1 && s.stride_h <= 2 && s.stride_w >= 1 && s.stride_w <= 2 && !s.padded() && s.x_blocked &&
          s.y_blocked && s.K % kCols == 0 &&
          s.out_h() * ceil_div(s.out_w(), kRows) >= kMinTiles &&
@@ -58,7 +58,7 @@ bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilog
 
 void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                            const Epilogue& e, int threads) {
-  const int64_t NR = t.gemm.nr, KK = s.C;
+  const int64_t NR = t.conv_shape.nr, KK = s.C;
   const int64_t OH = s.out_h(), OW = s.out_w(), OHW = OH * OW;
   const int64_t bi = s.x_block, bo = s.y_block;  // channels per input / output block
   const int64_t in_block = s.H * s.W * bi;       // floats between the input's channel blocks (unpadded)

@@ -41,18 +41,26 @@ GemmProblem::Split conv_split(const Conv2dShape& s, bool pixels_on_rows) {
   return cut_pixels == pixels_on_rows ? GemmProblem::Split::Rows : GemmProblem::Split::Cols;
 }
 
-size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
-  return packed_b_floats_on(t, s.C * s.R * s.S, s.K);
+size_t weight_panel_floats(const Conv2dShape& s, int nr) {
+  return static_cast<size_t>(round_up(s.K, nr) * s.C * s.R * s.S);
 }
 
-void pixel_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
-  // Wᵀ with K order (tap, channel): B[q][k] = w[k][c][tap], q = tap * C + c.
+void pack_weight_panels(const Conv2dShape& s, const float* w, int nr, float* packed) {
+  // B[q][k] = w[k][c][tap], q = tap * C + c.
   const int64_t RS = s.R * s.S, KK = s.C * RS;
   std::vector<float> reordered(s.K * KK);
   for (int64_t k = 0; k < s.K; ++k)
     for (int64_t c = 0; c < s.C; ++c)
       for (int64_t tap = 0; tap < RS; ++tap) reordered[k * KK + tap * s.C + c] = w[(k * s.C + c) * RS + tap];
-  pack_b_on(t, reordered.data(), KK, /*trans_b=*/true, KK, s.K, packed);
+  pack_b_panels(reordered.data(), KK, /*trans=*/true, s.K, 0, KK, 0, s.K, nr, packed);
+}
+
+size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
+  return weight_panel_floats(s, t.gemm.nr);
+}
+
+void pixel_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
+  pack_weight_panels(s, w, t.gemm.nr, packed);
 }
 
 size_t pixel_workspace_floats(const KernelTable&, const Conv2dShape& s) {

@@ -171,8 +171,9 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         // A short tail (at most MR / 2 rows past the block's whole tiles) and the last whole
         // tile become two tiles of about (MR + tail) / 2 rows, packed as two panels: a 2-row
         // tile streams the whole B panel for 4 FMAs a step. M = 128 (BERT's and GPT-2's
-        // sequence: 9 x 14 + 2) took 3.7% more per row than 126; split, BERT's four GEMM shapes
-        // ran 0.989-0.994 of the time (one Ice Lake core, paired).
+        // sequence: 9 x 14 + 2 on AVX-512's former 14-row tile, 21 x 6 + 2 on its 6-row one) took
+        // 3.7% more per row than 126; split, BERT's four GEMM shapes ran 0.989-0.994 of the time
+        // (one Ice Lake core, paired, 14-row tiles).
         const int64_t tail = mc % MR, whole_tiles = mc / MR;
         const bool split_tail = p.a_any_rows && !p.a_packed && !strips && tail > 0 && 2 * tail <= MR && whole_tiles >= 1;
         const int64_t tail_row = split_tail ? (whole_tiles - 1) * MR : 0;  // where the two tiles start
@@ -191,16 +192,16 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         // One tile of `rows` rows from row ir of the block, its A in panel `panel`.
         auto tile_at = [&](int64_t ir, int64_t jr, int rows, int64_t panel) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-          const int wide = nr > NR / 2 ? 1 : 0;
+          const int vecs = (nr + t.simd_width - 1) / t.simd_width;  // the fewest that cover nr
           float* c = p.C + (ic + ir) * p.ldc + jc + jr;
           const float* ap = a.first + panel * a.stride;
           const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic + ir, jc + jr) : TileEpilogue{};
           const TileEpilogue* in_regs = last && epi && regs_epi ? &te : nullptr;
           if (p.b_rows && !pack_rows)
-            t.tile_rows[rows - 1][wide][nr != (wide ? NR : NR / 2)](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
-                                                                    load_c, in_regs);
+            t.tile_rows[rows - 1][vecs - 1][nr != vecs * t.simd_width](kc, ap, brows.data(), jc + jr, c, p.ldc, nr,
+                                                                       load_c, in_regs);
           else
-            t.tile[rows - 1][wide](kc, ap, b.first + (jr / NR) * b.stride, c, p.ldc, nr, load_c, in_regs);
+            t.tile[rows - 1][vecs - 1](kc, ap, b.first + (jr / NR) * b.stride, c, p.ldc, nr, load_c, in_regs);
           if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, rows, nr, te);
         };
         auto tile = [&](int64_t ir, int64_t jr) {

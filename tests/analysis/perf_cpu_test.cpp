@@ -263,6 +263,7 @@ TEST(PerfTiles, TileEfficiencyByHand) {
   EXPECT_DOUBLE_EQ(mk.fma_per_s, 100e9 / (2.0 * static_cast<double>(mk.lanes)));
   EXPECT_DOUBLE_EQ(mk.loads_per_s, 400e9 / (4.0 * static_cast<double>(mk.lanes)));
   EXPECT_EQ(mk.mr, kernels::kernel_table().gemm.mr);
+  EXPECT_EQ(micro_kernel(m, /*direct_conv=*/true).nr, kernels::kernel_table().conv_shape.nr);
   EXPECT_DOUBLE_EQ(mk.min_step_s, 0.0);  // no gemm_row measured
   m.kernels.push_back({"gemm_row", "", 1, 1, 4e-6, 0});
   m.kernels.back().vector_ops = 2000;  // 2000 K steps in 4 us: 2 ns each
@@ -285,7 +286,7 @@ TEST(PerfCpu, GemmGeometryFollowsTheTactic) {
   EXPECT_EQ(g.rows, 196);
   EXPECT_EQ(g.cols, 128);
   g = gemm_geometry(*conv_tactic(64, 128, 14, 3, "direct").n, "conv_direct");
-  const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+  const int mr = static_cast<int>(kernels::kernel_table().conv_shape.mr);
   const bool wraps = kernels::conv_direct_wraps(mr, 14, 14);
   EXPECT_EQ(wraps, 14 % mr != 0);
   EXPECT_EQ(g.rows, wraps ? 196 : 14);  // all pixels as one row, or one output row's
@@ -310,15 +311,15 @@ TEST(PerfCpu, GemmRateScalesWithTileEfficiency) {
   // used) run at 60 x efficiency(7, nr + 3).
   MachinePeaks m = synthetic_machine();
   Chip chip = chip_from_machine(m, 1);
-  const int64_t k = kernels::kernel_table().gemm.nr + 3;
+  const int64_t k = kernels::kernel_table().conv_shape.nr + 3;
   OneNode d = conv_tactic(64, k, 7, 3, "direct");
   auto cost = ops::node_cost(*d.n);
   // Rows of 7 pixels; the 49 pixels as one row where the tiles wrap (mr 6); wide tiles, 7 pixels
   // by twice the channels, counted as 14 rows of half the channels, where 7 is half a tile (mr 14).
-  const int mr = static_cast<int>(kernels::kernel_table().gemm.mr);
+  const int mr = static_cast<int>(kernels::kernel_table().conv_shape.mr);
   const bool wraps = kernels::conv_direct_wraps(mr, 7, 7), wide = !wraps && 7 <= mr / 2;
   const int64_t rows = wraps ? 49 : wide ? 14 : 7, cols = wide ? (k + 1) / 2 : k;
-  double eff = tile_efficiency(rows, cols, micro_kernel(m));
+  double eff = tile_efficiency(rows, cols, micro_kernel(m, /*direct_conv=*/true));
   EXPECT_LT(eff, 1.0);
   OpTime t = cpu_kernel_time(*d.n, cost->flops, cost->bytes_read + cost->bytes_written, 0, chip);
   EXPECT_NEAR(t.compute_s, cost->flops / (60e9 * eff), 1e-12);

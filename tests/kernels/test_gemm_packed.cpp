@@ -69,7 +69,7 @@ void check(const KernelTable& t, Which which, const Case& c) {
 
 TEST(GemmPacked, ShapesOnEveryIsa) {
   const int64_t ms[] = {1, 2, 5, 13, 14, 15, 29, 64};
-  const int64_t ns[] = {1, 7, 16, 17, 31, 33, 97};
+  const int64_t ns[] = {1, 7, 16, 17, 31, 33, 49, 64, 97};  // 1-4 vectors of a 64-column panel
   const int64_t ks[] = {1, 3, 37, 300};
   for (const KernelTable* t : all_tables())
     for (Which w : {Which::PackedB, Which::PackedA})
@@ -111,6 +111,31 @@ TEST(GemmPacked, ShortRowTailsSplitIntoTwoTiles) {
       for (int threads : {1, 2}) {
         check(*t, Which::PackedB, {M, 70, 40, Act::Relu, true, true, true, 1.f, threads});
         check(*t, Which::PackedB, {M, 33, 300, Act::None, true, false, false, 0.5f, threads});
+      }
+  }
+}
+
+// pack_a_on writes exactly its panels: mr rows per K step, zero rows past M, and nothing past
+// packed_a_floats_on. AVX-512's 6-row panels store whole 16-lane columns whose spill reaches two
+// steps ahead: a panel's last two steps once wrote 4 floats past the buffer (heap corruption
+// while lowering efficientnet_b0).
+TEST(GemmPacked, PackedAPanelsStayInTheirBuffer) {
+  for (const KernelTable* t : all_tables()) {
+    const int64_t mr = t->gemm.mr;
+    for (int64_t M : {int64_t{1}, mr - 1, mr, mr + 1, 2 * mr + 3})
+      for (int64_t K : {1, 2, 3, 15, 16, 17, 33}) {
+        if (M < 1) continue;
+        const int64_t lda = K + 2;
+        auto A = random_vec(M * lda, 7 + M * K);
+        const size_t n = packed_a_floats_on(*t, M, K);
+        std::vector<float> pa(n + 64, -777.f);
+        pack_a_on(*t, A.data(), lda, M, K, pa.data());
+        for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+          const int64_t panel = i / (K * mr), q = i % (K * mr) / mr, r = panel * mr + i % mr;
+          ASSERT_EQ(pa[i], r < M ? A[r * lda + q] : 0.f) << isa_name(t->isa) << " M=" << M << " K=" << K << " at " << i;
+        }
+        for (size_t i = n; i < pa.size(); ++i)
+          ASSERT_EQ(pa[i], -777.f) << isa_name(t->isa) << " M=" << M << " K=" << K << " wrote past the panels at " << i;
       }
   }
 }

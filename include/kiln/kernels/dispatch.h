@@ -28,6 +28,14 @@ struct GemmBlocking {
   int64_t kc = 0, mc = 0, nc = 0;
 };
 
+// The direct convolution's register tile (conv_tile and its families below): mr output pixels
+// by nr output channels, its weights packed in nr-column panels. Fixed per ISA like the GEMM's
+// tile, and not always the same shape: AVX-512 runs GEMMs on 6 x 64 and convolutions on 14 x 32
+// (a pixel row of 7, 14, 28 or 56 fills whole 14-pixel tiles).
+struct ConvTileShape {
+  int mr = 0, nr = 0;
+};
+
 // Where the tile epilogue reads its operands, already offset to the tile's first element.
 struct TileEpilogue {
   enum class Bias : uint8_t { None, PerRow, PerCol, Scalar };
@@ -211,10 +219,15 @@ struct KernelTable {
   Isa isa = Isa::Scalar;
   int simd_width = 1;  // floats per vector register
   GemmBlocking gemm;
-  // tile[rows - 1][0]: rows x (nr / 2) columns; tile[rows - 1][1]: rows x nr. rows <= mr.
-  TileKernel tile[16][2] = {};
-  // tile_rows[rows - 1][half][masked]: masked loads only the nr columns of a partial panel.
-  TileRowsKernel tile_rows[16][2][2] = {};
+  ConvTileShape conv_shape;  // mr and NR of the conv_tile comments below
+  // tile[rows - 1][v - 1]: rows x v vectors of columns, rows <= gemm.mr, v <= gemm.nr /
+  // simd_width (at most kMaxTileVectors): a partial panel runs on the fewest vectors that cover it
+  // (efficientnet_b0's squeeze-and-excitation convolutions have 20-48 output channels on 64-column
+  // panels).
+  static constexpr int kMaxTileVectors = 4;
+  TileKernel tile[16][kMaxTileVectors] = {};
+  // tile_rows[rows - 1][v - 1][masked]: masked loads only the nr columns of a partial panel.
+  TileRowsKernel tile_rows[16][kMaxTileVectors][2] = {};
   // tile_rows for mr rows over `count` consecutive whole NR-column panels (columns col ..
   // col + count*NR), epi's column bias and residual advancing with them: one call per strip,
   // for products with a short K loop where a call per tile costs as much as its FMAs.

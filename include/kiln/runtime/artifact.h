@@ -39,7 +39,10 @@ namespace kiln {
 // and read the planes as a plain blocked input.
 // 7: 16-channel blocks between direct convolutions (`x_block` / `y_block` 16,
 // lower/blocked_layout.cpp): a version-6 runtime would read them as 8-channel blocks.
-constexpr int64_t kArtifactFormatVersion = 7;
+// 8: AVX-512 GEMM tiles of 6 x 64 (KernelTable::gemm; the direct convolution keeps 14 x 32):
+// weights packed for the GEMM (MatMul and Gemm B, pixel-gemm and pointwise weights) are 64-column
+// panels and 6-row A panels, which a version-7 runtime would read as 32 and 14.
+constexpr int64_t kArtifactFormatVersion = 8;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

@@ -12,6 +12,7 @@ using V = simd::Vec256;
 using namespace simd;
 constexpr Isa kIsa = Isa::Avx2;
 constexpr int MR = 6, NR = 16;
+constexpr int GMR = MR, GNR = NR;  // the GEMM's tile: the direct convolution's
 constexpr int64_t KC = 256, MC = 6 * 20, NC = 1024;
 #include "simd/vecmath.inl"
 #include "simd/gemm_tile.inl"

@@ -11,6 +11,7 @@ using V = simd::Vec4;
 using namespace simd;
 constexpr Isa kIsa = Isa::Scalar;
 constexpr int MR = 6, NR = 8;
+constexpr int GMR = MR, GNR = NR;  // the GEMM's tile: the direct convolution's
 constexpr int64_t KC = 256, MC = 6 * 16, NC = 512;
 #include "simd/vecmath.inl"
 #include "simd/gemm_tile.inl"

@@ -1,9 +1,9 @@
 // The GEMM micro-kernel, written once over the ISA's vector type V and instantiated per
-// register tile: ROWS rows of C (<= MR) by NVEC vectors of columns. The accumulators
+// register tile: ROWS rows of C (<= GMR) by NVEC vectors of columns. The accumulators
 // (ROWS x NVEC vectors) live in registers for the whole K loop: each step loads NVEC vectors
 // of the packed B panel and broadcasts ROWS floats of the packed A panel (which the compiler
 // folds into the FMAs as embedded broadcasts on AVX-512).
-// Needs constexpr MR (A panel stride) and NR (B panel stride) in the including namespace.
+// Needs constexpr GMR (A panel stride) and GNR (B panel stride) in the including namespace.
 
 // Floats ahead of the B read pointer prefetched by the few-row tiles.
 constexpr int64_t kStreamAhead = 512;
@@ -13,7 +13,7 @@ constexpr int64_t kStreamAhead = 512;
 struct PackedPanel {
   static constexpr bool kStream = true;  // GEMV-like tiles stream it: prefetch ahead
   const float* b;
-  const float* row(int64_t p) const { return b + p * NR; }
+  const float* row(int64_t p) const { return b + p * GNR; }
   V load(const float* r, int v, int nvec) const { return V::load(r + v * V::W); }
 };
 // Rows in place (a convolution's input planes): row p at rows[p] + col. With MASKED the last
@@ -136,17 +136,17 @@ inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, f
   // Few rows: the kernel streams B (a GEMV reads each packed weight once), so fetch it well
   // ahead, across page boundaries the hardware prefetcher stops at.
   if constexpr (ROWS <= 2 && BSource::kStream) {
-    for (int64_t p = 0; p < kc; ++p, a += MR) {
+    for (int64_t p = 0; p < kc; ++p, a += GMR) {
       prefetch(b.row(p) + kStreamAhead);
       step(a, b.row(p));
     }
   } else {
     int64_t p = 0;
-    for (const int64_t n = std::min(next.count, kc); p < n; ++p, a += MR) {
+    for (const int64_t n = std::min(next.count, kc); p < n; ++p, a += GMR) {
       prefetch_l2(next.lines + p * kLineFloats);
       step(a, b.row(p));
     }
-    for (; p < kc; ++p, a += MR) step(a, b.row(p));
+    for (; p < kc; ++p, a += GMR) step(a, b.row(p));
   }
   if (epi) {
     store_tile_epilogue<ROWS, NVEC>(acc, c, ldc, nr, load_c, *epi);
@@ -171,7 +171,7 @@ inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, f
   }
 }
 
-// C[0:ROWS, 0:nr] (=|+=) A panel (kc x MR) · packed B panel (kc x NR), then epi.
+// C[0:ROWS, 0:nr] (=|+=) A panel (kc x GMR) · packed B panel (kc x GNR), then epi.
 template <int ROWS, int NVEC>
 void gemm_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int nr, bool load_c,
                const TileEpilogue* epi) {
@@ -186,30 +186,30 @@ void gemm_tile_rows(int64_t kc, const float* a, const float* const* brows, int64
   tile_core<ROWS, NVEC>(kc, a, RowPointers<MASKED>{brows, col, last}, c, ldc, nr, load_c, epi);
 }
 
-// KernelTable::tile_rows_strip: MR rows by `count` whole panels.
+// KernelTable::tile_rows_strip: GMR rows by `count` whole panels.
 void gemm_tile_rows_strip(int64_t kc, const float* a, const float* const* brows, int64_t col, float* c, int64_t ldc,
                           int64_t count, bool load_c, const TileEpilogue* epi) {
   TileEpilogue e = epi ? *epi : TileEpilogue{};
-  for (int64_t q = 0; q < count; ++q, col += NR, c += NR) {
-    tile_core<MR, NR / V::W>(kc, a, RowPointers<false>{brows, col, V::W}, c, ldc, NR, load_c, epi ? &e : nullptr);
-    if (e.bias_mode == TileEpilogue::Bias::PerCol) e.bias += NR;
-    if (e.residual) e.residual += NR;
+  for (int64_t q = 0; q < count; ++q, col += GNR, c += GNR) {
+    tile_core<GMR, GNR / V::W>(kc, a, RowPointers<false>{brows, col, V::W}, c, ldc, GNR, load_c, epi ? &e : nullptr);
+    if (e.bias_mode == TileEpilogue::Bias::PerCol) e.bias += GNR;
+    if (e.residual) e.residual += GNR;
   }
 }
 
-// `count` whole MR-row tiles down one NR-column panel of B (BSource), the A panels a_stride apart;
+// `count` whole GMR-row tiles down one GNR-column panel of B (BSource), the A panels a_stride apart;
 // next_b (or null): the next strip's panel, each tile fetching its share of the lines.
 template <class BSource>
 inline void col_strip(int64_t kc, const float* a, int64_t a_stride, const BSource& b, float* c, int64_t ldc,
                       int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b = nullptr) {
   TileEpilogue e = epi ? *epi : TileEpilogue{};
-  const int64_t lines = next_b ? kc * NR / kLineFloats : 0, share = (lines + count - 1) / count;
-  for (int64_t q = 0; q < count; ++q, a += a_stride, c += MR * ldc) {
+  const int64_t lines = next_b ? kc * GNR / kLineFloats : 0, share = (lines + count - 1) / count;
+  for (int64_t q = 0; q < count; ++q, a += a_stride, c += GMR * ldc) {
     const int64_t first = std::min(lines, q * share);
     const NextPanel next{next_b ? next_b + first * kLineFloats : nullptr, std::min(lines - first, share)};
-    tile_core<MR, NR / V::W>(kc, a, b, c, ldc, NR, load_c, epi ? &e : nullptr, next);
-    if (e.bias_mode == TileEpilogue::Bias::PerRow) e.bias += MR;
-    if (e.residual) e.residual += MR * e.ldr;
+    tile_core<GMR, GNR / V::W>(kc, a, b, c, ldc, GNR, load_c, epi ? &e : nullptr, next);
+    if (e.bias_mode == TileEpilogue::Bias::PerRow) e.bias += GMR;
+    if (e.residual) e.residual += GMR * e.ldr;
   }
 }
 // KernelTable::tile_col_strip: over one packed panel.
@@ -217,68 +217,78 @@ void gemm_tile_col_strip(int64_t kc, const float* a, int64_t a_stride, const flo
                          int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b) {
   col_strip(kc, a, a_stride, PackedPanel{b}, c, ldc, count, load_c, epi, next_b);
 }
-// KernelTable::tile_rows_col_strip: over B's rows in place, columns col .. col + NR.
+// KernelTable::tile_rows_col_strip: over B's rows in place, columns col .. col + GNR.
 void gemm_tile_rows_col_strip(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
                               float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) {
   col_strip(kc, a, a_stride, RowPointers<false>{brows, col, V::W}, c, ldc, count, load_c, epi);
 }
 
-// KernelTable::gemv_panels: c = a · B over `panels` packed NR-column panels of the full K (K * NR
+// One panel's first NV vectors of columns (K * GNR floats from p), its first `cols` stored.
+template <int NV>
+inline void gemv_panel(int64_t K, const float* __restrict a, const float* __restrict p, float* __restrict cq, int cols) {
+  V s0[NV], s1[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) s0[v] = s1[v] = V::zero();
+  int64_t k = 0;
+  for (; k + 2 <= K; k += 2, p += 2 * GNR) {
+    const V a0 = V::set1(a[k]), a1 = V::set1(a[k + 1]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
+      s1[v] = fma(a1, V::load(p + GNR + v * V::W), s1[v]);
+    }
+  }
+  if (k < K) {
+    const V a0 = V::set1(a[k]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const int col = v * V::W;
+    const V x = s0[v] + s1[v];
+    if (cols >= col + V::W) x.store(cq + col);
+    else if (cols > col) x.store_first(cq + col, cols - col);
+  }
+}
+// gemv_panel on `vecs` (1..NV) vectors.
+template <int NV>
+inline void gemv_panel_of(int vecs, int64_t K, const float* a, const float* p, float* cq, int cols) {
+  if constexpr (NV > 1)
+    if (vecs < NV) return gemv_panel_of<NV - 1>(vecs, K, a, p, cq, cols);
+  gemv_panel<NV>(K, a, p, cq, cols);
+}
+// KernelTable::gemv_panels: c = a · B over `panels` packed GNR-column panels of the full K (K * GNR
 // floats apart), the last one's first `last` columns stored. The one-row tile of the blocked
-// driver read its row of A from a packed panel MR floats a step (for K = 768, 43 KB beside each
+// driver read its row of A from a packed panel GMR floats a step (for K = 768, 43 KB beside each
 // 96 KB panel of B) and fetched B ahead in software; a panel read front to back with A in place
 // and no prefetch streamed GPT-2's weights at 21 -> 26 GB/s on one Zen 4 core (the plain read
 // loop: 26.8). Two K steps on two accumulator sets keep two FMA chains per vector in flight.
 void gemv_panels(int64_t K, const float* __restrict a, const float* __restrict b, int64_t panels, float* __restrict c,
                  int last) {
-  constexpr int NV = NR / V::W;
-  for (int64_t q = 0; q < panels; ++q) {
-    const float* p = b + q * K * NR;
-    V s0[NV], s1[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) s0[v] = s1[v] = V::zero();
-    int64_t k = 0;
-    for (; k + 2 <= K; k += 2, p += 2 * NR) {
-      const V a0 = V::set1(a[k]), a1 = V::set1(a[k + 1]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
-        s1[v] = fma(a1, V::load(p + NR + v * V::W), s1[v]);
-      }
-    }
-    if (k < K) {
-      const V a0 = V::set1(a[k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) s0[v] = fma(a0, V::load(p + v * V::W), s0[v]);
-    }
-    const int cols = q + 1 == panels ? last : NR;
-    float* cq = c + q * NR;
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const int col = v * V::W;
-      const V x = s0[v] + s1[v];
-      if (cols >= col + V::W) x.store(cq + col);
-      else if (cols > col) x.store_first(cq + col, cols - col);
-    }
-  }
+  for (int64_t q = 0; q + 1 < panels; ++q) gemv_panel<GNR / V::W>(K, a, b + q * K * GNR, c + q * GNR, GNR);
+  // The last panel reads only the vectors its columns need: a squeeze-and-excitation layer's 20
+  // outputs on a 64-column panel would stream 3.2 times the weight it uses.
+  if (panels > 0)
+    gemv_panel_of<GNR / V::W>((last + V::W - 1) / V::W, K, a, b + (panels - 1) * K * GNR, c + (panels - 1) * GNR, last);
 }
 
-// KernelTable::pack_row_panels: NR-column panels of kc rows given by pointer. Row by row, so
+// KernelTable::pack_row_panels: GNR-column panels of kc rows given by pointer. Row by row, so
 // each row's nc floats are read front to back, one stream for the hardware prefetcher: panel by
 // panel (64 rows 12.5 KB apart: 64 streams) packing was 10% of a 64->256 1x1 at 56x56 with
 // misaligned rows on Zen 3, row by row 5.5%.
 void pack_row_panels(const float* const* rows, int64_t kc, int64_t col, int64_t nc, float* out) {
-  constexpr int kVecs = NR / V::W;
-  const int64_t whole = nc / NR, panel = kc * NR;
+  constexpr int kVecs = GNR / V::W;
+  const int64_t whole = nc / GNR, panel = kc * GNR;
   for (int64_t q = 0; q < kc; ++q) {
     const float* src = rows[q] + col;
-    float* dst = out + q * NR;
-    for (int64_t jp = 0; jp < whole; ++jp, src += NR, dst += panel)
+    float* dst = out + q * GNR;
+    for (int64_t jp = 0; jp < whole; ++jp, src += GNR, dst += panel)
 #pragma GCC unroll 4
       for (int v = 0; v < kVecs; ++v) V::load(src + v * V::W).store(dst + v * V::W);
-    if (whole * NR == nc) continue;
+    if (whole * GNR == nc) continue;
     for (int v = 0; v < kVecs; ++v) {
-      const int64_t n = nc - whole * NR - v * V::W;
+      const int64_t n = nc - whole * GNR - v * V::W;
       const float* p = src + v * V::W;
       const V x = n >= V::W ? V::load(p) : n > 0 ? V::load_first(p, static_cast<int>(n)) : V::zero();
       x.store(dst + v * V::W);
@@ -286,17 +296,22 @@ void pack_row_panels(const float* const* rows, int64_t kc, int64_t col, int64_t 
   }
 }
 
-// Fills table.tile[rows-1][half] (and tile_rows) for rows 1..MR: [0] covers NR/2 columns, [1] all NR.
+// Fills table.tile[ROWS-1][v-1] (and tile_rows) for v = 1..NV vectors of columns.
+template <int ROWS, int NV>
+void fill_tile_widths(KernelTable& t) {
+  if constexpr (NV > 0) {
+    static_assert(NV <= KernelTable::kMaxTileVectors, "a panel of more vectors than the table holds");
+    t.tile[ROWS - 1][NV - 1] = gemm_tile<ROWS, NV>;
+    t.tile_rows[ROWS - 1][NV - 1][0] = gemm_tile_rows<ROWS, NV, false>;
+    t.tile_rows[ROWS - 1][NV - 1][1] = gemm_tile_rows<ROWS, NV, true>;
+    fill_tile_widths<ROWS, NV - 1>(t);
+  }
+}
+// ... for rows 1..ROWS, every width up to the whole panel's GNR columns.
 template <int ROWS>
 void fill_tiles(KernelTable& t) {
   if constexpr (ROWS > 0) {
-    constexpr int kHalf = NR / V::W / 2 == 0 ? 1 : NR / V::W / 2, kFull = NR / V::W;
-    t.tile[ROWS - 1][0] = gemm_tile<ROWS, kHalf>;
-    t.tile[ROWS - 1][1] = gemm_tile<ROWS, kFull>;
-    t.tile_rows[ROWS - 1][0][0] = gemm_tile_rows<ROWS, kHalf, false>;
-    t.tile_rows[ROWS - 1][0][1] = gemm_tile_rows<ROWS, kHalf, true>;
-    t.tile_rows[ROWS - 1][1][0] = gemm_tile_rows<ROWS, kFull, false>;
-    t.tile_rows[ROWS - 1][1][1] = gemm_tile_rows<ROWS, kFull, true>;
+    fill_tile_widths<ROWS, GNR / V::W>(t);
     fill_tiles<ROWS - 1>(t);
   }
 }

@@ -546,10 +546,11 @@ void attention_tile(const AttentionTile& t) {
 // ---- panel packing ---------------------------------------------------------------------------
 
 // The A panel through register transposes, for tables whose mr fits in one vector (AVX2's 6 of
-// 8): out[q*mr + r] = A[r*lda + q], W columns of A at a time. Each column is stored as a whole
-// vector (its lanes past mr are zero rows and spill into the next column's slot, which the next
-// store overwrites), the panel's last as its mr lanes only. The reference interpreter's GEMMs
-// pack their A operand per call; on silero_vad the scalar packer was a quarter of the run.
+// 8, AVX-512's 6 of 16): out[q*mr + r] = A[r*lda + q], W columns of A at a time. Each column is
+// stored as a whole vector (its lanes past mr are zero rows and spill into the next columns'
+// slots, which the next stores overwrite) while the vector ends inside the panel, the last
+// columns as their mr lanes only. The reference interpreter's GEMMs pack their A operand per
+// call; on silero_vad the scalar packer was a quarter of the run.
 void pack_a_panel_blocks(const float* A, int64_t lda, int64_t rows, int64_t kc, int mr, float* out) {
   for (int64_t q0 = 0; q0 < kc; q0 += V::W) {
     const int nq = static_cast<int>(imin(V::W, kc - q0));
@@ -559,7 +560,7 @@ void pack_a_panel_blocks(const float* A, int64_t lda, int64_t rows, int64_t kc, 
     for (int j = 0; j < V::W; ++j) {
       if (j >= nq) break;
       float* dst = out + (q0 + j) * mr;
-      if (q0 + j + 1 < kc) r[j].store(dst);
+      if ((q0 + j) * mr + V::W <= kc * mr) r[j].store(dst);
       else r[j].store_first(dst, mr);
     }
   }

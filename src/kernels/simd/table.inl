@@ -1,11 +1,13 @@
 // Fills one ISA's kernel table. Included last inside the ISA namespace, after the
-// algorithm .inl files, with constexpr MR, NR, KC, MC, NC and the ISA tag defined.
+// algorithm .inl files, with constexpr GMR, GNR, KC, MC, NC (the GEMM's tile and blocks), MR,
+// NR (the direct convolution's tile) and the ISA tag defined.
 KernelTable make_table() {
   KernelTable t;
   t.isa = kIsa;
   t.simd_width = V::W;
-  t.gemm = GemmBlocking{MR, NR, KC, MC, NC};
-  fill_tiles<MR>(t);
+  t.gemm = GemmBlocking{GMR, GNR, KC, MC, NC};
+  t.conv_shape = ConvTileShape{MR, NR};
+  fill_tiles<GMR>(t);
   t.tile_rows_strip = gemm_tile_rows_strip;
   t.tile_col_strip = gemm_tile_col_strip;
   t.tile_rows_col_strip = gemm_tile_rows_col_strip;
@@ -51,7 +53,7 @@ KernelTable make_table() {
   t.transpose_epilogue = transpose_epilogue;
   t.attention_tile = attention_tile;
   t.strided_copy = strided_copy;
-  if constexpr (MR <= V::W) t.pack_a_panel = pack_a_panel_blocks;
+  if constexpr (GMR <= V::W) t.pack_a_panel = pack_a_panel_blocks;
   else t.pack_a_panel = pack_a_panel_portable;
   return t;
 }
