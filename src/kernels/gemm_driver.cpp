@@ -170,10 +170,10 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         };
         // A short tail (at most MR / 2 rows past the block's whole tiles) and the last whole
         // tile become two tiles of about (MR + tail) / 2 rows, packed as two panels: a 2-row
-        // tile streams the whole B panel for 4 FMAs a step. M = 128 (BERT's and GPT-2's
-        // sequence: 9 x 14 + 2 on AVX-512's former 14-row tile, 21 x 6 + 2 on its 6-row one) took
-        // 3.7% more per row than 126; split, BERT's four GEMM shapes ran 0.989-0.994 of the time
-        // (one Ice Lake core, paired, 14-row tiles).
+        // tile streams the whole B panel for two FMAs per vector loaded. M = 128 (BERT's and
+        // GPT-2's sequence: 9 x 14 + 2 on AVX-512's former 14-row tile, 21 x 6 + 2 on its 6-row
+        // one) took 3.7% more per row than 126; split, BERT's four GEMM shapes ran 0.989-0.994 of
+        // the time (one Ice Lake core, paired, 14-row tiles).
         const int64_t tail = mc % MR, whole_tiles = mc / MR;
         const bool split_tail = p.a_any_rows && !p.a_packed && !strips && tail > 0 && 2 * tail <= MR && whole_tiles >= 1;
         const int64_t tail_row = split_tail ? (whole_tiles - 1) * MR : 0;  // where the two tiles start
