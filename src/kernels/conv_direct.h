@@ -30,7 +30,6 @@ constexpr int64_t kPiecesPerThread = 4;
 // on the hosts measured: resnet50's layer3 and layer4), so the tiles running over one weight
 // block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
 constexpr double kStreamWeightBytes = 1 << 20;
-constexpr int64_t kLineFloats = 16;  // floats per 64-byte cache line (ConvL2Lines' units)
 
 // Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
 // each, the first at `base`, the next `panel_stride` floats on; the shares are as even as

@@ -172,6 +172,7 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
 // of to C: see ConvTileOut. With `l2`, the tile fetches those lines into L2 as it runs, one a
 // K step (ConvL2Lines).
 struct ConvTileOut;
+constexpr int kLineFloats = 16;  // floats per 64-byte cache line (prefetch and ConvL2Lines units)
 // Cache lines a direct-convolution tile fetches into L2, one per K step while it has any:
 // `count` lines from `lines` on, then `count2` from `lines2` (conv_direct.cpp: a share of the
 // weight block its column unit reads next, when the weights come from DRAM).

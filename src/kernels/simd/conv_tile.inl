@@ -5,7 +5,7 @@
 // panel) and loads NVEC vectors of the packed weight row, as gemm_tile does with its A panel.
 // SW is 1 or 2 on planar input, 8 or 16 on the channel-blocked copy (8 channels per pixel at
 // stride 1 or 2, or 16 at stride 1).
-// Needs constexpr MR and NR in the including namespace, and gemm_tile.inl (kLineFloats) included first.
+// Needs constexpr MR and NR (the direct convolution's tile) in the including namespace.
 
 // SPLIT > 0: rows r >= SPLIT are another output row's pixels, read at a + jump + (r-SPLIT)*SW
 // (conv_tile_pair).

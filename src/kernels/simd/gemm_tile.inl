@@ -103,7 +103,6 @@ struct NextPanel {
   const float* lines = nullptr;  // the first of this tile's share of lines
   int64_t count = 0;             // lines in the share
 };
-constexpr int kLineFloats = 16;  // floats per 64-byte cache line (conv_tile.inl's prefetches too)
 
 template <int ROWS, int NVEC, class BSource>
 inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, float* __restrict c, int64_t ldc,
