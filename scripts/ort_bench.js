@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// ONNX Runtime as a timing server for `kiln bench --vs ort`.
+// ONNX Runtime as a timing server for `kiln bench --vs ort` and `kiln profile --vs ort`.
 //
-//   node scripts/ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N]
+//   node scripts/ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N] [--profile DIR]
 //
 // Creates one CPU session (all graph optimizations, intraOpNumThreads N, interOpNumThreads 1,
 // sequential execution), loads the inputs, prints one JSON line {"ready":true,...} and then
 // answers commands read from stdin, one JSON line on stdout per command:
 //   outputs   runs once and writes each output to DIR/<name>.npy  -> {"outputs":[{name,file,dtype,dims}]}
 //   run K     runs K times, timing each session.run               -> {"times_ms":[t1,...,tK]}
+//   profile K (with --profile DIR only) ends ORT's profiler and answers each node's median kernel
+//             time over the last K runs, from ORT's own trace (a file under DIR)
+//                                      -> {"profile_nodes":[{"name","op","ms"}...],"run_ms":median}
 //   quit      (or end of stdin) releases the session and exits
 // Between commands the process blocks on stdin, so it takes no CPU while kiln measures.
 // Errors: one line on stderr and exit 1 (3 when onnxruntime-node is not installed).
@@ -23,7 +26,7 @@ function fail(msg, code = 1) {
 }
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], out: null, threads: 0 };
+  const a = { model: null, inputs: [], out: null, threads: 0, profile: null };
   for (let i = 0; i < argv.length; ++i) {
     const x = argv[i];
     if (x === '--input') {
@@ -34,6 +37,9 @@ function parseArgs(argv) {
     } else if (x === '--out') {
       a.out = argv[++i];
       if (!a.out) fail('--out needs a directory', 2);
+    } else if (x === '--profile') {
+      a.profile = argv[++i];
+      if (!a.profile) fail('--profile needs a directory', 2);
     } else if (x === '--threads') {
       const v = argv[++i];
       if (!/^\d+$/.test(v || '')) fail('--threads needs a non-negative integer', 2);
@@ -42,7 +48,7 @@ function parseArgs(argv) {
     else if (a.model === null) a.model = x;
     else fail(`unexpected argument ${x}`, 2);
   }
-  if (!a.model || !a.out) fail('usage: ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N]', 2);
+  if (!a.model || !a.out) fail('usage: ort_bench.js MODEL.onnx --input NAME=FILE.npy ... --out DIR [--threads N] [--profile DIR]', 2);
   return a;
 }
 
@@ -55,6 +61,36 @@ function loadOrt() {
   }
 }
 
+function median(xs) {
+  const v = xs.slice().sort((a, b) => a - b);
+  const n = v.length;
+  return n === 0 ? 0 : n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// ORT's trace (Chrome trace events, microseconds): one "model_run" event per session.run and one
+// "<node>_kernel_time" event per node per run. Each node's kernel times within the last `k` runs'
+// windows, as medians in milliseconds, in the order the nodes first ran.
+function nodeMedians(dir, k) {
+  const files = fs.readdirSync(dir).filter((f) => f.startsWith('ort_profile') && f.endsWith('.json'))
+    .map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  if (files.length === 0) throw new Error(`ORT wrote no profile under ${dir}`);
+  const events = JSON.parse(fs.readFileSync(files[0], 'utf8'));
+  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run').sort((a, b) => a.ts - b.ts).slice(-k);
+  if (runs.length === 0) throw new Error('ORT profile has no model_run events');
+  const times = new Map();
+  const ops = new Map();
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    if (!runs.some((r) => e.ts >= r.ts && e.ts <= r.ts + r.dur)) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    if (!times.has(name)) times.set(name, []), ops.set(name, (e.args && e.args.op_name) || '');
+    times.get(name).push(e.dur / 1000);
+  }
+  const nodes = [];
+  for (const [name, t] of times) nodes.push({ name, op: ops.get(name), ms: median(t) });
+  return { profile_nodes: nodes, run_ms: median(runs.map((r) => r.dur / 1000)), runs: runs.length, file: files[0] };
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt();
@@ -63,6 +99,11 @@ async function main() {
     interOpNumThreads: 1,
   };
   if (args.threads > 0) options.intraOpNumThreads = args.threads;
+  if (args.profile) {
+    fs.mkdirSync(args.profile, { recursive: true });
+    options.enableProfiling = true;
+    options.profileFilePrefix = path.join(args.profile, 'ort_profile');
+  }
   let t0 = performance.now();
   const session = await ort.InferenceSession.create(args.model, options);
   const loadMs = performance.now() - t0;
@@ -95,8 +136,12 @@ async function main() {
         times.push(performance.now() - t0);
       }
       reply({ times_ms: times });
+    } else if (/^profile \d+$/.test(line)) {
+      if (!args.profile) throw new Error('profile needs --profile DIR');
+      await session.endProfiling();
+      reply(nodeMedians(args.profile, Number(line.slice(8))));
     } else {
-      throw new Error(`unknown command '${line}' (want: outputs, run K, quit)`);
+      throw new Error(`unknown command '${line}' (want: outputs, run K, profile K, quit)`);
     }
   }
   rl.close();

@@ -6,6 +6,7 @@
 #include "graph_report_internal.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_peer.h"
 #include "kiln/analysis/profile_scaling.h"
 #include "kiln/plan/json.h"
 
@@ -93,7 +94,8 @@ std::string profile_to_text(const Profile& p, size_t top) {
   return o.str();
 }
 
-std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Scaling* scaling) {
+std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Scaling* scaling,
+                            const PeerComparison* peer) {
   json::Value j;
   j.set("model", p.model);
   j.set("threads", p.threads);
@@ -147,6 +149,7 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Sc
   }
   if (explain) j.set("explain", diagnosis_json(*explain));
   if (scaling) j.set("scaling", scaling_json(*scaling));
+  if (peer) j.set("ort", peer_json(*peer));
   return j.dump() + "\n";
 }
 

@@ -86,6 +86,16 @@ std::unique_ptr<BenchBackend> make_ort_backend(const OrtBackendSpec& spec, const
 // The same checks, for callers that want them before any other work.
 void check_ort_runnable(const std::string& script);
 
+// scripts/ort_bench.js as a child process (the protocol both `--vs ort` verbs speak): MODEL at
+// spec.threads, `inputs` written as .npy under spec.work_dir/inputs, outputs to
+// spec.work_dir/outputs, then `extra` arguments; returned once it has said it is ready.
+class LineProcess;
+std::unique_ptr<LineProcess> start_ort_script(const OrtBackendSpec& spec, const TensorMap& inputs,
+                                              const std::vector<std::string>& extra = {});
+// The next reply line of an ort_bench.js process; once it has exited, its last stderr line
+// becomes the (one-line) error.
+std::string ort_reply(LineProcess& process);
+
 // The default ort_bench.js: next to the kiln binary's source tree (BUILD/bin/kiln ->
 // SOURCE/scripts/ort_bench.js for a build dir inside or beside the source). Throws naming the
 // places looked at when none holds it.

@@ -53,21 +53,10 @@ class OrtBackend : public BenchBackend {
   std::string name() const override { return "ort"; }
 
   void prepare(const TensorMap& inputs) override {
-    std::string dir = spec_.work_dir + "/ort";
-    make_dirs(dir + "/inputs");
-    std::vector<std::string> argv = {"node", spec_.script, spec_.model_path, "--threads",
-                                     std::to_string(spec_.threads), "--out", dir + "/outputs"};
-    for (const auto& [name, t] : inputs) {
-      std::string file = dir + "/inputs/" + sanitize_name(name) + ".npy";
-      write_npy(file, t);
-      argv.push_back("--input");
-      argv.push_back(name + "=" + file);
-    }
-    out_dir_ = dir + "/outputs";
-    process_ = std::make_unique<LineProcess>(argv, dir + "/stderr.txt");
-    std::string ready = reply();
-    KILN_CHECK(ready.rfind("{\"ready\":true", 0) == 0, "--vs ort: unexpected first line from ort_bench.js: ",
-               ready.substr(0, 200));
+    OrtBackendSpec spec = spec_;
+    spec.work_dir += "/ort";
+    out_dir_ = spec.work_dir + "/outputs";
+    process_ = start_ort_script(spec, inputs);
   }
 
   TensorMap run_once() override {
@@ -100,13 +89,7 @@ class OrtBackend : public BenchBackend {
   }
 
  private:
-  // The next reply line; when the child has exited, its last stderr line is the error.
-  std::string reply() {
-    auto line = process_->receive();
-    if (line) return *line;
-    std::string why = process_->last_stderr_line();
-    throw Error(str_cat("--vs ort: ONNX Runtime failed: ", why.empty() ? "node exited without a message" : why));
-  }
+  std::string reply() { return ort_reply(*process_); }
 
   OrtBackendSpec spec_;
   std::vector<std::string> output_names_;
@@ -115,6 +98,32 @@ class OrtBackend : public BenchBackend {
 };
 
 }  // namespace
+
+std::string ort_reply(LineProcess& process) {
+  auto line = process.receive();
+  if (line) return *line;
+  std::string why = process.last_stderr_line();
+  throw Error(str_cat("--vs ort: ONNX Runtime failed: ", why.empty() ? "node exited without a message" : why));
+}
+
+std::unique_ptr<LineProcess> start_ort_script(const OrtBackendSpec& spec, const TensorMap& inputs,
+                                              const std::vector<std::string>& extra) {
+  make_dirs(spec.work_dir + "/inputs");
+  std::vector<std::string> argv = {"node", spec.script, spec.model_path, "--threads", std::to_string(spec.threads),
+                                   "--out", spec.work_dir + "/outputs"};
+  for (const auto& [name, t] : inputs) {
+    std::string file = spec.work_dir + "/inputs/" + sanitize_name(name) + ".npy";
+    write_npy(file, t);
+    argv.push_back("--input");
+    argv.push_back(name + "=" + file);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto process = std::make_unique<LineProcess>(argv, spec.work_dir + "/stderr.txt");
+  const std::string ready = ort_reply(*process);
+  KILN_CHECK(ready.rfind("{\"ready\":true", 0) == 0, "--vs ort: unexpected first line from ort_bench.js: ",
+             ready.substr(0, 200));
+  return process;
+}
 
 void check_ort_runnable(const std::string& script) {
   KILN_CHECK(fs::is_regular_file(script), "--vs ort: ", script,

@@ -1,13 +1,16 @@
 // kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
 // this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
 // --json, --explain (measured against the perf model's prediction for the compiled graph),
-// --scaling (each kernel at one thread against --threads N).
+// --scaling (each kernel at one thread against --threads N), --vs ort (each kernel against ONNX
+// Runtime's nodes for the same original nodes, from ORT's own profiler).
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 
 #include "bench_inputs.h"
 #include "common.h"
+#include "kiln/analysis/profile_peer.h"
+#include "profile_ort.h"
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
@@ -48,7 +51,7 @@ int verb_profile(int argc, char** argv) {
   int level = take_opt_level("profile", argc, argv, rest, 2);
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
-          "--shape", "--cache"},
+          "--shape", "--cache", "--vs", "--ort-script"},
          {"--json", "--explain", "--scaling", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
@@ -65,6 +68,9 @@ int verb_profile(int argc, char** argv) {
   KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
   KILN_CHECK(!a.has("--scaling") || opt.threads >= 2,
              "--scaling compares --threads N with one thread: give --threads 2 or more");
+  const std::optional<std::string> vs = a.get("--vs");
+  KILN_CHECK(!vs || *vs == "ort", "kiln profile: --vs takes 'ort', got '", vs ? *vs : "", "'");
+  KILN_CHECK(vs || !a.has("--ort-script"), "kiln profile: --ort-script needs --vs ort");
   const bool quiet = a.has("--quiet") || a.has("--json");
   auto progress = [&](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "profile: %s\n", line.c_str());
@@ -131,8 +137,32 @@ int verb_profile(int argc, char** argv) {
     auto it = inputs.tensors.find(v->name);
     ordered.push_back(it != inputs.tensors.end() ? it->second : Tensor());
   }
+  // --vs ort: ONNX Runtime on the source model, its runs split around kiln's so that a drifting
+  // host weighs on both sides alike.
+  std::optional<TempDir> ort_dir;
+  std::unique_ptr<OrtProfiler> ort;
+  if (vs) {
+    KILN_CHECK(source, "kiln profile --vs ort: needs the ONNX model: give MODEL.onnx, or an artifact whose manifest's ",
+               "source model still exists");
+    ort_dir.emplace("kiln-profile-ort");
+    progress(str_cat("ONNX Runtime: ", opt.warmup, " warm-up and ", opt.runs / 2, " of its ", opt.runs,
+                     " profiled runs"));
+    ort = std::make_unique<OrtProfiler>(a.has("--ort-script") ? *a.get("--ort-script") : find_ort_script(),
+                                        source_path, inputs.tensors, opt.threads, ort_dir->path());
+    ort->run(opt.warmup + opt.runs / 2);
+  }
   progress(str_cat(opt.warmup, " warm-up and ", opt.runs, " profiled runs, each after a plain run"));
   analysis::Profile p = analysis::profile_model(*exe, ordered, costed, sources, roof, opt);
+  std::optional<analysis::PeerComparison> peer;
+  if (ort) {
+    progress(str_cat("ONNX Runtime: the other ", opt.runs - opt.runs / 2, " profiled runs"));
+    ort->run(opt.runs - opt.runs / 2);
+    std::vector<analysis::PeerNode> nodes;
+    double run_ms = 0;
+    ort->finish(opt.runs, nodes, run_ms);
+    ort.reset();
+    peer = analysis::compare_with_peer(p, *source->graph, nodes, run_ms);
+  }
   p.model = path;
   p.machine = machine.cpu + " x" + std::to_string(machine.cores);
   // --scaling: the same runs on one thread, right after, kernel by kernel.
@@ -155,10 +185,11 @@ int verb_profile(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr);
+    out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr, peer ? &*peer : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
     if (scaling) out += analysis::scaling_to_text(*scaling, static_cast<size_t>(top));
+    if (peer) out += analysis::peer_to_text(*peer, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
