@@ -9,15 +9,16 @@
 
 #include "bench_inputs.h"
 #include "common.h"
-#include "kiln/analysis/profile_peer.h"
-#include "profile_ort.h"
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_peer.h"
 #include "kiln/analysis/profile_scaling.h"
 #include "kiln/compiler/compile.h"
+#include "kiln/frontend/load.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/runtime/artifact.h"
+#include "profile_ort.h"
 #include "verbs.h"
 
 namespace kiln::cli {
@@ -144,6 +145,8 @@ int verb_profile(int argc, char** argv) {
   if (vs) {
     KILN_CHECK(source, "kiln profile --vs ort: needs the ONNX model: give MODEL.onnx, or an artifact whose manifest's ",
                "source model still exists");
+    KILN_CHECK(!is_textual_ir_file(source_path), "kiln profile --vs ort: ", source_path,
+               " is kiln's textual IR, and ONNX Runtime runs ONNX models: give the .onnx file");
     ort_dir.emplace("kiln-profile-ort");
     progress(str_cat("ONNX Runtime: ", opt.warmup, " warm-up and ", opt.runs / 2, " of its ", opt.runs,
                      " profiled runs"));

@@ -25,15 +25,25 @@ bool looks_like_text_ir(const std::string& head) {
   return false;
 }
 
+// The first 4 KiB of an open file.
+std::string read_head(std::ifstream& in) {
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
 }  // namespace
+
+bool is_textual_ir_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return in.good() && looks_like_text_ir(read_head(in));
+}
 
 Model load_model_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in.good(), path, ": cannot open");
-  std::string head(4096, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  if (!looks_like_text_ir(head)) return import_onnx(path);
+  if (!looks_like_text_ir(read_head(in))) return import_onnx(path);
   in.clear();
   in.seekg(0);
   Model m = parse_model(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));

@@ -37,6 +37,8 @@ check "kernel rows name ORT's nodes" grep -q "/features/features.6/MaxPool .*Max
 expect_error "--vs other" "--vs takes 'ort'" "$KILN" profile "$MODEL" --vs tvm --batch 2
 expect_error "--ort-script alone" "--ort-script needs --vs ort" "$KILN" profile "$MODEL" --ort-script "$ORT" --batch 2
 expect_error "missing script" "not found" "$KILN" profile "$MODEL" --vs ort --ort-script "$T/none.js" --batch 2 --runs 1
+"$KILN" graph "$MODEL" --format ir --out "$T/m.kir" >/dev/null 2>&1
+expect_error "textual IR" "is kiln's textual IR" "$KILN" profile "$T/m.kir" --vs ort --ort-script "$ORT" --batch 2 --runs 1
 # An artifact whose source model is gone: ORT has nothing to run.
 cp "$MODEL" "$T/m.onnx"
 "$KILN" compile "$T/m.onnx" -o "$T/m.kiln" --dim N=2 --quiet >/dev/null 2>&1

@@ -8,5 +8,8 @@
 namespace kiln {
 
 Model load_model_file(const std::string& path);
+// Whether the file is kiln's textual IR (the "kiln.model" header), as load_model_file tells them
+// apart; false for anything else, including a file that cannot be read.
+bool is_textual_ir_file(const std::string& path);
 
 }  // namespace kiln
