@@ -10,7 +10,8 @@
 // as (in this order) an original node's name; the longest original tensor name it starts with
 // (followed by '_' or nothing), meaning that tensor's producer; the longest original node name it
 // starts with (followed by '_'). ORT's nodes with no such name (ReorderInput/ReorderOutput, the
-// layout conversions it inserts) are listed apart as unmatched.
+// layout conversions it inserts), or whose original node no kiln kernel covers (a Flatten kiln
+// folds into a view), are listed apart as unmatched.
 #pragma once
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ struct PeerComparison {
   double kiln_plain_ms = 0, peer_run_ms = 0;  // median whole runs (each side's own clock)
   double kiln_kernel_ms = 0, peer_node_ms = 0;  // sums of the medians (peer: matched and not)
   std::vector<PeerKernel> kernels;            // kiln's kernels in run order
-  std::vector<PeerNode> unmatched;            // peer nodes no original node accounts for
+  std::vector<PeerNode> unmatched;            // peer nodes no kiln kernel accounts for
 };
 
 // The original node a peer node name stands for (rules above), or nullptr.
