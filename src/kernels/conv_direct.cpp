@@ -24,10 +24,20 @@ constexpr int64_t kDirectKc = 768;
 constexpr double kChunkInputBytes = 256 << 10;
 // Channels per block of the blocked copy of a planar input (Plan::blocked).
 constexpr int64_t kBlock = kConvBlock;
+// Output rows from which windows take the table's 6 x 64 tile (KernelTable::conv_tile_p64). On
+// one Ice Lake core, in-process pairs against the 14 x 32 tile (64-byte aligned buffers): 3x3
+// at 56x56 0.925-0.96 of its time, 28x28 0.95, stride-2 3x3 to 28x28 0.95-0.96, 14x14 1.00,
+// 7x7 1.05 (6 + 1 pixels a row). Narrower layers (under 64 channels) keep 14 x 32: a 16-column
+// 6-row tile has 6 accumulators, too few for the FMA latency (mobilenet_v2's 16- to 32-channel
+// projections ran 1.22-1.31x slower on it). 1x1 layers keep theirs (their own schedule,
+// conv_direct_1x1.cpp, runs 64 columns over two 32-column panels).
+constexpr int64_t kP64MinRow = 24;
 
 
 // Where everything is, for one shape on one table.
 struct Plan {
+  int mr = 0, nr = 0;            // the register tile: the table's conv_shape, or conv_shape_p64
+  bool p64 = false;              // on conv_tile_p64 / conv_wrap_p64
   bool flat = false;             // 1x1, stride 1, unpadded: the image's pixels are one row
   bool copy = false;             // padded, not x_padded: the kernel reads a zero-padded copy of
                                  // the input (x_padded: the input's own padded planes, in place)
@@ -62,6 +72,9 @@ struct Plan {
 
 Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   Plan p;
+  p.p64 = s.p64;
+  const ConvTileShape shape = p.p64 ? t.conv_shape_p64 : t.conv_shape;
+  p.mr = shape.mr, p.nr = shape.nr;
   p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
   p.copy = s.padded() && !s.x_padded;  // an x_padded input already lies in the padded planes
   p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !s.padded();
@@ -70,20 +83,29 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.row_step = s.stride_h * p.Wp;
   p.blocked = s.x_blocked || (p.copy && s.C % kBlock == 0);
   p.bi = s.x_blocked ? s.x_block : kBlock;
+  // The 6 x 64 tile's padded copy at stride 1 is made of 16-channel blocks whatever the input's
+  // (a pixel's 16 channels on one line, 16-step segments): in-process pairs on one core (Xeon,
+  // 5th gen), 3x3 64 -> 64 at 56x56 from a copy of 8-channel blocks, 6 x 64 against 14 x 32
+  // 0.999; from a copy of 16-channel blocks 0.944. resnet18's block outputs (8-channel blocks:
+  // the next stage's stride-2 readers take no 16) are copied this way by each block's conv1.
+  if (p.copy && p.p64 && s.stride_w == 1 && t.simd_width == kConvBlockWide && s.C % kConvBlockWide == 0)
+    p.blocked = true, p.bi = kConvBlockWide;
   if (p.blocked) p.sw *= static_cast<int>(p.bi), p.row_step *= p.bi;
   const int64_t row_len = p.flat ? p.OHW : p.OW;
-  const int mr = t.conv_shape.mr;
+  const int mr = p.mr;
   // Rows whose width is not a multiple of mr would end in a short tile whose few accumulators
   // leave the FMA units waiting on latency (AVX2's mr = 6 on 7- to 56-wide rows: 7 = 6 + 1):
   // tiles then take the next mr pixels in output order, wrapping to the next row
   // (conv_tile_wrap), as long as no tile spans three rows. Rows too short for that get half
   // the pixels and twice the channels instead.
-  p.wrap = !p.flat && conv_direct_wraps(mr, p.OH, p.OW);
-  p.wide = !p.wrap && conv_direct_wide(mr, row_len);
+  // The 6 x 64 tile has no wide form, and into padded output planes (whose rows lie apart) its
+  // rows end in a short tile (56 = 9 x 6 + 2: a 2 x 64 tile still has 8 accumulators).
+  p.wrap = !p.flat && !(p.p64 && s.y_padded()) && conv_direct_wraps(mr, p.OH, p.OW);
+  p.wide = !p.p64 && !p.wrap && conv_direct_wide(mr, row_len);
   p.tile = static_cast<int>(p.wrap ? mr : std::min<int64_t>(p.wide ? mr / 2 : mr, row_len));
   p.tiles_per_row = p.wrap ? 0 : ceil_div(row_len, p.tile);
   p.tiles = p.wrap ? ceil_div(p.OHW, mr) : (p.flat ? 1 : p.OH) * p.tiles_per_row;
-  p.unit_cols = (p.wide ? 2 : 1) * t.conv_shape.nr;
+  p.unit_cols = (p.wide ? 2 : 1) * p.nr;
   p.units = ceil_div(s.K, p.unit_cols);
   p.KK = s.C * s.R * s.S;
   p.kblocks = ceil_div(p.KK, kDirectKc);
@@ -151,9 +173,22 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
         std::fill(dst + (s.pad_left + s.W) * lanes, dst + row, 0.f);
       }
       const float* src = x + (g * lanes * s.H + h) * s.W;
-      if (s.x_blocked) std::memcpy(dst + s.pad_left * lanes, x + (g * s.H + h) * s.W * lanes, sizeof(float) * s.W * lanes);
-      else if (p.blocked) t.transpose(src, s.H * s.W, kBlock, s.W, dst + s.pad_left * kBlock, kBlock);
-      else std::memcpy(dst + s.pad_left, src, sizeof(float) * s.W);
+      float* const at = dst + s.pad_left * lanes;
+      if (s.x_blocked && s.x_block == lanes) {
+        std::memcpy(at, x + (g * s.H + h) * s.W * lanes, sizeof(float) * s.W * lanes);
+      } else if (s.x_blocked) {  // two 8-channel blocks' rows interleaved into one of 16 (Plan::bi)
+        const int64_t B = s.x_block;
+        const float* lo = x + (2 * g * s.H + h) * s.W * B;
+        const float* hi = lo + s.H * s.W * B;
+        for (int64_t w = 0; w < s.W; ++w) {
+          std::memcpy(at + w * lanes, lo + w * B, sizeof(float) * B);
+          std::memcpy(at + w * lanes + B, hi + w * B, sizeof(float) * B);
+        }
+      } else if (p.blocked) {
+        t.transpose(src, s.H * s.W, lanes, s.W, at, lanes);
+      } else {
+        std::memcpy(at, src, sizeof(float) * s.W);
+      }
     }
 }
 
@@ -247,6 +282,16 @@ bool direct_stream_weights = [] {
   return !(v && v[0] == '0');
 }();
 
+bool direct_p64 = [] {
+  const char* v = std::getenv("KILN_DIRECT_P64");
+  return !(v && v[0] == '0');
+}();
+
+bool direct_takes_p64(const KernelTable& t, const Conv2dShape& s) {
+  return direct_p64 && t.conv_shape_p64.nr > 0 && s.group == 1 && s.R * s.S > 1 && s.K % t.conv_shape_p64.nr == 0 &&
+         s.out_w() >= kP64MinRow;
+}
+
 bool streams_weights(const Conv2dShape& s) {
   return direct_stream_weights &&
          static_cast<double>(sizeof(float)) * s.C / s.group * s.R * s.S * s.K >= kStreamWeightBytes;
@@ -266,6 +311,12 @@ std::string direct_unsupported(const Conv2dShape& s) {
       return "a 16-channel blocked input at stride_w 2 only to an unpadded 1x1 (no tiles of pixel stride 32)";
   }
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
+  if (s.p64) {
+    const int nr = kernel_table().conv_shape_p64.nr;
+    if (nr == 0) return "the 6 x 64 tile (p64) needs AVX-512";
+    if (s.R * s.S == 1) return "the 6 x 64 tile (p64) is for windows, not 1x1";
+    if (s.K % nr != 0) return "the 6 x 64 tile (p64) needs output channels a multiple of " + std::to_string(nr);
+  }
   if (s.x_padded && !(s.x_blocked && s.padded()))
     return "padded input planes need a channel-blocked input to a padded convolution";
   if (s.y_padded()) {
@@ -276,11 +327,11 @@ std::string direct_unsupported(const Conv2dShape& s) {
 }
 
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
-  return weight_panel_floats(s, t.conv_shape.nr);
+  return weight_panel_floats(s, plan_for(t, s).nr);
 }
 
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
-  pack_weight_panels(s, w, t.conv_shape.nr, packed);  // Wᵀ, K order (tap, channel)
+  pack_weight_panels(s, w, plan_for(t, s).nr, packed);  // Wᵀ, K order (tap, channel)
 }
 
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
@@ -311,7 +362,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   Plan p = plan_for(t, s);
   KILN_CHECK(!s.y_padded() || !tiles_cross_rows(p),
              "direct convolution: tiles that cross output rows cannot write padded planes on this table");
-  const int NR = t.conv_shape.nr;
+  const int NR = p.nr;
   threads = gemm_threads(p.OHW, s.K, p.KK, false, threads);
   const bool one_by_one = direct_1x1_applies(t, s, epi);
   // Chunks enough for kPiecesPerThread pieces a thread (a chunk's tiles re-read only the
@@ -425,6 +476,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const int64_t blk_slot = std::min<int64_t>(p.sw / kBlock - 1, 1);
   const auto& tiles = p.blocked ? t.conv_tile_blk[blk_slot] : t.conv_tile[p.sw - 1];
   const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[blk_slot] : t.conv_tile_wrap[p.sw - 1];
+  // conv_tile_p64's slots: planar 1, 2; blocked 8, 16.
+  const int64_t p64_slot = p.blocked ? 2 + blk_slot : p.sw - 1;
+  const ConvTileKernel* tiles_p64 = t.conv_tile_p64[p64_slot];
+  const auto& wraps_p64 = t.conv_wrap_p64[p64_slot];
   const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[blk_slot] : t.conv_tile_half[p.sw - 1];
   const ConvTileKernel three_quarter =
       p.blocked ? t.conv_tile_three_quarter_blk[blk_slot] : t.conv_tile_three_quarter[p.sw - 1];
@@ -561,25 +616,29 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 const int64_t jump = p.row_step - ow0 * p.sw;  // to the next row's first pixel
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
                 const ConvTileOut* op = direct_out ? &o : nullptr;
+                const ConvTileKernel* row_tiles = p.p64 ? tiles_p64 : tiles[0];
+                // The wrap tile for a split of `first` pixels (read only when the tile wraps:
+                // first < rows <= mr).
+                const auto wrap = first >= rows ? nullptr : p.p64 ? wraps_p64[first - 1] : wraps[first - 1];
                 if (first >= rows) {
-                  tiles[0][rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
-                } else if (rows == p.tile && wraps[first - 1]) {
-                  wraps[first - 1](seg, nseg, a_step, a, jump, b, c, p.unit_cols, ncols, load_c, op, l2p);
+                  row_tiles[rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
+                } else if (rows == p.tile && wrap) {
+                  wrap(seg, nseg, a_step, a, jump, b, c, p.unit_cols, ncols, load_c, op, l2p);
                 } else {  // a split this table has no wrap tile for, or the image's last, partial
                           // tile across two rows: one tile per row
                   const ConvTileOut o2 = direct_out ? tile_out(k0, pix + first) : ConvTileOut{};
-                  tiles[0][first - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
-                  tiles[0][rows - first - 1](seg, nseg, a_step, a + jump, b, 0, c + first * p.unit_cols, p.unit_cols,
-                                             ncols, load_c, direct_out ? &o2 : nullptr, nullptr);
+                  row_tiles[first - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
+                  row_tiles[rows - first - 1](seg, nseg, a_step, a + jump, b, 0, c + first * p.unit_cols,
+                                              p.unit_cols, ncols, load_c, direct_out ? &o2 : nullptr, nullptr);
                 }
               } else {
                 a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
                 // Whole tiles of at most a half or three quarters of a panel's columns: the
                 // narrower tiles (fewer FMAs on the panel's zero columns).
-                ConvTileKernel tile = tiles[wide][rows - 1];
-                if (rows == t.conv_shape.mr && half && 2 * ncols <= NR) tile = half;
-                else if (rows == t.conv_shape.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
+                ConvTileKernel tile = p.p64 ? tiles_p64[rows - 1] : tiles[wide][rows - 1];
+                if (!p.p64 && rows == p.mr && half && 2 * ncols <= NR) tile = half;
+                else if (!p.p64 && rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
                 tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr, l2p);
               }
             }
@@ -608,6 +667,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
 }  // namespace kiln::kernels::detail
 
 namespace kiln::kernels {
+
+bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p64(kernel_table(), s); }
 
 // A row of mr / 2 pixels past whole tiles (a 7x7 1x1's 49 as one row on AVX-512: 3 x 14 + 7)
 // would end in a half tile: all wide tiles of mr / 2 then, every one full (resnet50's 7x7 1x1s

@@ -46,6 +46,13 @@ std::string direct_unsupported(const Conv2dShape& s);
 extern bool direct_stream_weights;
 // direct_stream_weights, for weights of kStreamWeightBytes or more (taken to come from DRAM).
 bool streams_weights(const Conv2dShape& s);
+// Whether lowering gives windows the table's 6 x 64 tile (direct_takes_p64; KILN_DIRECT_P64=0 at
+// start-up turns it off). The choice is recorded on each node (Conv2dShape::p64), so an
+// artifact runs the tile it was packed for whatever this says when it runs.
+extern bool direct_p64;
+// The rule behind conv_direct_takes_p64 for table t: windows (not 1x1), ungrouped, output
+// channels a multiple of 64, rows of kP64MinRow (conv_direct.cpp) or more, direct_p64 on.
+bool direct_takes_p64(const KernelTable& t, const Conv2dShape& s);
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads);

@@ -85,7 +85,7 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes, bool direct
   }
   const Value* w = n.input(1);
   const Tensor& wt = *w->initializer;
-  const kernels::Conv2dShape s = conv_shape(n, wt);
+  kernels::Conv2dShape s = conv_shape(n, wt);
   if (direct_between_blocks && kernels::conv_tactic_unsupported(kernels::ConvTactic::Direct, s).empty()) {
     others = std::string(kernels::conv_tactic_name(*chosen)) +
              ": cheaper alone, but its neighbours are direct convolutions: direct keeps the activations "
@@ -94,6 +94,13 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes, bool direct
   }
   const kernels::ConvTactic t = *chosen;
   c.tactic = kernels::conv_tactic_name(t);
+  // The direct tactic's 6 x 64 tile, decided on the image's own size (never a stand-in's): its
+  // weights are packed in 64-column panels, which the node records for the kernel.
+  const Shape& xs = n.inputs[0]->shape;
+  if (t == kernels::ConvTactic::Direct && xs[2].is_static() && xs[3].is_static() && kernels::conv_direct_takes_p64(s)) {
+    s.p64 = true;
+    n.attrs["p64"] = int64_t{1};
+  }
   c.why = std::string(t == kernels::ConvTactic::PixelGemm ? "small image: output channels fill the vectors better; "
                                                             : "") +
           "others: " + others;

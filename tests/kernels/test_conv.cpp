@@ -294,6 +294,84 @@ TEST(Conv, DirectTactic) {
   EXPECT_STREQ(conv_tactic_name(ConvTactic::Direct), "direct");
 }
 
+// The 6 x 64 tile (Conv2dShape::p64, KernelTable::conv_tile_p64: AVX-512) against the reference
+// on every table that has it, then bit for bit against the 14 x 32 tile (weights packed again),
+// over every pixel stride: planar 1 (5 channels) and 2 (a stem-like 7x7/2), blocked 8 and 16
+// (8-channel blocks at stride 2, and a copy in 16-channel blocks from 8-channel ones); rows that
+// wrap after every split (28 = 4 x 6 + 4, 31, 25) and rows of whole tiles (30), two K blocks,
+// two column units, batch 2, a residual, blocked output (the epilogue in the tile's stores),
+// weights streamed into L2; then when lowering takes it, and the shapes it refuses.
+TEST(Conv, SixBySixtyFourTile) {
+  const std::vector<ConvCase> cases = {
+      {shape(1, 16, 28, 28, 64, 3, 3, 1, 1), Act::Relu, true, true},
+      {shape(1, 3, 61, 61, 64, 7, 7, 2, 3), Act::Relu, true, false},
+      {shape(1, 5, 26, 30, 128, 3, 3, 1, 1), Act::Silu, true, true},
+      {shape(2, 128, 30, 30, 64, 3, 3, 1, 1), Act::None, false, true},
+      {shape(1, 64, 50, 50, 64, 3, 3, 2, 1), Act::Clip, true, true},
+  };
+  const KernelTable& host = kernel_table();
+  for (const ConvCase& c : cases) EXPECT_EQ(conv_direct_takes_p64(c.s), host.conv_shape_p64.nr > 0) << c.s.C << " -> " << c.s.K;
+  if (host.conv_shape_p64.nr == 0) {
+    Conv2dShape s = cases[0].s;
+    s.p64 = true;
+    EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, s), "the 6 x 64 tile (p64) needs AVX-512");
+    GTEST_SKIP() << "no 6 x 64 tile on " << isa_name(host.isa);
+  }
+  for (const KernelTable* t : test::all_tables()) {
+    if (t->conv_shape_p64.nr == 0) continue;
+    for (ConvCase c : cases)
+      for (int blk = 0; blk < 2; ++blk) {
+        c.s.p64 = true;
+        c.s.x_blocked = c.s.y_blocked = blk == 1 && c.s.C % kConvBlock == 0;
+        if (blk == 1 && !c.s.x_blocked) continue;
+        for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
+      }
+  }
+  std::vector<Conv2dShape> same;
+  for (const ConvCase& c : cases) same.push_back(c.s);
+  same.push_back(shape(1, 256, 24, 24, 256, 3, 3, 1, 1));  // 2.25 MiB of weights: streamed
+  for (Conv2dShape s : same)
+    for (auto [xb, b] : {std::pair<int64_t, int64_t>{0, 0}, {kConvBlock, kConvBlock}, {kConvBlock, kConvBlockWide},
+                         {kConvBlockWide, kConvBlockWide}}) {
+      if (b != 0 && (s.C % b != 0 || (xb == kConvBlockWide && s.stride_w != 1))) continue;
+      s.x_blocked = s.y_blocked = b != 0;
+      s.x_block = xb != 0 ? xb : kConvBlock, s.y_block = b != 0 ? b : kConvBlock;
+      const int64_t OHW = s.out_h() * s.out_w();
+      const auto x0 = random_vec(s.N * s.C * s.H * s.W, 51), w = random_vec(s.K * s.C * s.R * s.S, 52);
+      const auto x = s.x_blocked ? blocked(x0, s.N, s.C, s.H * s.W, false, s.x_block) : x0;
+      const auto bias = random_vec(s.K, 53);
+      const auto res0 = random_vec(s.N * s.K * OHW, 54);
+      const auto res = s.y_blocked ? blocked(res0, s.N, s.K, OHW, false, s.y_block) : res0;
+      Epilogue e;
+      e.act = Act::Relu, e.bias = bias.data(), e.bias_per_row = true, e.residual = res.data(), e.ldr = OHW;
+      std::vector<float> outs[2];
+      for (int on = 0; on < 2; ++on) {
+        s.p64 = on == 1;
+        std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+        conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+        outs[on].resize(res.size());
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), outs[on].data(), e, nullptr, 2);
+      }
+      for (size_t i = 0; i < outs[0].size(); ++i)
+        ASSERT_EQ(outs[0][i], outs[1][i]) << "C=" << s.C << " K=" << s.K << " " << s.out_h() << "x" << s.out_w()
+                                          << " blocks " << xb << "/" << b << " at " << i;
+    }
+  // Not taken: channels not a multiple of 64, rows under 24, a 1x1, a grouped window, or off.
+  EXPECT_FALSE(conv_direct_takes_p64(shape(1, 16, 28, 28, 96, 3, 3, 1, 1)));
+  EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 14, 14, 64, 3, 3, 1, 1)));
+  EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 28, 28, 64, 1, 1, 1, 0)));
+  EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 2)));
+  detail::direct_p64 = false;
+  EXPECT_FALSE(conv_direct_takes_p64(cases[0].s));
+  detail::direct_p64 = true;
+  Conv2dShape bad = shape(1, 16, 28, 28, 96, 3, 3, 1, 1);
+  bad.p64 = true;
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, bad), "the 6 x 64 tile (p64) needs output channels a multiple of 64");
+  bad = shape(1, 64, 28, 28, 64, 1, 1, 1, 0);
+  bad.p64 = true;
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, bad), "the 6 x 64 tile (p64) is for windows, not 1x1");
+}
+
 // Batches of images too small for a parallel region each (8x8, 73K multiply-adds) but not
 // together: on 2 threads each thread takes a share of the images (conv2d_on's batch split),
 // with the residual and the workspace slots offset per share; 9 images give unequal shares.
@@ -592,12 +670,16 @@ TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
   // 64 channels from 200: on AVX-512 the 1x1 schedule's tiles, two batches.
   const Conv2dShape flat64 = shape(2, 200, 14, 14, 64, 1, 1, 1, 0);
   pairs.push_back({flat64, reader_of(flat64, 16, 1, 1, 1, 1, 1)});
+  // 64 channels on 28-wide rows: on AVX-512 the 6 x 64 tile, its rows ending in 4-pixel tiles.
+  const Conv2dShape three64 = shape(1, 16, 28, 28, 64, 3, 3, 1, 1);
+  pairs.push_back({three64, reader_of(three64, 16, 1, 1, 1, 1, 1)});
   int host_runs = 0;
   for (const KernelTable* t : test::all_tables())
     for (const Pair& pr : pairs)
       for (int threads : {1, 2}) {
         Conv2dShape p = pr.producer, r = pr.reader;
         p.x_blocked = p.y_blocked = r.x_blocked = r.y_blocked = true;
+        p.p64 = detail::direct_takes_p64(*t, p), r.p64 = detail::direct_takes_p64(*t, r);
         const int64_t OHW = p.out_h() * p.out_w();
         const auto x = blocked(random_vec(p.N * p.C * p.H * p.W, 7), p.N, p.C, p.H * p.W);
         const auto wp = random_vec(p.K * p.C * p.R * p.S, 8), wr = random_vec(r.K * r.C * r.R * r.S, 9);

@@ -5,6 +5,7 @@
 
 #include "kiln/ir/text.h"
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/lower/lower.h"
 #include "kiln/ops/op.h"
@@ -118,6 +119,31 @@ TEST(Lower, PackedWeightsKeepShapesCostAndReplaceTheOriginal) {
   EXPECT_EQ(static_cast<size_t>(c3.inputs[1]->initializer->numel()), kernels::conv_packed_weight_floats(tactic, s));
   for (const Value* v : m.graph->initializers) EXPECT_NE(v->name, "w3");
   EXPECT_GT(r.packed_bytes, 0);
+}
+
+// The direct tactic's 6 x 64 tile (Conv2dShape::p64) is chosen where the weights are packed and
+// recorded on the node, on the image's own size: a 3x3 64 -> 64 over 28x28 takes it on a CPU
+// that has it; the same over an image of unknown size does not (the packing must hold for any
+// size it runs at), nor does a 14x14 image (rows under 24). The packed node runs the same floats
+// as its source graph on the reference interpreter's check below (UnpackedLowering...).
+TEST(Lower, SixBySixtyFourTileIsRecordedOnKnownSizesOnly) {
+  const std::string text = R"(
+kiln.model ir=8 opset=14
+graph g(%x: f32[1,64,28,28], %s: f32[1,64,14,14], %d: f32[1,64,H,W]) -> (%y, %z, %u) {
+  %w = init f32[64,64,3,3] dense<0.01>
+  %y = Conv(%x, %w) {kernel_shape=[3,3], pads=[1,1,1,1]} @big
+  %z = Conv(%s, %w) {kernel_shape=[3,3], pads=[1,1,1,1]} @small
+  %u = Conv(%d, %w) {kernel_shape=[3,3], pads=[1,1,1,1]} @dynamic
+}
+)";
+  Model m = parse_inferred(text);
+  LowerReport r = lower_model(m);
+  const bool has = kernels::kernel_table().conv_shape_p64.nr > 0;
+  for (const auto& n : m.graph->nodes()) {
+    const bool want = has && n->name == "big" && choice(r, "big").tactic == "direct";
+    EXPECT_EQ(n->attr_i("p64", 0), want ? 1 : 0) << n->name << " (" << choice(r, n->name).tactic << ")";
+  }
+  if (has) EXPECT_EQ(choice(r, "big").tactic, "direct");
 }
 
 constexpr const char* kGemms = R"(

@@ -60,6 +60,11 @@ struct Conv2dShape {
   // residual (the epilogue reads Z at the output's offsets) and no channel means.
   bool x_padded = false;
   int64_t y_pad_top = 0, y_pad_left = 0, y_pad_bottom = 0, y_pad_right = 0;
+  // The direct tactic's 6 x 64 tile (KernelTable::conv_tile_p64, AVX-512): its weights packed in
+  // 64-column panels. Chosen when the weights are packed (conv_direct_takes_p64, at lowering when
+  // the image size is known) and recorded on the node (attribute `p64`), so that the packing and
+  // the kernel that reads it agree whatever size the image has at run time.
+  bool p64 = false;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
@@ -90,6 +95,10 @@ ConvTactic conv_preferred_tactic(const Conv2dShape& s);
 // would end in a short tile and no tile spans three rows. Then the tiles cover the image's
 // oh * ow pixels as one row; else each output row on its own.
 bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
+// Whether the direct tactic should take this CPU's 6 x 64 tile for s (Conv2dShape::p64): windows of
+// one group, output channels a multiple of 64, output rows of 24 pixels or more, on a table that
+// has the tile. False when s's image size is a stand-in: the caller decides on known sizes only.
+bool conv_direct_takes_p64(const Conv2dShape& s);
 // Where the rows do not wrap: true when a row of row_len pixels runs wide tiles (mr / 2 pixels
 // by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
 bool conv_direct_wide(int mr, int64_t row_len);

@@ -286,6 +286,19 @@ struct KernelTable {
   void (*conv_tile_wrap_blk[2][16])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                                     const float* b, float* c, int64_t ldc, int ncols, bool load_c,
                                     const ConvTileOut* out, const ConvL2Lines* l2) = {};
+  // The direct convolution's second tile, on tables that have one (AVX-512: 6 pixels x 64
+  // channels, 24 accumulators; a K step loads one 64-float row of a 64-column weight panel and
+  // broadcasts 6 inputs, against 2 + 14 loads for the 14 x 32 tile's 28 FMAs), for the windows
+  // conv_direct.cpp gives it (direct_tile_shape: output channels a multiple of 64, rows of 24
+  // pixels or more). {0, 0}: none. Indexed [slot] by pixel stride: planar 1, 2 (slots 0, 1),
+  // channel-blocked 8, 16 (slots 2, 3); conv_tile_p64[slot][rows - 1] for rows <= mr,
+  // conv_wrap_p64[slot][split - 1] for every split 1..mr-1 (the arguments of conv_tile and
+  // conv_tile_wrap; b_next unused).
+  ConvTileShape conv_shape_p64;
+  ConvTileKernel conv_tile_p64[4][8] = {};
+  void (*conv_wrap_p64[4][8])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
+                              const float* b, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out,
+                              const ConvL2Lines* l2) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

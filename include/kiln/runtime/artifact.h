@@ -42,7 +42,10 @@ namespace kiln {
 // 8: AVX-512 GEMM tiles of 6 x 64 (KernelTable::gemm; the direct convolution keeps 14 x 32):
 // weights packed for the GEMM (MatMul and Gemm B, pixel-gemm and pointwise weights) are 64-column
 // panels and 6-row A panels, which a version-7 runtime would read as 32 and 14.
-constexpr int64_t kArtifactFormatVersion = 8;
+// 9: AVX-512 direct convolutions of windows with output channels a multiple of 64 on rows of 24
+// or more run on a 6 x 64 tile (KernelTable::conv_tile_p64), their weights in 64-column panels,
+// which a version-8 runtime would read as 32-column ones.
+constexpr int64_t kArtifactFormatVersion = 9;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 

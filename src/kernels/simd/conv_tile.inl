@@ -168,12 +168,14 @@ struct L2Fetch {
 };
 
 // LAST_HALF: the last of the NVEC vectors holds 8 columns (ncols <= (NVEC - 1) * W + 8), computed
-// with half-width loads and FMAs (conv_tile_three_quarter in dispatch.h).
-template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false>
+// with half-width loads and FMAs (conv_tile_three_quarter in dispatch.h). PANEL: floats per
+// packed weight row (NR, or 64 for the conv_tile_p64 family). PF: fetch the weight rows
+// kConvPrefetchSteps ahead (not on the 6 x 64 tile: see conv_tile_p64).
+template <int ROWS, int NVEC, int SW, int SPLIT = 0, bool LAST_HALF = false, int PANEL = NR, bool PF = true>
 void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const float* __restrict a, int64_t jump,
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
                      bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
-  constexpr int PV = NR / V::W;  // vectors per packed panel row
+  constexpr int PV = PANEL / V::W;  // vectors per packed panel row
   L2Fetch fetch(l2);
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -185,10 +187,12 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
     const float* ap = a + seg[s].offset;
     const float* ap2 = ap + jump - SPLIT * SW;  // row r >= SPLIT at ap2[r * SW]
     if (s + 1 < nseg) conv_tile_prefetch_rows<ROWS, SW, SPLIT>(a + seg[s + 1].offset, jump);
-    for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += NR, b2 += NR) {
+    for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, ap2 += a_step, b += PANEL, b2 += PANEL) {
+      if constexpr (PF) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NVEC; v += kLineFloats / V::W)
-        prefetch((v < PV ? b : b2) + kConvPrefetchSteps * NR + (v % PV) * V::W);
+        for (int v = 0; v < NVEC; v += kLineFloats / V::W)
+          prefetch((v < PV ? b : b2) + kConvPrefetchSteps * PANEL + (v % PV) * V::W);
+      }
       fetch.step();
       V bv[NVEC];
 #pragma GCC unroll 4
@@ -254,6 +258,45 @@ template <int SW, int SPLIT>
 void conv_tile_wrap(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
                     float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
   conv_tile_split<MR, NR / V::W, SW, SPLIT>(seg, nseg, a_step, a, jump, b, 0, c, ldc, ncols, load_c, out, l2);
+}
+
+// The 6 x 64 family (KernelTable::conv_tile_p64, AVX-512): ROWS pixels, or mr pixels wrapping
+// after SPLIT of them, by the four vectors of one 64-column panel row. No software prefetch of
+// the weight rows: a step's 4 lines are consecutive with the last step's, which the hardware
+// prefetcher follows, and the 4 prefetches took load slots the step needs (in-process pairs on
+// one core, Xeon 5th gen: 3x3 at 56x56 and 28x28 0.944-0.945 of the time with them, the 7x7/2
+// stem 0.937, a stride-2 3x3 1.026).
+constexpr int kP64Rows = 6, kP64Cols = 64;
+template <int ROWS, int SW>
+void conv_tile_p64(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t,
+                   float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
+  conv_tile_split<ROWS, kP64Cols / V::W, SW, 0, false, kP64Cols, false>(seg, nseg, a_step, a, 0, b, 0, c, ldc, ncols, load_c,
+                                                                  out, l2);
+}
+template <int SW, int SPLIT>
+void conv_wrap_p64(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
+                   float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
+  conv_tile_split<kP64Rows, kP64Cols / V::W, SW, SPLIT, false, kP64Cols, false>(seg, nseg, a_step, a, jump, b, 0, c, ldc,
+                                                                          ncols, load_c, out, l2);
+}
+// Slots [SLOT] of pixel stride SW: tiles of ROWS..1 rows and wraps of split ROWS-1..1.
+template <int ROWS, int SLOT, int SW>
+void fill_p64(KernelTable& t) {
+  if constexpr (ROWS > 0) {
+    t.conv_tile_p64[SLOT][ROWS - 1] = conv_tile_p64<ROWS, SW>;
+    if constexpr (ROWS < kP64Rows) t.conv_wrap_p64[SLOT][ROWS - 1] = conv_wrap_p64<SW, ROWS>;
+    fill_p64<ROWS - 1, SLOT, SW>(t);
+  }
+}
+template <class VV = V>
+void fill_p64_tiles(KernelTable& t) {
+  if constexpr (VV::W == 16) {
+    t.conv_shape_p64 = ConvTileShape{kP64Rows, kP64Cols};
+    fill_p64<kP64Rows, 0, 1>(t);
+    fill_p64<kP64Rows, 1, 2>(t);
+    fill_p64<kP64Rows, 2, 8>(t);
+    fill_p64<kP64Rows, 3, 16>(t);
+  }
 }
 
 // The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).
