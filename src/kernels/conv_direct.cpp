@@ -24,10 +24,15 @@ constexpr int64_t kDirectKc = 768;
 constexpr double kChunkInputBytes = 256 << 10;
 // Channels per block of the blocked copy of a planar input (Plan::blocked).
 constexpr int64_t kBlock = kConvBlock;
-// Output rows from which windows take the table's 6 x 64 tile (KernelTable::conv_tile_p64). On
-// one Ice Lake core, in-process pairs against the 14 x 32 tile (64-byte aligned buffers): 3x3
-// at 56x56 0.925-0.96 of its time, 28x28 0.95, stride-2 3x3 to 28x28 0.95-0.96, 14x14 1.00,
-// 7x7 1.05 (6 + 1 pixels a row). Narrower layers (under 64 channels) keep 14 x 32: a 16-column
+// Output rows from which windows take the table's 6 x 64 tile (KernelTable::conv_tile_p64).
+// In-process pairs against the 14 x 32 tile (64-byte aligned buffers, 3x3, 16-channel padded
+// planes unless said; Xeon 5th gen, one / two threads): 56x56 0.937 / 0.955, 28x28 0.941 /
+// 0.932, 14x14 (256 channels) 0.958 / 0.986, 7x7 (512) 1.079 (6 + 1 pixels a row: kept on
+// 14 x 32); from a copy of 8-channel blocks at stride 2, to 28x28 0.923 (two threads), to 14x14
+// 0.924 / 0.930; the 7x7/2 stem 0.905 / 0.924. But inside resnet18 (profiles of the two
+// artifacts alternated, one thread) layer3's 14x14 convolutions that copy their input (cold
+// 8-channel block outputs, weights from L3) ran 1.05-1.09x on it, the ones on padded planes
+// 0.975-0.98: a net loss, so rows from 24 (56, 28; 14 and 7 stay). Narrower layers (under 64 channels) keep 14 x 32: a 16-column
 // 6-row tile has 6 accumulators, too few for the FMA latency (mobilenet_v2's 16- to 32-channel
 // projections ran 1.22-1.31x slower on it). 1x1 layers keep theirs (their own schedule,
 // conv_direct_1x1.cpp, runs 64 columns over two 32-column panels).

@@ -357,8 +357,10 @@ TEST(Conv, SixBySixtyFourTile) {
                                           << " blocks " << xb << "/" << b << " at " << i;
     }
   // Not taken: channels not a multiple of 64, rows under 24, a 1x1, a grouped window, or off.
+  EXPECT_TRUE(conv_direct_takes_p64(shape(1, 64, 24, 24, 64, 3, 3, 1, 1)));
   EXPECT_FALSE(conv_direct_takes_p64(shape(1, 16, 28, 28, 96, 3, 3, 1, 1)));
   EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 14, 14, 64, 3, 3, 1, 1)));
+  EXPECT_FALSE(conv_direct_takes_p64(shape(1, 512, 7, 7, 512, 3, 3, 1, 1)));
   EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 28, 28, 64, 1, 1, 1, 0)));
   EXPECT_FALSE(conv_direct_takes_p64(shape(1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 2)));
   detail::direct_p64 = false;

@@ -289,7 +289,7 @@ struct KernelTable {
   // The direct convolution's second tile, on tables that have one (AVX-512: 6 pixels x 64
   // channels, 24 accumulators; a K step loads one 64-float row of a 64-column weight panel and
   // broadcasts 6 inputs, against 2 + 14 loads for the 14 x 32 tile's 28 FMAs), for the windows
-  // conv_direct.cpp gives it (direct_tile_shape: output channels a multiple of 64, rows of 24
+  // conv_direct.cpp gives it (direct_takes_p64: output channels a multiple of 64, rows of 24
   // pixels or more). {0, 0}: none. Indexed [slot] by pixel stride: planar 1, 2 (slots 0, 1),
   // channel-blocked 8, 16 (slots 2, 3); conv_tile_p64[slot][rows - 1] for rows <= mr,
   // conv_wrap_p64[slot][split - 1] for every split 1..mr-1 (the arguments of conv_tile and
