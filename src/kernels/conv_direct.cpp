@@ -32,10 +32,11 @@ constexpr int64_t kBlock = kConvBlock;
 // 0.924 / 0.930; the 7x7/2 stem 0.905 / 0.924. But inside resnet18 (profiles of the two
 // artifacts alternated, one thread) layer3's 14x14 convolutions that copy their input (cold
 // 8-channel block outputs, weights from L3) ran 1.05-1.09x on it, the ones on padded planes
-// 0.975-0.98: a net loss, so rows from 24 (56, 28; 14 and 7 stay). Narrower layers (under 64 channels) keep 14 x 32: a 16-column
-// 6-row tile has 6 accumulators, too few for the FMA latency (mobilenet_v2's 16- to 32-channel
-// projections ran 1.22-1.31x slower on it). 1x1 layers keep theirs (their own schedule,
-// conv_direct_1x1.cpp, runs 64 columns over two 32-column panels).
+// 0.975-0.98: a net loss, so rows from 24 (56, 28; 14 and 7 stay). Narrower layers (under 64
+// channels) keep 14 x 32: a 16-column 6-row tile has 6 accumulators, too few for the FMA latency
+// (mobilenet_v2's 16- to 32-channel projections ran 1.22-1.31x slower on it, on Ice Lake). 1x1
+// layers keep theirs (their own schedule, conv_direct_1x1.cpp, runs 64 columns over two
+// 32-column panels).
 constexpr int64_t kP64MinRow = 24;
 
 

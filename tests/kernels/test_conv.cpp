@@ -310,7 +310,8 @@ TEST(Conv, SixBySixtyFourTile) {
       {shape(1, 64, 50, 50, 64, 3, 3, 2, 1), Act::Clip, true, true},
   };
   const KernelTable& host = kernel_table();
-  for (const ConvCase& c : cases) EXPECT_EQ(conv_direct_takes_p64(c.s), host.conv_shape_p64.nr > 0) << c.s.C << " -> " << c.s.K;
+  for (const ConvCase& c : cases)
+    EXPECT_EQ(conv_direct_takes_p64(c.s), host.conv_shape_p64.nr > 0) << c.s.C << " -> " << c.s.K;
   if (host.conv_shape_p64.nr == 0) {
     Conv2dShape s = cases[0].s;
     s.p64 = true;
@@ -368,7 +369,8 @@ TEST(Conv, SixBySixtyFourTile) {
   detail::direct_p64 = true;
   Conv2dShape bad = shape(1, 16, 28, 28, 96, 3, 3, 1, 1);
   bad.p64 = true;
-  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, bad), "the 6 x 64 tile (p64) needs output channels a multiple of 64");
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, bad),
+            "the 6 x 64 tile (p64) needs output channels a multiple of 64");
   bad = shape(1, 64, 28, 28, 64, 1, 1, 1, 0);
   bad.p64 = true;
   EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, bad), "the 6 x 64 tile (p64) is for windows, not 1x1");

@@ -270,14 +270,14 @@ constexpr int kP64Rows = 6, kP64Cols = 64;
 template <int ROWS, int SW>
 void conv_tile_p64(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b, int64_t,
                    float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
-  conv_tile_split<ROWS, kP64Cols / V::W, SW, 0, false, kP64Cols, false>(seg, nseg, a_step, a, 0, b, 0, c, ldc, ncols, load_c,
-                                                                  out, l2);
+  conv_tile_split<ROWS, kP64Cols / V::W, SW, 0, false, kP64Cols, false>(seg, nseg, a_step, a, 0, b, 0, c, ldc,
+                                                                         ncols, load_c, out, l2);
 }
 template <int SW, int SPLIT>
 void conv_wrap_p64(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump, const float* b,
                    float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
-  conv_tile_split<kP64Rows, kP64Cols / V::W, SW, SPLIT, false, kP64Cols, false>(seg, nseg, a_step, a, jump, b, 0, c, ldc,
-                                                                          ncols, load_c, out, l2);
+  conv_tile_split<kP64Rows, kP64Cols / V::W, SW, SPLIT, false, kP64Cols, false>(seg, nseg, a_step, a, jump, b,
+                                                                                 0, c, ldc, ncols, load_c, out, l2);
 }
 // Slots [SLOT] of pixel stride SW: tiles of ROWS..1 rows and wraps of split ROWS-1..1.
 template <int ROWS, int SLOT, int SW>
