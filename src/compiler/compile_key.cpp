@@ -3,6 +3,7 @@
 #include "compile_internal.h"
 #include "kiln/frontend/load.h"
 #include "kiln/ir/build_identity.h"
+#include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/lower/lower.h"
 #include "kiln/ops/op.h"
@@ -21,6 +22,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
   if (!lower::int8_nhwc_enabled()) s << "no pixel-major int8\n";
   if (!lower::fold_means_enabled()) s << "no folded averages\n";
   if (!lower::padded_planes_enabled()) s << "no padded planes\n";
+  if (!kernels::conv_direct_p64_enabled()) s << "no 6 x 64 direct tile\n";
   // A plugin changes the result when its code changes: key on its bytes, not its path.
   for (const auto& p : opt.plugins) s << "plugin " << sha256_file(p) << "\n";
   for (const auto& [k, v] : opt.inputs.dims) s << "dim " << k << "=" << v << "\n";

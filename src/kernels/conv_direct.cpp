@@ -675,6 +675,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
 namespace kiln::kernels {
 
 bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p64(kernel_table(), s); }
+bool conv_direct_p64_enabled() { return detail::direct_p64; }
 
 // A row of mr / 2 pixels past whole tiles (a 7x7 1x1's 49 as one row on AVX-512: 3 x 14 + 7)
 // would end in a half tile: all wide tiles of mr / 2 then, every one full (resnet50's 7x7 1x1s

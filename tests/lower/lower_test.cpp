@@ -143,7 +143,11 @@ graph g(%x: f32[1,64,28,28], %s: f32[1,64,14,14], %d: f32[1,64,H,W]) -> (%y, %z,
     const bool want = has && n->name == "big" && choice(r, "big").tactic == "direct";
     EXPECT_EQ(n->attr_i("p64", 0), want ? 1 : 0) << n->name << " (" << choice(r, n->name).tactic << ")";
   }
-  if (has) EXPECT_EQ(choice(r, "big").tactic, "direct");
+  if (has) {
+    EXPECT_EQ(choice(r, "big").tactic, "direct");
+    EXPECT_NE(choice(r, "big").why.find("on the 6 x 64 tile"), std::string::npos) << choice(r, "big").why;
+  }
+  EXPECT_EQ(choice(r, "small").why.find("6 x 64"), std::string::npos) << choice(r, "small").why;
 }
 
 constexpr const char* kGemms = R"(

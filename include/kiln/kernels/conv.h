@@ -99,6 +99,8 @@ bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
 // one group, output channels a multiple of 64, output rows of 24 pixels or more, on a table that
 // has the tile. False when s's image size is a stand-in: the caller decides on known sizes only.
 bool conv_direct_takes_p64(const Conv2dShape& s);
+// False when KILN_DIRECT_P64=0 turned the 6 x 64 tile off at start-up (the compile cache keys on it).
+bool conv_direct_p64_enabled();
 // Where the rows do not wrap: true when a row of row_len pixels runs wide tiles (mr / 2 pixels
 // by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
 bool conv_direct_wide(int mr, int64_t row_len);

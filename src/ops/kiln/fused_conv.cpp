@@ -65,6 +65,9 @@ std::vector<AttrSpec> fused_conv_attrs() {
   // x_block, y_block: 16 between direct convolutions on AVX-512, lower/blocked_layout.cpp).
   a.push_back({"x_block", AttrKind::Int});
   a.push_back({"y_block", AttrKind::Int});
+  // 1: the direct tactic's weights are packed for AVX-512's 6 x 64 tile (kernels::Conv2dShape::p64,
+  // lower/pack_weights.cpp).
+  a.push_back({"p64", AttrKind::Int});
   return a;
 }
 
