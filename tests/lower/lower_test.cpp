@@ -124,8 +124,8 @@ TEST(Lower, PackedWeightsKeepShapesCostAndReplaceTheOriginal) {
 // The direct tactic's 6 x 64 tile (Conv2dShape::p64) is chosen where the weights are packed and
 // recorded on the node, on the image's own size: a 3x3 64 -> 64 over 28x28 takes it on a CPU
 // that has it; the same over an image of unknown size does not (the packing must hold for any
-// size it runs at), nor does a 14x14 image (rows under 24). The packed node runs the same floats
-// as its source graph on the reference interpreter's check below (UnpackedLowering...).
+// size it runs at), nor does a 14x14 image (rows under 24); --explain's reason names the tile.
+// (Its numerics: Conv.SixBySixtyFourTile, and ZooCompiled's resnet18 / resnet50 against ORT.)
 TEST(Lower, SixBySixtyFourTileIsRecordedOnKnownSizesOnly) {
   const std::string text = R"(
 kiln.model ir=8 opset=14
