@@ -482,13 +482,16 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const int64_t blk_slot = std::min<int64_t>(p.sw / kBlock - 1, 1);
   const auto& tiles = p.blocked ? t.conv_tile_blk[blk_slot] : t.conv_tile[p.sw - 1];
   const auto& wraps = p.blocked ? t.conv_tile_wrap_blk[blk_slot] : t.conv_tile_wrap[p.sw - 1];
-  // conv_tile_p64's slots: planar 1, 2; blocked 8, 16.
+  // The one-row tiles ([rows - 1]) and wrap tiles ([split - 1]) this shape runs: the 6 x 64
+  // family (conv_tile_p64's slots: planar 1, 2; blocked 8, 16), else the table's mr x NR ones.
   const int64_t p64_slot = p.blocked ? 2 + blk_slot : p.sw - 1;
-  const ConvTileKernel* tiles_p64 = t.conv_tile_p64[p64_slot];
-  const auto& wraps_p64 = t.conv_wrap_p64[p64_slot];
-  const ConvTileKernel half = p.blocked ? t.conv_tile_half_blk[blk_slot] : t.conv_tile_half[p.sw - 1];
+  const ConvTileKernel* row_tiles = p.p64 ? t.conv_tile_p64[p64_slot] : tiles[0];
+  const auto* wrap_tiles = p.p64 ? &t.conv_wrap_p64[p64_slot][0] : &wraps[0];
+  // The narrower whole tiles (none on the 6 x 64 tile: its layers' channels fill its panels).
+  const ConvTileKernel half =
+      p.p64 ? nullptr : p.blocked ? t.conv_tile_half_blk[blk_slot] : t.conv_tile_half[p.sw - 1];
   const ConvTileKernel three_quarter =
-      p.blocked ? t.conv_tile_three_quarter_blk[blk_slot] : t.conv_tile_three_quarter[p.sw - 1];
+      p.p64 ? nullptr : p.blocked ? t.conv_tile_three_quarter_blk[blk_slot] : t.conv_tile_three_quarter[p.sw - 1];
   const int64_t bo = s.y_block;  // channels per block of a blocked output
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.x_image_floats();
@@ -622,10 +625,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 const int64_t jump = p.row_step - ow0 * p.sw;  // to the next row's first pixel
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
                 const ConvTileOut* op = direct_out ? &o : nullptr;
-                const ConvTileKernel* row_tiles = p.p64 ? tiles_p64 : tiles[0];
                 // The wrap tile for a split of `first` pixels (read only when the tile wraps:
                 // first < rows <= mr).
-                const auto wrap = first >= rows ? nullptr : p.p64 ? wraps_p64[first - 1] : wraps[first - 1];
+                const auto wrap = first >= rows ? nullptr : wrap_tiles[first - 1];
                 if (first >= rows) {
                   row_tiles[rows - 1](seg, nseg, a_step, a, b, 0, c, p.unit_cols, ncols, load_c, op, l2p);
                 } else if (rows == p.tile && wrap) {
@@ -642,9 +644,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
                 // Whole tiles of at most a half or three quarters of a panel's columns: the
                 // narrower tiles (fewer FMAs on the panel's zero columns).
-                ConvTileKernel tile = p.p64 ? tiles_p64[rows - 1] : tiles[wide][rows - 1];
-                if (!p.p64 && rows == p.mr && half && 2 * ncols <= NR) tile = half;
-                else if (!p.p64 && rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
+                ConvTileKernel tile = wide ? tiles[1][rows - 1] : row_tiles[rows - 1];
+                if (rows == p.mr && half && 2 * ncols <= NR) tile = half;
+                else if (rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
                 tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr, l2p);
               }
             }
