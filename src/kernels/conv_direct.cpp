@@ -472,8 +472,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   const int64_t items = p.chunks * groups;
   const int64_t parts = std::min<int64_t>(threads * kPiecesPerThread, items);
   const bool apply = !epilogue_is_identity(epi);
-  // Weights past L2 that one chunk reads once an image (resnet50's layer3 3x3s and layer4,
-  // 2-9 MiB) come from DRAM block by block: the tiles of each block fetch the next into L2.
+  // Weights that one chunk reads once an image and that are not in L2 when the layer starts
+  // (kStreamWeightBytes: resnet50's layer3 3x3s and layer4 from DRAM, mobilenet_v2's 7x7 layers
+  // from L3) come in block by block: the tiles of each block fetch the next into L2.
   const bool stream_weights = p.chunks == 1 && streams_weights(s);
   // Floats between a segment's consecutive channels, and the micro-kernels for the layout.
   const int64_t a_step = p.blocked ? 1 : p.plane;

@@ -26,10 +26,16 @@ namespace kiln::kernels::detail {
 // 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
 // the host slowed that moment. (The general schedule and the 1x1 one, conv_direct_1x1.cpp.)
 constexpr int64_t kPiecesPerThread = 4;
-// Weights from this size on are taken to come from DRAM when read once an image (L2 is 1-2 MiB
-// on the hosts measured: resnet50's layer3 and layer4), so the tiles running over one weight
-// block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
-constexpr double kStreamWeightBytes = 1 << 20;
+// Weights from this size on are taken not to be in L2 when a layer starts, so the tiles running
+// over one weight block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
+// Inside a model that holds for far smaller weights than L2 (1-2 MiB on the hosts measured):
+// the layers before evicted them, and they come from L3 or DRAM. 1 MiB (resnet50's layer3 and
+// layer4) until the Xeon 5th gen: there 64 KiB took mobilenet_v2's 7x7 layers (160 <-> 960,
+// 0.6 MiB) 0.83-0.87 and its 14x14 expands 0.91-0.95 at one thread, the model 0.961-0.982 and
+// efficientnet_b0 0.973-0.977 (in-process pairs, 30-40 each); two threads 0.98-1.00,
+// resnet18 / resnet50 unchanged (0.995-1.007). Below it (an L1's worth) a layer's few lines
+// are not worth the prefetches.
+constexpr double kStreamWeightBytes = 64 << 10;
 
 // Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
 // each, the first at `base`, the next `panel_stride` floats on; the shares are as even as

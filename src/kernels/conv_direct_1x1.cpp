@@ -79,8 +79,9 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
     if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
   }
-  // Weights from DRAM (resnet50's layer3 and layer4 1x1s, 1-4 MiB; conv_direct's
-  // kStreamWeightBytes): the tiles of each batch fetch the batch this item runs next into L2.
+  // Weights not in L2 when the layer starts (resnet50's layer3 and layer4 1x1s from DRAM,
+  // mobilenet_v2's 14x14 ones from L3; conv_direct's kStreamWeightBytes): the tiles of each
+  // batch fetch the batch this item runs next into L2.
   const bool stream = streams_weights(s);
   auto run_item = [&](int64_t item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
