@@ -13,6 +13,14 @@ DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
 
 namespace {
 constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 16;
+// Input rows per thread from which planes whose output is too short for two kMinBandRows bands
+// are still cut into one band per thread: a stride-2 layer from 56 rows to 28 (mobilenet_v2's
+// 144 channels, efficientnet_b0's 5x5) read half of its 1.8 MB input from the other core's
+// cache when each thread took whole planes. Paired in process at 2 threads (Xeon 5th gen, 40
+// pairs): those layers 0.695 and 0.813, the models 0.992 and 0.981. Planes of 28 input rows or
+// fewer keep whole planes: bands there measured 0.94-1.09 (28 -> 28), 1.24-1.43 (14 rows) and
+// 1.9 (7 rows), their halo and per-band set-up costing more than the locality gains.
+constexpr int64_t kMinBandInputRows = 28;
 }  // namespace
 
 DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units) {
@@ -25,11 +33,14 @@ DepthwiseSplit depthwise_split(const Conv2dShape& s, int threads, int64_t units)
   // 112 -> 56) gave one band's channels half to each thread, so a sixth of the input came from
   // the other core: mobilenet_v2 0.989, efficientnet_b0 0.992 at 2 threads with 2 (paired).
   if (d.bands > threads) d.bands -= d.bands % threads;
+  if (d.bands == 1 && s.H >= kMinBandInputRows * threads) d.bands = threads;
   d.groups = std::min(units, (target + d.bands - 1) / d.bands);
   return d;
 }
 
-bool depthwise_never_bands(const Conv2dShape& s) { return s.out_h() / kMinBandRows <= 1; }
+bool depthwise_never_bands(const Conv2dShape& s) {
+  return s.out_h() / kMinBandRows <= 1 && s.H < 2 * kMinBandInputRows;  // two threads at least
+}
 
 DepthwiseBand depthwise_band(const DepthwisePlane& whole, int64_t oh0, int64_t oh1) {
   DepthwiseBand b;

@@ -13,6 +13,7 @@
 #include "kiln/ir/error.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_direct_1x1.h"
+#include "kernels/depthwise_parts.h"
 #include "kiln/kernels/conv.h"
 
 namespace kiln::kernels {
@@ -184,6 +185,10 @@ TEST(Conv, DepthwiseTactic) {
       {shape(2, 24, 40, 30, 24, 3, 3, 1, 2, 2, 24)},                    // dilated bands
       // 112 rows: 7 bands of 16, cut to 6 at two threads (whole bands per thread).
       {shape(1, 16, 112, 18, 16, 3, 3, 1, 1, 1, 16), Act::Relu, true, true},
+      // 56 input rows to 28 (and 57 to 29 under a 5x5): too short for two bands of 16 output
+      // rows, still one band a thread (kMinBandInputRows), the halo row shared.
+      {shape(1, 24, 56, 30, 24, 3, 3, 2, 1, 1, 24), Act::Clip, true, true},
+      {shape(1, 16, 57, 20, 16, 5, 5, 2, 2, 1, 16), Act::Silu, true, true},
       {shape(1, 640, 7, 7, 640, 3, 3, 1, 1, 1, 640), Act::Relu},       // too short for bands: groups
       // Channel blocks: a partial last block (20 = 16 + 4 = 8 + 8 + 4), 7-pixel groups on a
       // 7-wide output with a residual; 23-wide rows (8 + 8 + a group of 7) under a 5x5 window.
@@ -209,6 +214,35 @@ TEST(Conv, DepthwiseTactic) {
     for (const KernelTable* table : {t, static_cast<const KernelTable*>(&planes)})
       for (const ConvCase& c : cases)
         for (int threads : {1, 2}) check(*table, ConvTactic::Depthwise, c, threads, threads == 2);
+  }
+}
+
+// How depthwise_split cuts planes at two threads: bands of at least 16 output rows, whole bands
+// per thread; a plane too short for two such bands is still cut into one band a thread from 56
+// input rows on (mobilenet_v2's 56 -> 28), not below (28 -> 28, 28 -> 14 keep whole planes and
+// share out channel groups); never at one thread. depthwise_never_bands agrees at 2 to 8 threads.
+TEST(Conv, DepthwiseSplitBandsByInputRows) {
+  struct Case {
+    Conv2dShape s;
+    int64_t bands_at_two;
+  };
+  const std::vector<Case> cases = {
+      {shape(1, 96, 112, 112, 96, 3, 3, 2, 1, 1, 96), 2},   // 56 output rows: 3 bands, cut to 2
+      {shape(1, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), 6},   // 112: 7 bands, cut to 6
+      {shape(1, 144, 56, 56, 144, 3, 3, 2, 1, 1, 144), 2},  // 28 output rows from 56 input rows
+      {shape(1, 144, 55, 55, 144, 3, 3, 2, 1, 1, 144), 1},  // from 55: whole planes
+      {shape(1, 192, 28, 28, 192, 3, 3, 1, 1, 1, 192), 1},
+      {shape(1, 192, 28, 28, 192, 3, 3, 2, 1, 1, 192), 1},
+      {shape(1, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), 1},
+  };
+  for (const Case& c : cases) {
+    const int64_t units = c.s.K / 16;
+    EXPECT_EQ(detail::depthwise_split(c.s, 1, units).parts(), 1);
+    const detail::DepthwiseSplit two = detail::depthwise_split(c.s, 2, units);
+    EXPECT_EQ(two.bands, c.bands_at_two) << c.s.H << " rows, stride " << c.s.stride_h;
+    EXPECT_GE(two.parts(), std::min<int64_t>(units, 2)) << c.s.H << " rows";
+    for (int threads = 2; threads <= 8; ++threads)
+      if (detail::depthwise_never_bands(c.s)) EXPECT_EQ(detail::depthwise_split(c.s, threads, units).bands, 1);
   }
 }
 
@@ -898,6 +932,7 @@ TEST(Conv, ChannelMeansAreTheOutputPlanesMeans) {
       {shape(1, 16, 64, 64, 16, 3, 3, 1, 1, 1, 16), ConvTactic::Depthwise, false},
       {shape(1, 48, 14, 14, 48, 3, 3, 1, 1, 1, 48), ConvTactic::Depthwise, true},
       {shape(2, 24, 36, 20, 24, 5, 5, 2, 2, 1, 24), ConvTactic::Depthwise, false},
+      {shape(1, 24, 56, 28, 24, 5, 5, 2, 2, 1, 24), ConvTactic::Depthwise, false},  // bands from 56 input rows
       {shape(1, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1), ConvTactic::Direct, false},
   };
   int ran = 0;
