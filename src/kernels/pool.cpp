@@ -209,7 +209,7 @@ void global_average_pool_on(const KernelTable& t, const float* x, int64_t planes
                             int threads) {
   if (threads <= 0) threads = default_threads();
   const double count = static_cast<double>(size);
-  parallel_for(planes, threads_for_work(static_cast<double>(planes) * size, threads), [&](int64_t b, int64_t e) {
+  parallel_for(planes, threads_for_pass(static_cast<double>(planes) * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) y[p] = static_cast<float>(t.sum_row(x + p * size, size) / count);
   });
 }
@@ -329,7 +329,7 @@ void global_average_pool_blocked_on(const KernelTable& t, const float* x, int64_
   const int64_t blocks = N * (C / kConvBlock);
   const double count = static_cast<double>(size);
   static_assert(kConvBlock == 8, "sum_block_rows sums rows of 8 lanes");
-  parallel_for(blocks, threads_for_work(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
+  parallel_for(blocks, threads_for_pass(static_cast<double>(N) * C * size, threads), [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
       double acc[kConvBlock];
       t.sum_block_rows(x + blk * size * kConvBlock, size, acc);

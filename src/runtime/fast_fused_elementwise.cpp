@@ -67,7 +67,7 @@ void run(StepContext& ctx) {
   for (size_t i = 0; i < f.in_ptrs.size(); ++i) f.in_ptrs[i] = ctx.inputs[i]->raw();
   for (size_t k = 0, j = 0; k < ctx.outputs.size(); ++k)
     if (ctx.outputs[k]) f.out_ptrs[j++] = ctx.outputs[k]->raw();
-  const int threads = kernels::threads_for_work(static_cast<double>(f.numel), ctx.threads);
+  const int threads = kernels::threads_for_pass(static_cast<double>(f.numel), ctx.threads);
   const Fused* fp = &f;
   kernels::parallel_for(f.numel, threads, [fp](int64_t b, int64_t e) { fp->fn(&fp->args, b, e); });
 }

@@ -23,6 +23,17 @@ int default_threads();
 constexpr double kMinParallelWork = 1 << 18;
 inline int threads_for_work(double work, int threads) { return work < kMinParallelWork ? 1 : threads; }
 
+// A pass of a few operations per element over a tensor the kernel before wrote on every thread
+// (efficientnet_b0's excitation products, a global average pool) is cut from kMinParallelPass
+// elements: on one thread it reads the other threads' shares from their caches, which on the
+// 2-vCPU hosts measured takes twice as long as reading its own (bench/cache_affinity_bench.cpp),
+// while cut in order each thread mostly reads what it wrote (the producers cut channel blocks
+// or rows in the same order). Xeon 5th gen, two threads, in-process pairs: efficientnet_b0's
+// products (47-188 K elements) 0.35-0.77, its average pool 0.555 and mobilenet_v2's 0.526;
+// the models 0.982-0.985. (kMinParallelWork for them: slower on two threads than on one.)
+constexpr double kMinParallelPass = 1 << 15;
+inline int threads_for_pass(double elements, int threads) { return elements < kMinParallelPass ? 1 : threads; }
+
 // While at least one SpinningScope is alive, idle pool workers keep spinning between parallel
 // regions instead of going to sleep after ~50 µs: a model run opens one so that the serial
 // work between two kernels never costs a wake-up (on a virtual machine waking an idle vCPU
