@@ -237,8 +237,9 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   for_depthwise_parts(g, split, units, slot, threads, [&](const DepthwiseBand& bd, int64_t ub, int64_t ue,
                                                           float* base) {
     float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
-    const DepthwiseBlockScratch sb = depthwise_block_scratch(bd.g, t.simd_width);
-    detail::fill_block_padding(bd.g, sb, lanes, 0.f, scratch + sb.plane);
+    // The part's blocks share one padded plane, whose padding the first block that copies into
+    // it zeroes (KernelTable::depthwise_block).
+    bool padding_zeroed = false;
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
       const int nc = static_cast<int>(std::min(lanes, s.K - c0));
@@ -253,8 +254,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
       // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;
-      t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, y + yo, out_plane, te, s.x_blocked,
-                        s.y_blocked);
+      t.depthwise_block(bd.g, x + xo, x_plane, nc, w + c0 * RS, scratch, &padding_zeroed, y + yo, out_plane, te,
+                        s.x_blocked, s.y_blocked);
       if (part_sums && !s.y_blocked)  // in double, sum_row's order (global_average_pool's)
         for (int c = 0; c < nc; ++c) part_sums[c] += t.sum_row(y + yo + c * out_plane, bd.g.OH * OW);
     }

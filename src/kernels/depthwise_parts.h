@@ -55,10 +55,7 @@ inline int64_t depthwise_units(const Conv2dShape& s, int lanes, bool blocked) {
 // Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
 // blocked kernel's scratch plus a line to align it.
 int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int lanes, bool blocked);
-// Sets the padding around the input's interior in a block's padded plane ([Hp][Wp][lanes]) to
-// `value` (0 for f32 convolutions, the zero point for INT8 ones).
-void fill_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float value,
-                        float* plane);
+// fill_block_padding (dispatch.h): the padding of a block's padded plane.
 
 // Runs body(band, first unit, end unit, slot) for each part of `split` (its band of output rows
 // and its share of `units`: planes or channel blocks), each part on `slot_floats` of scratch of

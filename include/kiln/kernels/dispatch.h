@@ -161,6 +161,13 @@ inline DepthwiseBlockScratch depthwise_block_scratch(const DepthwisePlane& g, in
   b.floats = b.stage + lines(depthwise_stage_rows(g.OH, g.OW, simd_width) * g.OW * simd_width);
   return b;
 }
+namespace detail {
+// Sets the padding around the input's interior in a block's padded plane ([Hp][Wp][lanes]) to
+// `value` (0 for f32 convolutions, the zero point for INT8 ones). (Declared here, defined in
+// depthwise_parts.cpp, so that the per-ISA kernels call the one portable copy.)
+void fill_block_padding(const DepthwisePlane& g, const DepthwiseBlockScratch& sb, int64_t lanes, float value,
+                        float* plane);
+}  // namespace detail
 
 // Direct-convolution micro-kernel: C[0:rows, 0:ncols] = (load_c ? C : 0) + sum over the
 // segments' steps q of x(q) ⊗ b(q), where x(q)[r] = a[off_q + r*SW] (SW the pixel stride in
@@ -327,18 +334,19 @@ struct KernelTable {
   // The same convolution for nc <= simd_width channels at once, channel-blocked: planes
   // x + c * x_plane (H x W; x_plane 0: one plane for every channel) for c < nc, weights
   // w + c * R * S, outputs out + c * out_plane (OH x OW, rows OW apart). The planes are
-  // transposed into `scratch`
-  // (depthwise_block_scratch(g).floats floats, 64-byte aligned, zero when a caller first passes
-  // it for this geometry: only the input's interior is written, so the padding stays zero across
-  // blocks); each output vector then holds one pixel's channels and sums R x S aligned loads
-  // (any stride and dilation); the epilogue (`e`: bias[c] for channel c, a residual plane per
+  // transposed into `scratch` (depthwise_block_scratch(g).floats floats, 64-byte aligned) when
+  // no faster kernel reads them in place: a call that copies zeroes the padding around the
+  // interior unless *padding_zeroed, then sets it (nullptr: every such call zeroes), so a caller
+  // passes one flag, false at first, for its calls on one scratch and geometry (only the
+  // interior is written after that); each output vector then holds one pixel's channels and
+  // sums R x S aligned loads (any stride and dilation); the epilogue (`e`: bias[c] for channel c, a residual plane per
   // channel e.ldr floats apart) runs as groups of output pixels are transposed back.
   // x_blocked / y_blocked (tables of 8 or 16 lanes): the input / the output and residual are
   // channel-blocked, [C/8][pixels][8] (kConvBlock) from the block's first channel on, x_plane /
   // out_plane and e.ldr then the strides between 8-channel blocks: no transpose on that side.
   void (*depthwise_block)(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, const float* w,
-                          float* scratch, float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked,
-                          bool y_blocked) = nullptr;
+                          float* scratch, bool* padding_zeroed, float* out, int64_t out_plane, const TileEpilogue& e,
+                          bool x_blocked, bool y_blocked) = nullptr;
   // Whether depthwise_block has a faster kernel for g that needs its output apart from its input
   // (so a layer written over its input runs slower: conv_depthwise_in_place declines it).
   bool (*depthwise_block_wants_apart)(const DepthwisePlane& g) = nullptr;
