@@ -47,10 +47,11 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
 std::string direct_unsupported(const Conv2dShape& s);
 
 // Whether the general schedule's tiles fetch the next weight block into L2 as they run, when
-// the weights come from DRAM (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
+// the weights are not in L2 (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
 // A/B harnesses flip it between calls).
 extern bool direct_stream_weights;
-// direct_stream_weights, for weights of kStreamWeightBytes or more (taken to come from DRAM).
+// direct_stream_weights, for weights of kStreamWeightBytes or more (taken not to be in L2 when
+// the layer starts: from L3 or DRAM).
 bool streams_weights(const Conv2dShape& s);
 // Whether lowering gives windows the table's 6 x 64 tile (direct_takes_p64; KILN_DIRECT_P64=0 at
 // start-up turns it off). The choice is recorded on each node (Conv2dShape::p64), so an

@@ -182,7 +182,7 @@ struct ConvTileOut;
 constexpr int kLineFloats = 16;  // floats per 64-byte cache line (prefetch and ConvL2Lines units)
 // Cache lines a direct-convolution tile fetches into L2, one per K step while it has any:
 // `count` lines from `lines` on, then `count2` from `lines2` (conv_direct.cpp: a share of the
-// weight block its column unit reads next, when the weights come from DRAM).
+// weight block its column unit reads next, when the weights are not in L2: kStreamWeightBytes).
 struct ConvL2Lines {
   const float* lines = nullptr;
   int64_t count = 0;
