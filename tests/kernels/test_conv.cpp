@@ -691,10 +691,14 @@ TEST(Conv, BlockedOutputEqualsPlanarBitForBit) {
 // (the same tiles over the same zeros). Flat 1x1 producers (whole and wide tiles), a 3x3
 // producer, a stride-2 reader, asymmetric padding, batch 2, 1 and 2 threads; every table whose
 // tiles stay on one output row for the shape (the others refuse with an error), AVX-512's at
-// least. The reader needs no copy workspace.
+// least. With 16-channel blocks on 16 lanes (a vector one pixel's block) tiles that wrap to the
+// next output row write padded planes too, their second row past the border: the 6 x 64 tile on
+// 56- and 28-wide rows (splits of 2 and 4 pixels), 8-channel blocks on 8 lanes likewise. The
+// reader needs no copy workspace.
 TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
   struct Pair {
     Conv2dShape producer, reader;
+    int64_t block = kConvBlock;  // channels per block between them
   };
   auto reader_of = [](const Conv2dShape& p, int64_t K, int64_t stride, int64_t top, int64_t left, int64_t bottom,
                       int64_t right) {
@@ -715,15 +719,27 @@ TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
   // 64 channels on 28-wide rows: on AVX-512 the 6 x 64 tile, its rows ending in 4-pixel tiles.
   const Conv2dShape three64 = shape(1, 16, 28, 28, 64, 3, 3, 1, 1);
   pairs.push_back({three64, reader_of(three64, 16, 1, 1, 1, 1, 1)});
-  int host_runs = 0;
+  // 16-channel blocks: the 6 x 64 tile's wrap tiles into the planes (56 = 9 x 6 + 2 and 28 =
+  // 4 x 6 + 4), a 64-channel reader on the 6 x 64 tile as well, batch 2 with an asymmetric border.
+  const Conv2dShape wide56 = shape(1, 16, 56, 56, 64, 3, 3, 1, 1), wide28 = shape(2, 32, 28, 28, 64, 3, 3, 1, 1);
+  pairs.push_back({wide56, reader_of(wide56, 64, 1, 1, 1, 1, 1), kConvBlockWide});
+  pairs.push_back({wide28, reader_of(wide28, 16, 1, 2, 1, 1, 2), kConvBlockWide});
+  pairs.push_back({three28, reader_of(three28, 16, 1, 1, 1, 1, 1), kConvBlockWide});
+  int host_runs = 0, host_pairs = 0;
   for (const KernelTable* t : test::all_tables())
     for (const Pair& pr : pairs)
       for (int threads : {1, 2}) {
+        const int64_t B = pr.block;
+        if (B != kConvBlock && t->simd_width != B) continue;  // 16-channel blocks: 16 lanes only
+        host_pairs += t == &kernel_table() && threads == 1;
         Conv2dShape p = pr.producer, r = pr.reader;
         p.x_blocked = p.y_blocked = r.x_blocked = r.y_blocked = true;
+        p.x_block = p.y_block = r.x_block = r.y_block = B;
+        if (B != kConvBlock) p.x_blocked = false;  // a planar input to the producer
         p.p64 = detail::direct_takes_p64(*t, p), r.p64 = detail::direct_takes_p64(*t, r);
         const int64_t OHW = p.out_h() * p.out_w();
-        const auto x = blocked(random_vec(p.N * p.C * p.H * p.W, 7), p.N, p.C, p.H * p.W);
+        auto x = random_vec(p.N * p.C * p.H * p.W, 7);
+        if (p.x_blocked) x = blocked(x, p.N, p.C, p.H * p.W);
         const auto wp = random_vec(p.K * p.C * p.R * p.S, 8), wr = random_vec(r.K * r.C * r.R * r.S, 9);
         const auto bp = random_vec(p.K, 10), br = random_vec(r.K, 11);
         std::vector<float> packed_p(conv_packed_weight_floats_on(*t, ConvTactic::Direct, p));
@@ -755,18 +771,20 @@ TEST(Conv, PaddedPlanesEqualThePaddedCopyBitForBit) {
         // The planes: the output inside, zeros around it.
         const int64_t OW = p.out_w(), row = OW + r.pad_left + r.pad_right, rows = p.out_h() + r.pad_top + r.pad_bottom;
         for (int64_t n = 0; n < p.N; ++n)
-          for (int64_t b = 0; b < p.K / kConvBlock; ++b)
+          for (int64_t b = 0; b < p.K / B; ++b)
             for (int64_t h = 0; h < rows; ++h)
               for (int64_t w = 0; w < row; ++w)
-                for (int64_t j = 0; j < kConvBlock; ++j) {
-                  const float v = planes[(((n * p.K / kConvBlock + b) * rows + h) * row + w) * kConvBlock + j];
+                for (int64_t j = 0; j < B; ++j) {
+                  const float v = planes[(((n * p.K / B + b) * rows + h) * row + w) * B + j];
                   const int64_t ih = h - r.pad_top, iw = w - r.pad_left;
                   const bool inside = ih >= 0 && ih < p.out_h() && iw >= 0 && iw < OW;
-                  const float expect = inside ? mid[((n * p.K / kConvBlock + b) * OHW + ih * OW + iw) * kConvBlock + j] : 0.f;
+                  const float expect = inside ? mid[((n * p.K / B + b) * OHW + ih * OW + iw) * B + j] : 0.f;
                   ASSERT_EQ(v, expect) << isa_name(t->isa) << " block " << b << " at " << h << "," << w;
                 }
       }
-  EXPECT_EQ(host_runs, 2 * static_cast<int>(pairs.size()));
+  EXPECT_EQ(host_runs, 2 * host_pairs);
+  if (kernel_table().simd_width != kConvBlockWide)
+    GTEST_LOG_(INFO) << "no 16-lane table on this CPU: the 16-channel pairs were skipped";
   // No padded copy: the reader's workspace shrinks by its planes.
   Conv2dShape r = pairs[0].reader;
   r.x_blocked = r.y_blocked = true;

@@ -206,6 +206,10 @@ struct ConvTileOut {
   int64_t block = kConvBlock;  // channels per block of dst (and of the residual)
   const float* bias = nullptr;      // the tile's first channel on; null: none
   const float* residual = nullptr;  // at dst's offset in the residual; null: none
+  // A tile that wraps to the next output row: floats its second row's pixels lie past where
+  // they would follow the first row's (the border between two rows of padded output planes;
+  // 0 otherwise). Only where a vector is one pixel's block (block == the table's lanes).
+  int64_t row_jump = 0;
   float alpha = 1.f;
   Act act = Act::None;
   float act_alpha = 0.f, act_beta = 0.f;

@@ -32,7 +32,10 @@ template <Act A>
 // so that only the branch for its width is compiled.) The epilogue's parameters are copied into
 // locals first: read through `o` they were loaded and tested again after every store (a float
 // store may alias them), a quarter of a 16-channel 1x1's time (perf annotate, Zen 4).
-template <Act A, int ROWS, int NVEC, class VV = V>
+// SPLIT > 0 (a tile that wraps to the next output row after SPLIT pixels): rows r >= SPLIT are
+// stored o.row_jump floats further on (padded output planes, whose rows lie apart); only where a
+// vector is one pixel's block (conv_direct.cpp allows wrapping into padded planes only there).
+template <Act A, int ROWS, int NVEC, int SPLIT = 0, class VV = V>
 [[gnu::always_inline]] inline void conv_tile_store_blocked_act(VV (&acc)[ROWS][NVEC], const ConvTileOut& o,
                                                                int ncols) {
   constexpr int64_t kB = 8;  // kConvBlock
@@ -42,6 +45,7 @@ template <Act A, int ROWS, int NVEC, class VV = V>
   const int64_t block_stride = o.block_stride;
   const float* const bias_base = o.bias;
   const float* const res_base = o.residual;
+  const int64_t jump = SPLIT > 0 ? o.row_jump : 0;
   if constexpr (VV::W == 16) {
     if (o.block == VV::W) {
 #pragma GCC unroll 4
@@ -52,7 +56,8 @@ template <Act A, int ROWS, int NVEC, class VV = V>
         const float* res = f.residual ? res_base + v * block_stride : nullptr;
 #pragma GCC unroll 16
         for (int r = 0; r < ROWS; ++r)
-          conv_tile_finish<A>(acc[r][v], f, bias, res ? res + r * VV::W : nullptr, VV::W).store(d + r * VV::W);
+          conv_tile_finish<A>(acc[r][v], f, bias, res ? res + r * VV::W : nullptr, VV::W)
+              .store(d + r * VV::W + (SPLIT > 0 && r >= SPLIT ? jump : 0));
       }
       return;
     }
@@ -95,19 +100,20 @@ template <Act A, int ROWS, int NVEC, class VV = V>
       const float* res = f.residual ? res_base + v * block_stride : nullptr;
 #pragma GCC unroll 16
       for (int r = 0; r < ROWS; ++r)
-        conv_tile_finish<A>(acc[r][v], f, bias, res ? res + r * kB : nullptr, VV::W).store(d + r * kB);
+        conv_tile_finish<A>(acc[r][v], f, bias, res ? res + r * kB : nullptr, VV::W)
+            .store(d + r * kB + (SPLIT > 0 && r >= SPLIT ? jump : 0));
     }
   }
 }
 
 // The activation chosen once per tile, not per vector.
-template <int ROWS, int NVEC, class VV = V>
+template <int ROWS, int NVEC, int SPLIT = 0, class VV = V>
 [[gnu::always_inline]] inline void conv_tile_store_blocked(VV (&acc)[ROWS][NVEC], const ConvTileOut& o, int ncols) {
   switch (o.act) {
-    case Act::Relu: conv_tile_store_blocked_act<Act::Relu, ROWS, NVEC>(acc, o, ncols); return;
-    case Act::LeakyRelu: conv_tile_store_blocked_act<Act::LeakyRelu, ROWS, NVEC>(acc, o, ncols); return;
-    case Act::Clip: conv_tile_store_blocked_act<Act::Clip, ROWS, NVEC>(acc, o, ncols); return;
-    default: conv_tile_store_blocked_act<Act::None, ROWS, NVEC>(acc, o, ncols); return;
+    case Act::Relu: conv_tile_store_blocked_act<Act::Relu, ROWS, NVEC, SPLIT>(acc, o, ncols); return;
+    case Act::LeakyRelu: conv_tile_store_blocked_act<Act::LeakyRelu, ROWS, NVEC, SPLIT>(acc, o, ncols); return;
+    case Act::Clip: conv_tile_store_blocked_act<Act::Clip, ROWS, NVEC, SPLIT>(acc, o, ncols); return;
+    default: conv_tile_store_blocked_act<Act::None, ROWS, NVEC, SPLIT>(acc, o, ncols); return;
   }
 }
 
@@ -224,7 +230,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
               const float* cv = c + r * ldc + v * V::W;
               acc[r][v] = acc[r][v] + (n == V::W ? V::load(cv) : V::load_first(cv, n));
             }
-      conv_tile_store_blocked<ROWS, NVEC>(acc, *out, ncols);
+      conv_tile_store_blocked<ROWS, NVEC, SPLIT>(acc, *out, ncols);
       return;
     }
   }
@@ -410,7 +416,7 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
   ConvTileOut o = out;
   o.bias = nullptr, o.residual = nullptr;
   if (!last) o.act = Act::None;
-  conv_tile_store_blocked<ROWS, NVEC, VV>(acc, o, NVEC * VV::W);
+  conv_tile_store_blocked<ROWS, NVEC, 0, VV>(acc, o, NVEC * VV::W);
 }
 
 template <int ROWS>
