@@ -45,13 +45,17 @@ size_t weight_panel_floats(const Conv2dShape& s, int nr) {
   return static_cast<size_t>(round_up(s.K, nr) * s.C * s.R * s.S);
 }
 
-void pack_weight_panels(const Conv2dShape& s, const float* w, int nr, float* packed) {
-  // B[q][k] = w[k][c][tap], q = tap * C + c.
+void pack_weight_panels(const Conv2dShape& s, const float* w, int nr, float* packed, bool taps_inner) {
+  // B[q][k] = w[k][c][kh][kw], q = (kh * S + kw) * C + c, or (kh * C + c) * S + kw taps_inner.
   const int64_t RS = s.R * s.S, KK = s.C * RS;
   std::vector<float> reordered(s.K * KK);
   for (int64_t k = 0; k < s.K; ++k)
     for (int64_t c = 0; c < s.C; ++c)
-      for (int64_t tap = 0; tap < RS; ++tap) reordered[k * KK + tap * s.C + c] = w[(k * s.C + c) * RS + tap];
+      for (int64_t tap = 0; tap < RS; ++tap) {
+        const int64_t kh = tap / s.S, kw = tap % s.S;
+        const int64_t q = taps_inner ? (kh * s.C + c) * s.S + kw : tap * s.C + c;
+        reordered[k * KK + q] = w[(k * s.C + c) * RS + tap];
+      }
   pack_b_panels(reordered.data(), KK, /*trans=*/true, s.K, 0, KK, 0, s.K, nr, packed);
 }
 

@@ -14,9 +14,11 @@ namespace kiln::kernels::detail {
 size_t pixel_packed_weight_floats(const KernelTable& t, const Conv2dShape& s);
 void pixel_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed);
 // Wᵀ with K order (tap, channel) in nr-column panels: the pixel-gemm tactic's B (nr = the
-// GEMM's tile) and the direct tactic's weight (nr = the convolution tile's).
+// GEMM's tile) and the direct tactic's weight (nr = the convolution tile's); with taps_inner
+// K order (window row, channel, window column) instead (the direct tactic's planar inputs of
+// fewer channels than window columns: conv_direct.cpp's Plan::taps_inner).
 size_t weight_panel_floats(const Conv2dShape& s, int nr);
-void pack_weight_panels(const Conv2dShape& s, const float* w, int nr, float* packed);
+void pack_weight_panels(const Conv2dShape& s, const float* w, int nr, float* packed, bool taps_inner = false);
 size_t pixel_workspace_floats(const KernelTable& t, const Conv2dShape& s);
 void conv_pixel_gemm(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                      const Epilogue& epi, float* workspace, int threads);

@@ -281,7 +281,9 @@ TEST(Conv, DirectTactic) {
       {shape(1, 32, 14, 14, 64, 1, 1, 2, 0), Act::Silu, false, false}, // downsample 1x1 s2, unpadded
       {shape(1, 5, 9, 23, 17, 3, 2, 1, 0, 2), Act::Clip},              // dilated, rows longer than a tile
       {shape(1, 3, 1, 1, 5, 3, 3, 1, 1), Act::Gelu},                   // 1x1 image, one pixel
-      {shape(1, 3, 23, 23, 16, 7, 7, 2, 3), Act::Relu},                // resnet stem-like: 3-step segments
+      {shape(1, 3, 23, 23, 16, 7, 7, 2, 3), Act::Relu},                // resnet stem-like: taps inner (7-step segments)
+      {shape(1, 2, 11, 21, 12, 3, 5, 1, 2, 2), Act::Relu, true, true}, // taps inner, dilated 2, rows clipped by padding
+      {shape(1, 1, 6, 40, 8, 1, 9, 2, 4), Act::None},                  // one channel, a 1x9 window at stride 2
       {shape(1, 200, 9, 30, 70, 3, 3, 1, 1), Act::None, true, true},   // K = 1800: three K blocks, 3 units
       {shape(1, 900, 6, 6, 36, 1, 1, 1, 0), Act::HardSwish},           // flat, two K blocks, wide
       {shape(1, 64, 40, 40, 16, 3, 3, 1, 1), Act::Relu},               // input over 256 KiB: two chunks

@@ -45,7 +45,10 @@ namespace kiln {
 // 9: AVX-512 direct convolutions of windows with output channels a multiple of 64 on rows of 24
 // or more run on a 6 x 64 tile (KernelTable::conv_tile_p64), their weights in 64-column panels,
 // which a version-8 runtime would read as 32-column ones.
-constexpr int64_t kArtifactFormatVersion = 9;
+// 10: direct convolutions of planar inputs with fewer channels than window columns (the RGB
+// stems) pack their weights' K as (window row, channel, window column), which a version-9
+// runtime would read as (tap, channel).
+constexpr int64_t kArtifactFormatVersion = 10;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 
