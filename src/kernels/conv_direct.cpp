@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -481,7 +482,19 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // threads, each run as wide units and a narrow one at its end. Those layers scaled 1.49x
   // from 1 thread to 2; 1152 -> 192 at 2 threads 134 -> 98 us (conv_bench, paired).
   const int64_t panels = ceil_div(s.K, NR);
-  const bool by_panels = threads > 1 && p.chunks * groups < want && (p.chunks * groups) % threads != 0 &&
+  // One chunk whose units the threads cannot share evenly (mobilenet_v2's 960 -> 160 at 7x7:
+  // units of 64, 64 and 32 channels on 2 threads; efficientnet_b0's 1152 -> 192): each thread
+  // takes as many whole units as the others, over every tile, and a 1/threads share of the
+  // tiles of each unit left over; a thread's items lie in one run (the pool runs a thread's own
+  // run first). Every tile keeps its unit's width, and one thread reads each whole unit's
+  // weights. (by_panels / panel_major below cut such layers into 32-channel panels, whose
+  // tiles hold 14 accumulators, and both threads read every panel.) Two threads, in-process
+  // pairs against that (Xeon 5th gen): 960 -> 160 at 7x7 0.814, 576 -> 160 0.839, 960 -> 320
+  // 0.825, 1152 -> 192 0.937, 160 -> 960 0.983; mobilenet_v2's projections 0.85-0.88 inside it.
+  const bool split_rest =
+      threads > 1 && p.chunks == 1 && p.units >= threads && p.units % threads != 0 && p.tiles >= threads;
+  const int64_t whole_each = p.units / threads, per_thread = whole_each + p.units % threads;
+  const bool by_panels = !split_rest && threads > 1 && p.chunks * groups < want && (p.chunks * groups) % threads != 0 &&
                          round_up(groups, threads) <= panels;
   if (by_panels) groups = round_up(groups, threads);
   // One chunk whose panels the threads cannot share evenly either (mobilenet_v2's 960 -> 160 at
@@ -498,7 +511,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     if (by_panels) return {panels * g / groups * NR, std::min(s.K, panels * (g + 1) / groups * NR)};
     return {p.units * g / groups * p.unit_cols, std::min(s.K, p.units * (g + 1) / groups * p.unit_cols)};
   };
-  const int64_t items = p.chunks * groups;
+  const int64_t items = split_rest ? threads * per_thread : p.chunks * groups;
   const int64_t parts = std::min<int64_t>(threads * kPiecesPerThread, items);
   const bool apply = !epilogue_is_identity(epi);
   // Weights that one chunk reads once an image and that are not in L2 when the layer starts
@@ -568,10 +581,19 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       return o;
     };
     auto run_item = [&](int64_t item, float* cbuf) {
-      const int64_t chunk = panel_major ? item % p.chunks : item / groups;
-      const int64_t g = panel_major ? item / p.chunks : item % groups;
-      const int64_t t0 = chunk * p.chunk_tiles, t1 = std::min(p.tiles, t0 + p.chunk_tiles);
-      const auto [first_col, end_col] = group_cols(g);
+      int64_t t0, t1, first_col, end_col;
+      if (split_rest) {  // thread th's j-th item: a whole unit, or its share of a unit left over
+        const int64_t th = item / per_thread, j = item % per_thread;
+        const bool whole = j < whole_each;
+        const int64_t unit = whole ? th * whole_each + j : threads * whole_each + j - whole_each;
+        t0 = whole ? 0 : p.tiles * th / threads, t1 = whole ? p.tiles : p.tiles * (th + 1) / threads;
+        first_col = unit * p.unit_cols, end_col = std::min(s.K, first_col + p.unit_cols);
+      } else {
+        const int64_t chunk = panel_major ? item % p.chunks : item / groups;
+        const int64_t g = panel_major ? item / p.chunks : item % groups;
+        t0 = chunk * p.chunk_tiles, t1 = std::min(p.tiles, t0 + p.chunk_tiles);
+        std::tie(first_col, end_col) = group_cols(g);
+      }
       for (int64_t k0 = first_col; k0 < end_col; k0 += p.unit_cols) {
         const int ncols = static_cast<int>(std::min(p.unit_cols, end_col - k0));
         const int wide = ncols > NR ? 1 : 0;

@@ -302,9 +302,12 @@ TEST(Conv, DirectTactic) {
       {shape(2, 24, 15, 13, 20, 3, 3, 2, 1), Act::Relu, true, true},    // stride 2, 8x7 output
       {shape(1, 96, 10, 10, 40, 3, 3, 1, 1), Act::None},                // KK = 864: 2 K blocks of 432
       {shape(1, 88, 6, 6, 16, 3, 3, 1, 1), Act::Relu},                  // KK = 792: kc 396 rounded up to 400
-      // Weight-heavy 7x7 (one chunk) with 3 wide units: on 2 threads, groups of channel panels
-      // (a narrow and a wide unit each).
+      // Weight-heavy 7x7 (one chunk) whose wide units the threads cannot share evenly: on 2
+      // threads a whole unit each and half the tiles of the one left over (3 units; 64 + 64 +
+      // 32 channels, the last narrow; 5 units of a 3x3 window over two K blocks).
       {shape(1, 1152, 7, 7, 192, 1, 1, 1, 0), Act::Silu, true, true},
+      {shape(1, 480, 7, 7, 160, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 96, 7, 7, 320, 3, 3, 1, 1), Act::None, true, false},
       // At most NR / 2 output channels: the half-panel tile for whole mr-pixel tiles.
       {shape(1, 32, 28, 28, 16, 1, 1, 1, 0), Act::Relu, true, true},   // flat 1x1, K = 16
       {shape(1, 5, 30, 30, 12, 3, 3, 2, 1), Act::Silu, true, true},    // stride 2, 15-wide rows, K = 12
