@@ -74,10 +74,21 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   // from its own L2) unless the weight is the larger operand (resnet50's layer3 and layer4:
   // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
   int64_t tile_parts = 1, group_parts = 1;
+  bool split_rest = false;
+  int64_t whole_each = 0, per_thread = 0;
   if (threads > 1) {
     const int64_t want = threads * kPiecesPerThread;
     if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
+    // Groups the threads cannot share evenly (mobilenet_v2's 96 -> 576 at 14x14: 9 groups, 4
+    // for one thread and 5 for the other): each thread takes as many whole groups as the
+    // others and a 1/threads share of the tiles of each group left over, its items in one run
+    // (the pool runs a thread's own run first), as conv_direct's split_rest. Two threads,
+    // in-process pairs (Xeon 5th gen): those expands 0.90-0.94 inside mobilenet_v2, the
+    // depthwise layers after them 1.05-1.07 (they read more of the other core's output), the
+    // model 0.982 (100 pairs); alone, hot in cache, 0.996-1.004.
+    split_rest = group_parts > 1 && groups % threads != 0 && groups >= threads && tiles >= threads;
+    whole_each = groups / threads, per_thread = whole_each + groups % threads;
   }
   // Weights not in L2 when the layer starts (resnet50's layer3 and layer4 1x1s from DRAM,
   // mobilenet_v2's 14x14 ones from L3; conv_direct's kStreamWeightBytes): the tiles of each
@@ -85,8 +96,14 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   const bool stream = streams_weights(s);
   auto run_item = [&](int64_t item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
-    const int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
-    const int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
+    int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
+    int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
+    if (split_rest) {
+      const int64_t th = item / per_thread, j = item % per_thread;
+      const bool whole = j < whole_each;
+      g0 = whole ? th * whole_each + j : threads * whole_each + j - whole_each, g1 = g0 + 1;
+      t0 = whole ? 0 : tiles * th / threads, t1 = whole ? tiles : tiles * (th + 1) / threads;
+    }
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k0 = g * kCols;
       const float* w = packed_w + (k0 / NR) * KK * NR;  // the group's first panel; the second KK * NR on
@@ -118,7 +135,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
       }
     }
   };
-  parallel_for(tile_parts * group_parts, threads, [&](int64_t i0, int64_t i1) {
+  parallel_for(split_rest ? threads * per_thread : tile_parts * group_parts, threads, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) run_item(i);
   });
 }

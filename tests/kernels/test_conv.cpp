@@ -458,7 +458,7 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
 // table has its tile (AVX-512): tiles of 7 pixels and a short one at each row's end (10-, 9- and
 // 15-wide rows), one batch, two (200 channels: 128 + 72) and five (520), batch 2, the
 // 64-channel groups split by pixels (192 channels on 28x28) or, the weight the larger operand,
-// by groups (256 -> 512 on 14x14), bias, residual and the fused activations, 1 and 2 threads,
+// by groups (256 -> 512 on 14x14; 3 and 9 groups: whole groups and shares of the last's tiles), bias, residual and the fused activations, 1 and 2 threads,
 // against the reference; stride 2 on odd widths. With one batch the floats are the general
 // schedule's; the output written over its residual (as the planner lays out resnet50's last 1x1
 // of a block) holds the very floats of a separate one.
@@ -468,6 +468,10 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
       {shape(2, 200, 9, 9, 128, 1, 1, 1, 0), Act::Clip, true, true},
       {shape(1, 64, 28, 28, 192, 1, 1, 1, 0), Act::None, true, false},
       {shape(1, 256, 14, 14, 512, 1, 1, 1, 0), Act::Relu, true, true},
+      // Groups the threads cannot share evenly: a whole group each and half the tiles of the
+      // last (3 groups), four each and half of the ninth (mobilenet_v2's 96 -> 576 at 14x14).
+      {shape(1, 64, 12, 12, 192, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 96, 14, 14, 576, 1, 1, 1, 0), Act::Clip, true, false},
       {shape(1, 520, 15, 15, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
       // Stride 2 (the downsample 1x1s): odd input widths, two batches.
       {shape(1, 64, 28, 27, 128, 1, 1, 2, 0), Act::Relu, true, true},
