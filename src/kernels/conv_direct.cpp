@@ -738,18 +738,12 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     };
     // parts <= threads * kPiecesPerThread: parallel_for runs each part as a piece of its own,
     // so no two threads share a slot.
-    // The thread that owns part `part` (parallel.h: thread t of T owns the t-th 1/T of the
-    // parts and runs them in order), so that an item's weight fetches cover the next item only
-    // when the same thread runs it.
-    auto owner = [&](int64_t part) {
-      int64_t th = 0;
-      while (th + 1 < threads && parts * (th + 1) / threads <= part) ++th;
-      return th;
-    };
+    // An item's weight fetches cover the next item only when the same thread runs it.
     parallel_for(parts, threads, [&](int64_t pb, int64_t pe) {
       for (int64_t part = pb; part < pe; ++part) {
         const int64_t i1 = items * (part + 1) / parts;
-        const bool next_same = part + 1 < parts && owner(part + 1) == owner(part);
+        const bool next_same =
+            part + 1 < parts && parallel_owner(parts, threads, part + 1) == parallel_owner(parts, threads, part);
         for (int64_t i = items * part / parts; i < i1; ++i)
           run_item(i, slots + part * slot, i + 1 < i1 || next_same ? i + 1 : -1);
       }

@@ -44,6 +44,23 @@ namespace {
 
 std::atomic<int> g_default_threads{0};
 
+// Most threads a region runs on, and pieces per thread when there are more indices than
+// threads (more pieces than threads: a thread that finishes early, or a worker that was asleep
+// or descheduled and comes late, leaves the rest to the others instead of making them wait).
+constexpr int kMaxThreads = 256;
+constexpr int kPiecesPerThread = 4;
+
+// How a region of n indices on `threads` threads is cut: pieces of `per` indices, `total` of
+// them, thread t owning pieces [total * t / threads, total * (t + 1) / threads).
+struct PieceLayout {
+  int64_t per, total;
+};
+PieceLayout piece_layout(int64_t n, int threads) {
+  const int64_t pieces = n <= threads ? n : std::min<int64_t>(n, int64_t{threads} * kPiecesPerThread);
+  const int64_t per = (n + pieces - 1) / pieces;
+  return {per, (n + per - 1) / per};
+}
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -109,14 +126,14 @@ class Pool {
     const bool spin = backoff == 0;
     if (!spin) backoff_.store(backoff - 1);
     spin_.store(spin);
-    const int64_t pieces = n <= threads ? n : std::min<int64_t>(n, int64_t{threads} * kPiecesPerThread);
+    const PieceLayout layout = piece_layout(n, threads);
     fn_ = fn;
     n_ = n;
-    per_ = (n + pieces - 1) / pieces;
+    per_ = layout.per;
     error_ = nullptr;
     done_.store(0);
     const uint64_t gen = (generation_of(state_.load()) + 1) & 0xffffffffu;
-    const int64_t total = (n + per_ - 1) / per_;  // pieces of per_ indices
+    const int64_t total = layout.total;  // pieces of per_ indices
     total_ = total;
     // Thread t owns pieces [total*t/T, total*(t+1)/T).
     for (int t = 0; t < threads; ++t)
@@ -168,7 +185,6 @@ class Pool {
     for (auto& t : workers_) t.join();
   }
 
-  static constexpr int kMaxThreads = 256;
 
  private:
   // state_ holds the region's generation and how many workers may help the caller; each
@@ -178,9 +194,6 @@ class Pool {
   // fields of a region that has finished.
   static constexpr int kGenShift = 32, kFrontShift = 16;
   static constexpr uint64_t kField16 = (1u << 16) - 1, kHelpers = 0xff;
-  // More pieces than threads: a thread that finishes early (or a worker that was asleep or
-  // descheduled and comes late) leaves the rest to the others instead of making them wait.
-  static constexpr int kPiecesPerThread = 4;
   static_assert(int64_t{kMaxThreads} * kPiecesPerThread <= int64_t{kField16});
   static_assert(kMaxThreads - 1 <= int{kHelpers});
 
@@ -281,6 +294,17 @@ void set_default_threads(int n) { g_default_threads = n; }
 int default_threads() {
   int n = g_default_threads.load();
   return n > 0 ? n : hardware_threads();
+}
+
+int parallel_owner(int64_t n, int threads, int64_t i) {
+  if (threads <= 0) threads = default_threads();
+  const int chunks = static_cast<int>(std::min<int64_t>({threads, n, int64_t{kMaxThreads}}));
+  if (chunks <= 1 || i < 0 || i >= n) return 0;
+  const PieceLayout layout = piece_layout(n, chunks);
+  const int64_t piece = i / layout.per;
+  int t = 0;
+  while (t + 1 < chunks && layout.total * (t + 1) / chunks <= piece) ++t;
+  return t;
 }
 
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {

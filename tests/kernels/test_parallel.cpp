@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -41,6 +43,34 @@ TEST(Parallel, ChunksAreDisjointAndCoverEveryIndexForAnySizeAndThreads) {
       if (n <= threads) EXPECT_EQ(calls.load(), n);
       else EXPECT_TRUE(calls.load() >= threads && calls.load() <= 4 * threads) << calls.load() << " chunks: " << n << " on " << threads;
     }
+}
+
+// parallel_owner names the thread whose share an index lies in: shares are contiguous runs of
+// whole chunks in thread order (chunks never straddle two owners), the first index is the
+// caller's and the last the last thread's, one thread or an index out of range is thread 0. 10
+// indices on 2 threads: 8 chunks of 2 (the last 5 are 4), 2 of them the caller's.
+TEST(Parallel, OwnersAreContiguousRunsOfWholeChunks) {
+  for (int threads : {1, 2, 3, 5})
+    for (int64_t n : {1, 2, 3, 4, 7, 10, 16, 21, 1000}) {
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      std::mutex mu;
+      parallel_for(n, threads, [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mu);
+        chunks.emplace_back(b, e);
+      });
+      for (const auto& [b, e] : chunks)
+        EXPECT_EQ(parallel_owner(n, threads, b), parallel_owner(n, threads, e - 1)) << n << " on " << threads;
+      EXPECT_EQ(parallel_owner(n, threads, 0), 0);
+      EXPECT_EQ(parallel_owner(n, threads, n - 1), std::min<int64_t>(threads, n) - 1) << n << " on " << threads;
+      for (int64_t i = 1; i < n; ++i) {
+        const int step = parallel_owner(n, threads, i) - parallel_owner(n, threads, i - 1);
+        EXPECT_TRUE(step == 0 || step == 1) << n << " on " << threads << " at " << i;
+      }
+    }
+  EXPECT_EQ(parallel_owner(10, 2, 3), 0);
+  EXPECT_EQ(parallel_owner(10, 2, 4), 1);
+  EXPECT_EQ(parallel_owner(10, 2, 10), 0);
+  EXPECT_EQ(parallel_owner(10, 1, 9), 0);
 }
 
 TEST(Parallel, ExceptionsFromAnyChunkReachTheCaller) {

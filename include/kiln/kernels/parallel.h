@@ -52,4 +52,9 @@ class SpinningScope {
 // has run.
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
+// The thread that runs index i of parallel_for(n, threads, ...) as its own (0 when the region
+// runs inline): kernels that fetch the next index's data ahead ask whether the same thread runs
+// it. A thread that finishes early may still steal the piece; that only wastes the fetch.
+int parallel_owner(int64_t n, int threads, int64_t i);
+
 }  // namespace kiln::kernels
