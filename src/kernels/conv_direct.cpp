@@ -425,8 +425,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   float* slots = workspace + copy_total;
   // Output rows whose window reaches into the top or bottom padding skip those taps: K runs
   // (kh, kw, channel) or (kh, channel, kw), so the window rows inside the image are one range
-  // of K, and a row class is that range (class 0: all of K). The left and right padding cannot be skipped: a tile's
-  // pixels share its K loop. digits_cnn's 8x8 3x3 layer spent 1/12 of its FMAs on zero rows,
+  // of K, and a row class is that range (class 0: all of K). The left and right padding cannot
+  // be skipped: a tile's pixels share its K loop. digits_cnn's 8x8 3x3 layer spent 1/12 of its FMAs on zero rows,
   // a 7x7 layer (resnet50's layer4) 2/21.
   // (Kept in this thread's vectors, like the segments below; local references because the
   // pool's threads read them, and a thread_local named inside the lambda would be each one's own.)

@@ -95,13 +95,19 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   // batch fetch the batch this item runs next into L2.
   const bool stream = streams_weights(s);
   const int64_t items = split_rest ? threads * per_thread : tile_parts * group_parts;
+  // A split_rest item: thread th's j-th, a whole group or th's share of a group left over.
+  struct RestItem {
+    int64_t group;
+    bool whole;
+  };
+  auto rest_item = [&](int64_t item) {
+    const int64_t th = item / per_thread, j = item % per_thread;
+    const bool whole = j < whole_each;
+    return RestItem{whole ? th * whole_each + j : threads * whole_each + j - whole_each, whole};
+  };
   // The first group of an item (its tiles' fetches of the next batch end with the item's last).
   auto first_group = [&](int64_t item) {
-    if (split_rest) {
-      const int64_t th = item / per_thread, j = item % per_thread;
-      return j < whole_each ? th * whole_each + j : threads * whole_each + j - whole_each;
-    }
-    return groups * (item / tile_parts) / group_parts;
+    return split_rest ? rest_item(item).group : groups * (item / tile_parts) / group_parts;
   };
   // next_item: the item this thread runs after this one (-1: none), whose first batch the last
   // batch's tiles fetch (without it each item began on weights in L3: at two threads
@@ -112,10 +118,10 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
     int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
     int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
     if (split_rest) {
-      const int64_t th = item / per_thread, j = item % per_thread;
-      const bool whole = j < whole_each;
-      g0 = whole ? th * whole_each + j : threads * whole_each + j - whole_each, g1 = g0 + 1;
-      t0 = whole ? 0 : tiles * th / threads, t1 = whole ? tiles : tiles * (th + 1) / threads;
+      const RestItem r = rest_item(item);
+      const int64_t th = item / per_thread;
+      g0 = r.group, g1 = g0 + 1;
+      t0 = r.whole ? 0 : tiles * th / threads, t1 = r.whole ? tiles : tiles * (th + 1) / threads;
     }
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k0 = g * kCols;
