@@ -491,9 +491,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // tiles hold 14 accumulators, and both threads read every panel.) Two threads, in-process
   // pairs against that (Xeon 5th gen): 960 -> 160 at 7x7 0.814, 576 -> 160 0.839, 960 -> 320
   // 0.825, 1152 -> 192 0.937, 160 -> 960 0.983; mobilenet_v2's projections 0.85-0.88 inside it.
-  const bool split_rest =
-      threads > 1 && p.chunks == 1 && p.units >= threads && p.units % threads != 0 && p.tiles >= threads;
-  const int64_t whole_each = p.units / threads, per_thread = whole_each + p.units % threads;
+  const UnitShares shares{p.units, p.tiles, threads};
+  const bool split_rest = p.chunks == 1 && shares.uneven();
   const bool by_panels = !split_rest && threads > 1 && p.chunks * groups < want && (p.chunks * groups) % threads != 0 &&
                          round_up(groups, threads) <= panels;
   if (by_panels) groups = round_up(groups, threads);
@@ -511,7 +510,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     if (by_panels) return {panels * g / groups * NR, std::min(s.K, panels * (g + 1) / groups * NR)};
     return {p.units * g / groups * p.unit_cols, std::min(s.K, p.units * (g + 1) / groups * p.unit_cols)};
   };
-  const int64_t items = split_rest ? threads * per_thread : p.chunks * groups;
+  const int64_t items = split_rest ? shares.items() : p.chunks * groups;
   const int64_t parts = std::min<int64_t>(threads * kPiecesPerThread, items);
   const bool apply = !epilogue_is_identity(epi);
   // Weights that one chunk reads once an image and that are not in L2 when the layer starts
@@ -586,12 +585,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     };
     auto item_range = [&](int64_t item) {
       ItemRange r;
-      if (split_rest) {  // thread th's j-th item: a whole unit, or its share of a unit left over
-        const int64_t th = item / per_thread, j = item % per_thread;
-        const bool whole = j < whole_each;
-        const int64_t unit = whole ? th * whole_each + j : threads * whole_each + j - whole_each;
-        r.t0 = whole ? 0 : p.tiles * th / threads, r.t1 = whole ? p.tiles : p.tiles * (th + 1) / threads;
-        r.first_col = unit * p.unit_cols, r.end_col = std::min(s.K, r.first_col + p.unit_cols);
+      if (split_rest) {  // a whole unit, or a thread's share of a unit left over
+        const UnitShares::Item it = shares.item(item);
+        r.t0 = it.t0, r.t1 = it.t1;
+        r.first_col = it.unit * p.unit_cols, r.end_col = std::min(s.K, r.first_col + p.unit_cols);
       } else {
         const int64_t chunk = panel_major ? item % p.chunks : item / groups;
         const int64_t g = panel_major ? item / p.chunks : item % groups;

@@ -53,6 +53,28 @@ extern bool direct_stream_weights;
 // direct_stream_weights, for weights of kStreamWeightBytes or more (taken not to be in L2 when
 // the layer starts: from L3 or DRAM).
 bool streams_weights(const Conv2dShape& s);
+
+// Units of output channels (the general schedule's column units, the 1x1 schedule's 64-channel
+// groups) that the threads cannot share evenly, when each unit's tiles are its parts: each
+// thread takes units / threads whole units over every tile, then a 1/threads share of the
+// tiles of each unit left over, its items in one run (parallel.h: a thread runs its own run
+// first). Item i of items(): thread i / per_thread()'s (i % per_thread())-th.
+struct UnitShares {
+  int64_t units = 0, tiles = 0;
+  int threads = 1;
+  // Whether the split applies: more than one thread, at least a unit each, units left over.
+  bool uneven() const { return threads > 1 && units >= threads && units % threads != 0 && tiles >= threads; }
+  int64_t per_thread() const { return units / threads + units % threads; }
+  int64_t items() const { return threads * per_thread(); }
+  struct Item {
+    int64_t unit, t0, t1;  // the unit, and its tiles [t0, t1)
+  };
+  Item item(int64_t i) const {
+    const int64_t whole_each = units / threads, th = i / per_thread(), j = i % per_thread();
+    if (j < whole_each) return {th * whole_each + j, 0, tiles};
+    return {threads * whole_each + j - whole_each, tiles * th / threads, tiles * (th + 1) / threads};
+  }
+};
 // Whether lowering gives windows the table's 6 x 64 tile (direct_takes_p64; KILN_DIRECT_P64=0 at
 // start-up turns it off). The choice is recorded on each node (Conv2dShape::p64), so an
 // artifact runs the tile it was packed for whatever this says when it runs.

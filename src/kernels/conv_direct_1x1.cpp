@@ -74,40 +74,27 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   // from its own L2) unless the weight is the larger operand (resnet50's layer3 and layer4:
   // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
   int64_t tile_parts = 1, group_parts = 1;
+  const UnitShares shares{groups, tiles, threads};
   bool split_rest = false;
-  int64_t whole_each = 0, per_thread = 0;
   if (threads > 1) {
     const int64_t want = threads * kPiecesPerThread;
     if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
     else tile_parts = std::min(tiles, want);
     // Groups the threads cannot share evenly (mobilenet_v2's 96 -> 576 at 14x14: 9 groups, 4
-    // for one thread and 5 for the other): each thread takes as many whole groups as the
-    // others and a 1/threads share of the tiles of each group left over, its items in one run
-    // (the pool runs a thread's own run first), as conv_direct's split_rest. Two threads,
+    // for one thread and 5 for the other): shared out as UnitShares says. Two threads,
     // in-process pairs (Xeon 5th gen): those expands 0.90-0.94 inside mobilenet_v2, the
     // depthwise layers after them 1.05-1.07 (they read more of the other core's output), the
     // model 0.982 (100 pairs); alone, hot in cache, 0.996-1.004.
-    split_rest = group_parts > 1 && groups % threads != 0 && groups >= threads && tiles >= threads;
-    whole_each = groups / threads, per_thread = whole_each + groups % threads;
+    split_rest = group_parts > 1 && shares.uneven();
   }
   // Weights not in L2 when the layer starts (resnet50's layer3 and layer4 1x1s from DRAM,
   // mobilenet_v2's 14x14 ones from L3; conv_direct's kStreamWeightBytes): the tiles of each
   // batch fetch the batch this item runs next into L2.
   const bool stream = streams_weights(s);
-  const int64_t items = split_rest ? threads * per_thread : tile_parts * group_parts;
-  // A split_rest item: thread th's j-th, a whole group or th's share of a group left over.
-  struct RestItem {
-    int64_t group;
-    bool whole;
-  };
-  auto rest_item = [&](int64_t item) {
-    const int64_t th = item / per_thread, j = item % per_thread;
-    const bool whole = j < whole_each;
-    return RestItem{whole ? th * whole_each + j : threads * whole_each + j - whole_each, whole};
-  };
+  const int64_t items = split_rest ? shares.items() : tile_parts * group_parts;
   // The first group of an item (its tiles' fetches of the next batch end with the item's last).
   auto first_group = [&](int64_t item) {
-    return split_rest ? rest_item(item).group : groups * (item / tile_parts) / group_parts;
+    return split_rest ? shares.item(item).unit : groups * (item / tile_parts) / group_parts;
   };
   // next_item: the item this thread runs after this one (-1: none), whose first batch the last
   // batch's tiles fetch (without it each item began on weights in L3: at two threads
@@ -117,11 +104,9 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
     int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
     int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
-    if (split_rest) {
-      const RestItem r = rest_item(item);
-      const int64_t th = item / per_thread;
-      g0 = r.group, g1 = g0 + 1;
-      t0 = r.whole ? 0 : tiles * th / threads, t1 = r.whole ? tiles : tiles * (th + 1) / threads;
+    if (split_rest) {  // a whole group, or a thread's share of a group left over
+      const UnitShares::Item it = shares.item(item);
+      g0 = it.unit, g1 = g0 + 1, t0 = it.t0, t1 = it.t1;
     }
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k0 = g * kCols;

@@ -55,7 +55,6 @@ inline int64_t depthwise_units(const Conv2dShape& s, int lanes, bool blocked) {
 // Floats of one part's scratch, the tallest band's: the plane kernel's padded plane, or the
 // blocked kernel's scratch plus a line to align it.
 int64_t depthwise_slot(const Conv2dShape& s, const DepthwiseSplit& d, int lanes, bool blocked);
-// fill_block_padding (dispatch.h): the padding of a block's padded plane.
 
 // Runs body(band, first unit, end unit, slot) for each part of `split` (its band of output rows
 // and its share of `units`: planes or channel blocks), each part on `slot_floats` of scratch of

@@ -185,7 +185,6 @@ class Pool {
     for (auto& t : workers_) t.join();
   }
 
-
  private:
   // state_ holds the region's generation and how many workers may help the caller; each
   // thread's slot holds the generation too, with the front and back of the pieces it has not
