@@ -41,13 +41,14 @@ void BM_Conv(benchmark::State& st) {
       if (conv_tactic_name(t) == std::string(forced) && conv_tactic_unsupported(t, s).empty()) tactic = t;
   // KILN_CONV_BLOCKED=1: a direct or depthwise layer reads and writes channel-blocked
   // activations, as between two such layers in a model (lower/blocked_layout.cpp).
-  // A direct layer whose input channels are not a multiple of 8 (a stem on RGB) reads the plain
-  // input and writes blocked output, as in a model.
+  // A direct layer whose input channels are not a multiple of 8 (a stem on RGB), or a depthwise
+  // one of one input channel (digits_cnn's first), reads the plain input and writes blocked
+  // output, as in a model.
   if (const char* b = std::getenv("KILN_CONV_BLOCKED");
       b && std::string(b) == "1" && (tactic == ConvTactic::Direct || tactic == ConvTactic::Depthwise) &&
       s.K % kConvBlock == 0) {
     if (s.C % kConvBlock == 0) s.x_blocked = s.y_blocked = true;
-    else if (tactic == ConvTactic::Direct) s.y_blocked = true;
+    else if (tactic == ConvTactic::Direct || s.C == 1) s.y_blocked = true;
   }
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);

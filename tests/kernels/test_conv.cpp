@@ -907,6 +907,12 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // with a partial unit and a batch of 2.
       shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16), shape(2, 24, 20, 36, 24, 5, 5, 2, 2, 1, 24),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
+      // One input channel (depthwise_single_channel): 24 outputs (a partial 16-lane unit) at
+      // stride 2 on odd sizes (rows of a 4-pixel group and singles); 5x5 on 21-wide rows, in
+      // bands of 60 input rows at two threads; 8 outputs (half a 16-lane unit), dilation 2; 7x7
+      // at stride 2 into 32 (49 taps, two units).
+      shape(2, 1, 13, 11, 24, 3, 3, 2, 1, 1, 1), shape(1, 1, 60, 21, 16, 5, 5, 1, 2, 1, 1),
+      shape(1, 1, 12, 12, 8, 3, 3, 1, 2, 2, 1), shape(1, 1, 15, 15, 32, 7, 7, 2, 3, 1, 1),
   };
   int ran = 0;
   for (const KernelTable* t : test::all_tables()) {
@@ -961,6 +967,7 @@ TEST(Conv, ChannelMeansAreTheOutputPlanesMeans) {
       {shape(2, 24, 36, 20, 24, 5, 5, 2, 2, 1, 24), ConvTactic::Depthwise, false},
       {shape(1, 24, 56, 28, 24, 5, 5, 2, 2, 1, 24), ConvTactic::Depthwise, false},  // bands from 56 input rows
       {shape(1, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1), ConvTactic::Direct, false},
+      {shape(2, 1, 9, 21, 24, 3, 3, 1, 1, 1, 1), ConvTactic::Depthwise, false},  // one input channel
   };
   int ran = 0;
   for (const KernelTable* t : test::all_tables())
@@ -971,12 +978,13 @@ TEST(Conv, ChannelMeansAreTheOutputPlanesMeans) {
           const bool blockable = t->simd_width >= 8 && (c.tactic == ConvTactic::Direct || t->depthwise_block);
           if (blocked_io && !blockable) continue;
           if (c.in_place && !blocked_io) continue;
-          s.x_blocked = s.y_blocked = blocked_io;
+          // (one input channel is never read blocked: only its output is)
+          s.x_blocked = blocked_io && s.C % kConvBlock == 0, s.y_blocked = blocked_io;
           if (!conv_tactic_unsupported(c.tactic, s).empty()) continue;
           const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
           auto x = random_vec(s.N * s.C * HW, 21), w = random_vec(s.K * (s.C / s.group) * s.R * s.S, 22);
           const auto bias = random_vec(s.K, 23);
-          if (blocked_io) x = blocked(x, s.N, s.C, HW);
+          if (s.x_blocked) x = blocked(x, s.N, s.C, HW);
           std::vector<float> packed(conv_packed_weight_floats_on(*t, c.tactic, s));
           conv_pack_weight_on(*t, c.tactic, s, w.data(), packed.data());
           std::vector<float> ws(conv_workspace_floats_on(*t, c.tactic, s, threads));

@@ -539,6 +539,110 @@ bool depthwise_pairs_s1_apply(const DepthwisePlane& g) {
          (g.OW >= kPairS1MinWidth || g.OW == 2 * kPairS1Group);
 }
 
+// One input channel into the block's channels (digits_cnn's 1 -> 16 first layer), output
+// channel-blocked: every lane reads the same input pixel, so a tap is one broadcast input float
+// times the tap's W weights (the pair copy's, TileEpilogue::pair_weights), read from a
+// zero-padded copy of the plane as plain floats (Hp x Wp, in the scratch's plane). The general
+// path below transposed W copies of the plane into the padded plane and staged every pixel:
+// digits_cnn's layer (360 images of 8x8) took ~340 us at one thread there. The sums and the
+// epilogue run in its order (kh, kw from zero; fma(acc, alpha, bias), + residual, activation),
+// so the floats are its floats. NP output pixels of a row a step.
+template <int NP, int SW, int K, Act A, class VV>
+[[gnu::always_inline]] inline void single_channel_pixels(const DepthwisePlane& g, int64_t Wp, const VV* wv,
+                                                         const float* row, const PairOut<A, VV>& po, VV bias,
+                                                         int nc, int64_t at, const TileEpilogue& e,
+                                                         int64_t out_plane, VV& sum) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  const int64_t step = SW == 0 ? g.stride_w : SW;
+  const int64_t R = K > 0 ? K : g.R, S = K > 0 ? K : g.S, dh = K > 0 ? 1 : g.dil_h, dw = K > 0 ? 1 : g.dil_w;
+  VV r[NP];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) r[p] = VV::zero();
+#pragma GCC unroll 8
+  for (int64_t kh = 0; kh < R; ++kh) {
+    const float* in = row + kh * dh * Wp;
+#pragma GCC unroll 8
+    for (int64_t kw = 0; kw < S; ++kw) {
+      const VV w = wv[kh * S + kw];
+      const float* px = in + kw * dw;
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) r[p] = fma(w, VV::set1(px[p * step]), r[p]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    VV y = fma(r[p], po.alpha, bias);
+    if (e.residual) y = y + load_pixel_blocks(e.residual + (at + p) * kB, e.ldr, nc);
+    y = activate<A>(y, po.act_a, po.act_b);
+    float* o = po.out + (at + p) * kB;
+    // (nc is 8 or 16: K is a multiple of 8 with blocked output)
+    if constexpr (VV::W == 16) {
+      if (nc > 8) y.store_halves(o, o + out_plane);
+      else y.store_first(o, 8);
+    } else {
+      y.store(o);
+    }
+    if (e.sums) sum = sum + y;
+  }
+}
+
+// Most taps the single-channel kernel holds as weight vectors (a 7x7 window).
+constexpr int64_t kSingleChannelMaxTaps = 49;
+
+template <int SW, int K, Act A, class VV = V>
+void depthwise_single_channel(const DepthwisePlane& g, int64_t Hp, int64_t Wp, const float* x, int nc,
+                              float* plane, float* out, int64_t out_plane, const TileEpilogue& e) {
+  static_assert(VV::W == 16 || VV::W == 8, "channel-blocked output needs 8 or 16 lanes");
+  constexpr int64_t kB = 8;  // kConvBlock
+  const int64_t RS = g.R * g.S;
+  // The plane with its zero border, row by row: zeros, then the row over them (vector by
+  // vector: digits_cnn's 8-float rows spent more in memset and memmove calls than in copying).
+  for (int64_t h = 0; h < Hp; ++h) {
+    float* d = plane + h * Wp;
+    int64_t i = 0;
+    for (; i + VV::W <= Wp; i += VV::W) VV::zero().store(d + i);
+    if (i < Wp) VV::zero().store_first(d + i, static_cast<int>(Wp - i));
+    const int64_t ih = h - g.pad_top;
+    if (ih < 0 || ih >= g.H) continue;
+    const float* src = x + ih * g.W;
+    d += g.pad_left;
+    for (i = 0; i + VV::W <= g.W; i += VV::W) VV::load(src + i).store(d + i);
+    if (i < g.W) {
+      const int n = static_cast<int>(g.W - i);
+      VV::load_first(src + i, n).store_first(d + i, n);
+    }
+  }
+  // Tap t's weights: lanes 0-7 the first 8-channel block's, 8-15 the second's (pair copy: per
+  // block and tap, its 8 weights twice, 16 floats).
+  VV wv[K > 0 ? K * K : kSingleChannelMaxTaps];
+  for (int64_t t = 0; t < RS; ++t) {
+    const float* pw = e.pair_weights + t * 2 * kB;
+    if constexpr (VV::W == 16) wv[t] = nc > 8 ? VV::load_halves(pw, pw + RS * 2 * kB) : VV::load_first(pw, 8);
+    else wv[t] = VV::load(pw);
+  }
+  alignas(64) float bias_lanes[VV::W] = {};
+  if (e.bias)
+    for (int c = 0; c < nc; ++c) bias_lanes[c] = e.bias[c];
+  const VV bias = VV::load(bias_lanes);
+  // (PairOut's alpha, activation constants and output; its residual and weights go unused.)
+  const PairOut<A, VV> po{VV::set1(e.alpha), bias, VV::set1(e.act_alpha), VV::set1(e.act_beta), nullptr, out,
+                          nullptr};
+  const int64_t step = SW == 0 ? g.stride_w : SW;
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const float* row = plane + oh * g.stride_h * Wp;
+    const int64_t at = oh * g.OW;
+    int64_t ow = 0;
+    VV sum = VV::zero();  // TileEpilogue::sums: the row's, in float, then in double
+    for (; ow + 8 <= g.OW; ow += 8)
+      single_channel_pixels<8, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+    for (; ow + 4 <= g.OW; ow += 4)
+      single_channel_pixels<4, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+    for (; ow < g.OW; ++ow)
+      single_channel_pixels<1, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+    if (e.sums) add_lane_sums(sum, nc, e.sums);
+  }
+}
+
 // KernelTable::depthwise_block_wants_apart.
 bool depthwise_block_wants_apart(const DepthwisePlane& g) { return depthwise_pairs_s1_apply(g); }
 
@@ -546,6 +650,21 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                      bool* padding_zeroed, float* out, int64_t out_plane, const TileEpilogue& e, bool x_blocked,
                      bool y_blocked) {
   constexpr int64_t kW = V::W;
+  // One input channel (x_plane 0: every lane reads image n's plane) into blocked output.
+  if constexpr (kW == 16 || kW == 8)
+  if (x_plane == 0 && !x_blocked && y_blocked && e.pair_weights && e.bias_mode != TileEpilogue::Bias::Scalar &&
+      g.R * g.S <= kSingleChannelMaxTaps) {
+    const DepthwiseBlockScratch sb = depthwise_block_scratch(g, kW);
+    float* plane = scratch + sb.plane;
+    if (padding_zeroed) *padding_zeroed = false;  // the plane now holds plain floats
+    const bool k3 = g.R == 3 && g.S == 3 && g.dil_h == 1 && g.dil_w == 1;
+    with_act(e.act, [&]<Act A>() {
+      if (k3 && g.stride_w == 1) depthwise_single_channel<1, 3, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
+      else if (k3 && g.stride_w == 2) depthwise_single_channel<2, 3, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
+      else depthwise_single_channel<0, 0, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
+    });
+    return;
+  }
   if constexpr (kW == 16) {
     // The pair kernel when in and out are blocked, whole 8-channel blocks, the weights' pair copy
     // is there (conv2d always passes it: K is then a multiple of 8), and the output does not

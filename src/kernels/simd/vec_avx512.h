@@ -24,6 +24,11 @@ struct Vec512 {
     return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1)};
   }
   void store_first(float* p, int n) const { _mm512_mask_storeu_ps(p, first(n), v); }
+  // The low 8 floats at lo, the high 8 at hi (two unmasked 256-bit stores).
+  void store_halves(float* lo, float* hi) const {
+    _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
+    _mm256_storeu_ps(hi, _mm512_extractf32x8_ps(v, 1));
+  }
   // [a's low 8, b's low 8] and [a's high 8, b's high 8]: two pixels' halves of 16 channels as
   // the pixels' two 8-channel blocks (kConvBlock).
   static Vec512 low_halves(Vec512 a, Vec512 b) { return {_mm512_shuffle_f32x4(a.v, b.v, 0x44)}; }
