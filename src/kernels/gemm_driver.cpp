@@ -181,6 +181,14 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         Panels a{nullptr, 0};
         if (p.a_packed) {
           a = prepacked(p.a_packed, ic / MR, MR, p.K, pc);
+        } else if (p.a_rows) {  // only the tail rows: the two half tiles as panels 0 and 1, or one
+          if (split_tail) {
+            p.pack_a(ic + tail_row, tail_first, pc, kc, abuf);
+            p.pack_a(ic + tail_row + tail_first, MR + tail - tail_first, pc, kc, abuf + kc * MR);
+          } else if (tail > 0) {
+            p.pack_a(ic + whole_tiles * MR, tail, pc, kc, abuf);
+          }
+          a = Panels{abuf, kc * MR};
         } else if (split_tail) {
           p.pack_a(ic, tail_row + tail_first, pc, kc, abuf);
           p.pack_a(ic + tail_row + tail_first, MR + tail - tail_first, pc, kc, abuf + whole_tiles * kc * MR);
@@ -224,6 +232,26 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
               if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, MR, whole * NR, te);
             }
             if (whole * NR < nc) tile(ir, whole * NR);
+          }
+        } else if (p.a_rows) {
+          // Each panel's whole row tiles reading A in place, then the packed tail.
+          const int64_t in_place = split_tail ? whole_tiles - 1 : whole_tiles;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+            if (in_place > 0) {
+              const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic, jc + jr) : TileEpilogue{};
+              float* c = p.C + ic * p.ldc + jc + jr;
+              t.tile_a_rows_col_strip[(nr + t.simd_width - 1) / t.simd_width - 1](
+                  kc, p.a_rows + ic * p.lda + pc, p.lda, b.first + (jr / NR) * b.stride, c, p.ldc, nr, in_place,
+                  load_c, last && epi && regs_epi ? &te : nullptr, next_panel(jr));
+              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, in_place * MR, nr, te);
+            }
+            if (split_tail) {
+              tile_at(tail_row, jr, static_cast<int>(tail_first), 0);
+              tile_at(tail_row + tail_first, jr, static_cast<int>(MR + tail - tail_first), 1);
+            } else if (tail > 0) {
+              tile_at(whole_tiles * MR, jr, static_cast<int>(tail), 0);
+            }
           }
         } else {
           // Each whole panel's whole row tiles in one call, the rest one by one.

@@ -29,6 +29,10 @@ struct GemmProblem {
   // pack_a takes any first row, not only multiples of mr: the driver may then pack a block's
   // short tail with its last whole tile as two panels of about half as many rows each.
   bool a_any_rows = false;
+  // Or, with pack_a and a packed B, A read in place by the whole row tiles (row i at a_rows +
+  // i * lda; KernelTable::tile_a_rows_col_strip), pack_a packing only a block's tail rows.
+  const float* a_rows = nullptr;
+  int64_t lda = 0;
   const float* b_packed = nullptr;  // nr-column panels over the full K (panel q at q*K*nr), or
   PackBBlock pack_b;                //   packed per block by this, or
   BRows b_rows;                     //   read in place through row pointers (no packing)

@@ -12,6 +12,15 @@
 namespace kiln::kernels {
 using detail::ceil_div;
 
+// Widest product (in panels of B) whose whole row tiles read A in place (gemm_run, GemmProblem::
+// a_rows) instead of a packed copy per row block. Packing reads and writes A once, which a
+// narrow product does not earn back: in-process pairs on one / two cores (Xeon 5th gen), in
+// place against packed, 360 x 64 x 512 (digits_cnn's classifier) 0.64 / 0.68, 3136 x 256 x 64
+// 0.91 / 0.77, 1024 x 256 x 1024 0.92 / 0.82, 1024 x 512 x 1024 0.95 / 0.89, 1024^3 0.97 /
+// 0.97, 128 x 768 x 768 1.00 / 0.95; from 24 panels on even (1536^3 1.00 / 1.01, 2048^3 1.01
+// / 1.00, 128 x 3072 x 768 1.01 / 1.00, GPT-2's 128 x 50257 x 768 head 1.01 / 1.00).
+constexpr int64_t kARowsMaxPanels = 16;
+
 size_t packed_b_floats_on(const KernelTable& t, int64_t K, int64_t N) {
   return static_cast<size_t>(ceil_div(N, t.gemm.nr) * t.gemm.nr * K);
 }
@@ -31,6 +40,7 @@ void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, con
   };
   p.pack_a = pack_a;
   p.a_any_rows = true;
+  if (N <= kARowsMaxPanels * t.gemm.nr && t.tile_a_rows_col_strip[0]) p.a_rows = A, p.lda = lda;
   p.b_packed = packed_b;
   p.C = C, p.ldc = ldc, p.epi = &epi;
   detail::gemm_run(t, p, threads);

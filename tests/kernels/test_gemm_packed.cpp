@@ -103,15 +103,37 @@ TEST(GemmPacked, CrossesCacheBlocksAndThreads) {
 // A row block whose tail is at most mr / 2 rows runs its last whole tile and the tail as two
 // tiles of about (mr + tail) / 2 rows from two separately packed panels (gemm_driver.cpp): every
 // row, its per-row bias and its residual must still land where they belong, past a cache block
-// (M = 184: 168 + 14 + 2) and on two threads.
+// (M = 184: 168 + 14 + 2) and on two threads; with A read in place (up to 16 panels of B) and
+// packed (wider).
 TEST(GemmPacked, ShortRowTailsSplitIntoTwoTiles) {
   for (const KernelTable* t : all_tables()) {
-    const int64_t mr = t->gemm.mr;
+    const int64_t mr = t->gemm.mr, wide = 16 * t->gemm.nr + 6;
     for (int64_t M : {mr + 1, 2 * mr + mr / 2, int64_t{128}, int64_t{184}})
-      for (int threads : {1, 2}) {
-        check(*t, Which::PackedB, {M, 70, 40, Act::Relu, true, true, true, 1.f, threads});
-        check(*t, Which::PackedB, {M, 33, 300, Act::None, true, false, false, 0.5f, threads});
-      }
+      for (int threads : {1, 2})
+        for (int64_t N : {int64_t{70}, wide}) {
+          check(*t, Which::PackedB, {M, N, 40, Act::Relu, true, true, true, 1.f, threads});
+          check(*t, Which::PackedB, {M, N - 37, 300, Act::None, true, false, false, 0.5f, threads});
+        }
+  }
+}
+
+// Products up to 16 panels of B wide read A in place (KernelTable::tile_a_rows_col_strip),
+// packing only each row block's tail: digits_cnn's classifier (360 x 512 -> 64, then -> 10), a
+// tail of every length, two K blocks (K = 1000: the residual and epilogue after the second),
+// two panels and a partial third, 16 panels, one and two threads; and 17 panels, which pack A.
+TEST(GemmPacked, NarrowProductsReadAInPlace) {
+  for (const KernelTable* t : all_tables()) {
+    const int64_t mr = t->gemm.mr, nr = t->gemm.nr;
+    for (int threads : {1, 2}) {
+      check(*t, Which::PackedB, {360, 64, 512, Act::Relu, true, false, false, 1.f, threads});
+      check(*t, Which::PackedB, {360, 10, 64, Act::None, true, false, false, 1.f, threads});
+      for (int64_t tail = 1; tail < mr; ++tail)
+        check(*t, Which::PackedB, {4 * mr + tail, nr + 5, 37, Act::Silu, true, true, true, 0.5f, threads});
+      check(*t, Which::PackedB, {97, 2 * nr, 1000, Act::Relu, true, true, true, 1.f, threads});
+      check(*t, Which::PackedB, {61, 2 * nr + 1, 33, Act::None, true, false, true, 1.f, threads});
+      check(*t, Which::PackedB, {29, 16 * nr, 20, Act::None, true, true, false, 1.f, threads});
+      check(*t, Which::PackedB, {29, 16 * nr + 3, 20, Act::Relu, true, false, true, 1.f, threads});
+    }
   }
 }
 

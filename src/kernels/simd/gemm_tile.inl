@@ -30,6 +30,18 @@ struct RowPointers {
   }
 };
 
+// Where step p of the K loop finds the tile's A values: a packed panel (the GMR floats of a
+// step consecutive) or A in place (row r of the tile at a + r * lda, one float a step).
+struct PackedA {
+  float at(const float* ap, int r) const { return ap[r]; }
+  int64_t step() const { return GMR; }
+};
+struct RowsA {
+  int64_t lda;
+  float at(const float* ap, int r) const { return ap[r * lda]; }
+  int64_t step() const { return 1; }
+};
+
 // The common full tile: per-row bias or none, optional residual, Relu or no activation, in
 // the order of the general path below (so bit-identical to it), without its per-vector checks.
 template <int ROWS, int NVEC, bool RES>
@@ -104,9 +116,9 @@ struct NextPanel {
   int64_t count = 0;             // lines in the share
 };
 
-template <int ROWS, int NVEC, class BSource>
+template <int ROWS, int NVEC, class BSource, class ASource = PackedA>
 inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, float* __restrict c, int64_t ldc,
-                      int nr, bool load_c, const TileEpilogue* epi, NextPanel next = {}) {
+                      int nr, bool load_c, const TileEpilogue* epi, NextPanel next = {}, ASource as = {}) {
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
@@ -127,7 +139,7 @@ inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, f
     for (int v = 0; v < NVEC; ++v) bv[v] = b.load(bp, v, NVEC);
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; ++r) {
-      V ar = V::set1(ap[r]);
+      V ar = V::set1(as.at(ap, r));
 #pragma GCC unroll 4
       for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
     }
@@ -135,13 +147,13 @@ inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, f
   // Few rows: the kernel streams B (a GEMV reads each packed weight once), so fetch it well
   // ahead, across page boundaries the hardware prefetcher stops at.
   if constexpr (ROWS <= 2 && BSource::kStream) {
-    for (int64_t p = 0; p < kc; ++p, a += GMR) {
+    for (int64_t p = 0; p < kc; ++p, a += as.step()) {
       prefetch(b.row(p) + kStreamAhead);
       step(a, b.row(p));
     }
   } else {
     int64_t p = 0;
-    for (const int64_t n = std::min(next.count, kc); p < n; ++p, a += GMR) {
+    for (const int64_t n = std::min(next.count, kc); p < n; ++p, a += as.step()) {
       prefetch_l2(next.lines + p * kLineFloats);
       step(a, b.row(p));
     }
@@ -149,9 +161,9 @@ inline void tile_core(int64_t kc, const float* __restrict a, const BSource& b, f
     // (the scalar adds otherwise take issue slots on the FMA ports): gemm 1024^3 on one core
     // 0.966 of the time, BERT's 128 x 3072 x 768 0.968 and 128 x 768 x 3072 0.977, two cores
     // 0.997 (in-process pairs, Xeon 5th gen; by four: 0.991, noisier).
-    for (; p + 2 <= kc; p += 2, a += 2 * GMR) {
+    for (; p + 2 <= kc; p += 2, a += 2 * as.step()) {
       step(a, b.row(p));
-      step(a + GMR, b.row(p + 1));
+      step(a + as.step(), b.row(p + 1));
     }
     if (p < kc) step(a, b.row(p));
   }
@@ -204,17 +216,19 @@ void gemm_tile_rows_strip(int64_t kc, const float* a, const float* const* brows,
   }
 }
 
-// `count` whole GMR-row tiles down one GNR-column panel of B (BSource), the A panels a_stride apart;
-// next_b (or null): the next strip's panel, each tile fetching its share of the lines.
-template <class BSource>
-inline void col_strip(int64_t kc, const float* a, int64_t a_stride, const BSource& b, float* c, int64_t ldc,
-                      int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b = nullptr) {
+// `count` whole GMR-row tiles down one GNR-column panel of B (BSource), NV vectors of it, the
+// first nr columns stored; the tiles' A a_stride floats apart (ASource); next_b (or null): the
+// next strip's panel, each tile fetching its share of the lines.
+template <int NV, class BSource, class ASource = PackedA>
+inline void col_strip(int64_t kc, const float* a, int64_t a_stride, const BSource& b, float* c, int64_t ldc, int nr,
+                      int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b = nullptr,
+                      ASource as = {}) {
   TileEpilogue e = epi ? *epi : TileEpilogue{};
   const int64_t lines = next_b ? kc * GNR / kLineFloats : 0, share = (lines + count - 1) / count;
   for (int64_t q = 0; q < count; ++q, a += a_stride, c += GMR * ldc) {
     const int64_t first = std::min(lines, q * share);
     const NextPanel next{next_b ? next_b + first * kLineFloats : nullptr, std::min(lines - first, share)};
-    tile_core<GMR, GNR / V::W>(kc, a, b, c, ldc, GNR, load_c, epi ? &e : nullptr, next);
+    tile_core<GMR, NV>(kc, a, b, c, ldc, nr, load_c, epi ? &e : nullptr, next, as);
     if (e.bias_mode == TileEpilogue::Bias::PerRow) e.bias += GMR;
     if (e.residual) e.residual += GMR * e.ldr;
   }
@@ -222,12 +236,18 @@ inline void col_strip(int64_t kc, const float* a, int64_t a_stride, const BSourc
 // KernelTable::tile_col_strip: over one packed panel.
 void gemm_tile_col_strip(int64_t kc, const float* a, int64_t a_stride, const float* b, float* c, int64_t ldc,
                          int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b) {
-  col_strip(kc, a, a_stride, PackedPanel{b}, c, ldc, count, load_c, epi, next_b);
+  col_strip<GNR / V::W>(kc, a, a_stride, PackedPanel{b}, c, ldc, GNR, count, load_c, epi, next_b);
+}
+// KernelTable::tile_a_rows_col_strip[NV - 1]: over one packed panel, A read in place.
+template <int NV>
+void gemm_tile_a_rows_col_strip(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                int nr, int64_t count, bool load_c, const TileEpilogue* epi, const float* next_b) {
+  col_strip<NV>(kc, a, GMR * lda, PackedPanel{b}, c, ldc, nr, count, load_c, epi, next_b, RowsA{lda});
 }
 // KernelTable::tile_rows_col_strip: over B's rows in place, columns col .. col + GNR.
 void gemm_tile_rows_col_strip(int64_t kc, const float* a, int64_t a_stride, const float* const* brows, int64_t col,
                               float* c, int64_t ldc, int64_t count, bool load_c, const TileEpilogue* epi) {
-  col_strip(kc, a, a_stride, RowPointers<false>{brows, col, V::W}, c, ldc, count, load_c, epi);
+  col_strip<GNR / V::W>(kc, a, a_stride, RowPointers<false>{brows, col, V::W}, c, ldc, GNR, count, load_c, epi);
 }
 
 // One panel's first NV vectors of columns (K * GNR floats from p), its first `cols` stored.
@@ -309,6 +329,7 @@ void fill_tile_widths(KernelTable& t) {
   if constexpr (NV > 0) {
     static_assert(NV <= KernelTable::kMaxTileVectors, "a panel of more vectors than the table holds");
     t.tile[ROWS - 1][NV - 1] = gemm_tile<ROWS, NV>;
+    if constexpr (ROWS == GMR) t.tile_a_rows_col_strip[NV - 1] = gemm_tile_a_rows_col_strip<NV>;
     t.tile_rows[ROWS - 1][NV - 1][0] = gemm_tile_rows<ROWS, NV, false>;
     t.tile_rows[ROWS - 1][NV - 1][1] = gemm_tile_rows<ROWS, NV, true>;
     fill_tile_widths<ROWS, NV - 1>(t);
