@@ -121,6 +121,9 @@ std::string render_text(const BenchResult& r) {
     if (r.load_before > r.cores)
       s += "  note: the machine was busy before the bench started: other work shares the cores, compare with care\n";
   }
+  if (!r.pinned_cpus.empty())
+    s += str_cat("pinned: every backend ran on CPU", r.pinned_cpus.find(',') == std::string::npos ? " " : "s ",
+                 r.pinned_cpus, " (--no-pin lets the scheduler place them)\n");
   if (r.capacity_before > 0) {
     s += str_cat("parallel capacity: ", fmt("%.2f", r.capacity_before), " before, ", fmt("%.2f", r.capacity_after),
                  " after, of ", r.capacity_threads, " (FMA rate of ", r.capacity_threads,
@@ -191,6 +194,7 @@ std::string render_json(const BenchResult& r) {
   j.set("warmup", r.warmup);
   j.set("block", r.block);
   j.set("cores", r.cores);
+  j.set("pinned_cpus", r.pinned_cpus.empty() ? json::Value() : json::Value(r.pinned_cpus));
   json::Value& load = j.set("load_avg", json::Array{});
   for (double l : {r.load_before, r.load_after}) load.push(l >= 0 ? json::Value(l) : json::Value());
   if (r.capacity_before > 0) {

@@ -52,6 +52,7 @@ struct BenchResult {
   int64_t batch = 1;
   int runs = 0, warmup = 0, block = 0;
   int cores = 1;                             // hardware threads of the machine
+  std::string pinned_cpus;                   // the CPUs every backend ran on ("": not pinned)
   double load_before = -1, load_after = -1;  // 1-minute load averages (-1: unknown)
   // With more than one thread: the FMA throughput of min(threads, cores) threads together over
   // one alone, before and after the timed runs (analysis::parallel_capacity); 0 = not measured.

@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -104,6 +106,33 @@ void write_file(const std::string& path, std::string_view text) {
     KILN_CHECK(f.good(), path, ": cannot write");
   }
   KILN_CHECK(in_place || std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
+}
+
+std::string pin_to_first_cpus(int threads) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (threads < 1 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) <= threads) return "";
+  cpu_set_t chosen;
+  CPU_ZERO(&chosen);
+  std::string list;
+  for (int cpu = 0, taken = 0; cpu < CPU_SETSIZE && taken < threads; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) {
+      CPU_SET(cpu, &chosen);
+      list += (taken++ ? "," : "") + std::to_string(cpu);
+    }
+  // Every thread of the process (sched_setaffinity sets one thread's mask; a pool started
+  // before this call keeps its own otherwise).
+  bool all = true;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
+    if (tid > 0 && sched_setaffinity(tid, sizeof chosen, &chosen) != 0) all = false;
+  }
+  if (ec || sched_setaffinity(0, sizeof chosen, &chosen) != 0 || !all) {
+    sched_setaffinity(0, sizeof allowed, &allowed);  // best effort back to where it was
+    return "";
+  }
+  return list;
 }
 
 }  // namespace kiln::cli

@@ -52,4 +52,14 @@ class TempDir {
 // such as /dev/stdout, a pipe) is written in place. Throws "PATH: cannot write".
 void write_file(const std::string& path, std::string_view text);
 
+// Pins this process (every thread it has now; threads and child processes started later
+// inherit it) to the first `threads` CPUs it may run on, when that is fewer than all of them,
+// so that a timed comparison runs kiln and its peer (ONNX Runtime's child process) on the same
+// cores: the vCPUs of a virtual machine can run at different speeds at the same moment (the
+// project's 2-vCPU host read 177 and 115 GFLOP/s on its two a second apart), and one thread of
+// each landing on different ones skewed one-thread ratios by tens of percent. Returns the CPUs
+// chosen ("0", "0,1"), or "" when it did not pin (the threads cover every CPU, or the system
+// refused).
+std::string pin_to_first_cpus(int threads);
+
 }  // namespace kiln::cli

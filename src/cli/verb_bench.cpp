@@ -193,7 +193,7 @@ int verb_bench(int argc, char** argv) {
   Args a("bench", argc, argv,
          {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--dim", "--shape", "--input",
           "--seed", "--ort-script", "--ort-model"},
-         {"--json", "--check", "--quiet"});
+         {"--json", "--check", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln bench: expected one MODEL argument (kiln bench MODEL [--vs ort] ...)");
   const std::string model_path = a.positional()[0];
 
@@ -223,6 +223,8 @@ int verb_bench(int argc, char** argv) {
   }
   KILN_CHECK(fs::exists(model_path), model_path, ": cannot open");
 
+  // Every backend on the same `threads` CPUs (the peer's child process inherits them).
+  const std::string pinned = a.has("--no-pin") ? "" : pin_to_first_cpus(threads);
   TempDir work("kiln-bench");  // the peer's .npy files and the compiled artifact
   ShapeFlags sf = parse_shape_flags(a);
   Subject subject = load_subject(model_path, wants("interp") || vs_ort, vs_ort, ort_model, sf, threads, work.path());
@@ -237,6 +239,7 @@ int verb_bench(int argc, char** argv) {
   r.runs = plan.runs;
   r.warmup = plan.warmup;
   r.cores = kernels::hardware_threads();
+  r.pinned_cpus = pinned;
   r.load_before = load_before;
   r.inputs = inputs.origins;
   r.random_integers = inputs.random_integers;

@@ -53,7 +53,7 @@ int verb_profile(int argc, char** argv) {
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
           "--shape", "--cache", "--vs", "--ort-script"},
-         {"--json", "--explain", "--scaling", "--quiet"});
+         {"--json", "--explain", "--scaling", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
   KILN_CHECK(fs::exists(path), "kiln profile: ", path, ": cannot open");
@@ -76,6 +76,10 @@ int verb_profile(int argc, char** argv) {
   auto progress = [&](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "profile: %s\n", line.c_str());
   };
+  // kiln and ORT's child on the same CPUs (cli/common.h, pin_to_first_cpus).
+  if (const std::string pinned = a.has("--no-pin") ? "" : pin_to_first_cpus(opt.threads); !pinned.empty())
+    progress("pinned to CPU" + std::string(pinned.find(',') == std::string::npos ? " " : "s ") + pinned +
+             " (--no-pin lets the scheduler place the threads)");
 
   // The artifact: given, or compiled from MODEL for exactly the shapes profiled.
   ShapeFlags sf = parse_shape_flags(a);

@@ -51,6 +51,11 @@ const rl = require('readline').createInterface({ input: process.stdin });
 const args = process.argv.slice(2);
 const out = args[args.indexOf('--out') + 1];
 require('fs').mkdirSync(out, { recursive: true });
+// KILN_FAKE_AFFINITY: write the CPUs this process may run on there (Linux's Cpus_allowed_list).
+if (process.env.KILN_FAKE_AFFINITY) {
+  const line = require('fs').readFileSync('/proc/self/status', 'utf8').split('\n').find((x) => x.startsWith('Cpus_allowed_list'));
+  require('fs').writeFileSync(process.env.KILN_FAKE_AFFINITY, line.split(/\s+/)[1]);
+}
 console.log(JSON.stringify({ ready: true }));
 let runs = 0;
 rl.on('line', (l) => {
@@ -119,6 +124,28 @@ KILN_FAKE_SPIN_MS=300 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-sc
 check "spinning peer: the text says so" grep -qE "^ort kept the CPU busy [0-9]+ ms after its blocks" "$T/spin.txt"
 "$KILN" bench "$MODEL" --backends interp --batch 4 --runs 2 --threads 1 --json --quiet >"$T/f3.json" 2>/dev/null
 check "one thread: no parallel capacity" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "parallel_capacity" not in d, d' "$T/f3.json"
+# Fewer threads than CPUs: kiln and its peer run on the same first CPUs (the peer inherits
+# them); --no-pin leaves both to the scheduler.
+if [ "$(nproc)" -ge 2 ]; then
+  KILN_FAKE_AFFINITY="$T/aff1.txt" "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" \
+    --batch 4 --runs 1 --warmup 1 --threads 1 --json --quiet >"$T/pin.json" 2>/dev/null
+  check "one thread: kiln and the peer pinned to one CPU" $PY - "$T/pin.json" "$T/aff1.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cpu = open(sys.argv[2]).read().strip()
+assert d["pinned_cpus"] is not None and d["pinned_cpus"].isdigit(), d["pinned_cpus"]
+assert cpu == d["pinned_cpus"], (cpu, d["pinned_cpus"])
+PY
+  KILN_FAKE_AFFINITY="$T/aff2.txt" "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" \
+    --batch 4 --runs 1 --warmup 1 --threads 1 --no-pin --json --quiet >"$T/nopin.json" 2>/dev/null
+  check "--no-pin: neither pinned" $PY - "$T/nopin.json" "$T/aff2.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cpus = open(sys.argv[2]).read().strip()
+assert d["pinned_cpus"] is None, d["pinned_cpus"]
+assert not cpus.isdigit(), cpus  # a range or a list: more than one CPU
+PY
+fi
 check "fake peer: warning" grep -q "warning: outputs differ from ort" "$T/f.err"
 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 1 --check --quiet >/dev/null 2>&1
 check "fake peer: --check exits 1" test $? -eq 1
