@@ -9,7 +9,9 @@
 # and end of the pair of runs, the parallel capacity before and after (with several threads: the
 # FMA rate the threads got together over one alone; well under the thread count means the host
 # was running other work on the same cores and that row's timings show the host), and how far
-# kiln's outputs are from ORT's (max|diff| / max|ref|). --backend picks the kiln backend
+# kiln's outputs are from ORT's (max|diff| / max|ref|). With fewer threads than CPUs, kiln and ORT
+# run pinned to the same first CPUs (`kiln bench` does it), named in the threads column.
+# --backend picks the kiln backend
 # (default interp; compiled once the compiler is built). A model that fails gets a row saying
 # why, and the script exits 1 at the end.
 set -uo pipefail
@@ -48,7 +50,8 @@ load = "–".join("%.1f" % x for x in d.get("load_avg", []))
 cap = "–".join("%.2f" % x for x in d.get("parallel_capacity", [])) or "–"
 p = d.get("ratio_paired")
 paired = "%.2f (%.2f–%.2f)" % (p["median"], p["q25"], p["q75"]) if p else "–"
-print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %.1e%s |" % (sys.argv[1], sys.argv[2], k, o, d["ratio"],
+threads = sys.argv[2] + (" (CPU %s)" % d["pinned_cpus"] if d.get("pinned_cpus") else "")
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %.1e%s |" % (sys.argv[1], threads, k, o, d["ratio"],
       d.get("ratio_min", float("nan")), paired, load, cap, worst, flag))' "$m" "$t" "$json"
     else
       echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | |"
