@@ -83,8 +83,8 @@ inline VV load_pixel_blocks(const float* p, int64_t block, int nc) {
 template <class VV = V>
 inline void store_pixel_blocks(VV y, float* p, int64_t block, int nc) {
   if constexpr (VV::W == 16) {
-    y.store_first(p, 8);
-    if (nc > 8) VV::high_halves(y, y).store_first(p + block, 8);
+    if (nc > 8) y.store_halves(p, p + block);  // two unmasked 256-bit stores
+    else y.store_first(p, 8);
   } else if constexpr (VV::W == 8) {
     y.store(p);
   } else {
@@ -549,9 +549,9 @@ bool depthwise_pairs_s1_apply(const DepthwisePlane& g) {
 // so the floats are its floats. NP output pixels of a row a step.
 template <int NP, int SW, int K, Act A, class VV>
 [[gnu::always_inline]] inline void single_channel_pixels(const DepthwisePlane& g, int64_t Wp, const VV* wv,
-                                                         const float* row, const PairOut<A, VV>& po, VV bias,
-                                                         int nc, int64_t at, const TileEpilogue& e,
-                                                         int64_t out_plane, VV& sum) {
+                                                         const float* row, const PairOut<A, VV>& po, int nc,
+                                                         int64_t at, const TileEpilogue& e, int64_t out_plane,
+                                                         VV& sum) {
   constexpr int64_t kB = 8;  // kConvBlock
   const int64_t step = SW == 0 ? g.stride_w : SW;
   const int64_t R = K > 0 ? K : g.R, S = K > 0 ? K : g.S, dh = K > 0 ? 1 : g.dil_h, dw = K > 0 ? 1 : g.dil_w;
@@ -571,17 +571,10 @@ template <int NP, int SW, int K, Act A, class VV>
   }
 #pragma GCC unroll 8
   for (int p = 0; p < NP; ++p) {
-    VV y = fma(r[p], po.alpha, bias);
+    VV y = fma(r[p], po.alpha, po.bias);
     if (e.residual) y = y + load_pixel_blocks(e.residual + (at + p) * kB, e.ldr, nc);
     y = activate<A>(y, po.act_a, po.act_b);
-    float* o = po.out + (at + p) * kB;
-    // (nc is 8 or 16: K is a multiple of 8 with blocked output)
-    if constexpr (VV::W == 16) {
-      if (nc > 8) y.store_halves(o, o + out_plane);
-      else y.store_first(o, 8);
-    } else {
-      y.store(o);
-    }
+    store_pixel_blocks(y, po.out + (at + p) * kB, out_plane, nc);
     if (e.sums) sum = sum + y;
   }
 }
@@ -615,18 +608,13 @@ void depthwise_single_channel(const DepthwisePlane& g, int64_t Hp, int64_t Wp, c
   // Tap t's weights: lanes 0-7 the first 8-channel block's, 8-15 the second's (pair copy: per
   // block and tap, its 8 weights twice, 16 floats).
   VV wv[K > 0 ? K * K : kSingleChannelMaxTaps];
-  for (int64_t t = 0; t < RS; ++t) {
-    const float* pw = e.pair_weights + t * 2 * kB;
-    if constexpr (VV::W == 16) wv[t] = nc > 8 ? VV::load_halves(pw, pw + RS * 2 * kB) : VV::load_first(pw, 8);
-    else wv[t] = VV::load(pw);
-  }
+  for (int64_t t = 0; t < RS; ++t) wv[t] = load_pixel_blocks<VV>(e.pair_weights + t * 2 * kB, RS * 2 * kB, nc);
   alignas(64) float bias_lanes[VV::W] = {};
   if (e.bias)
     for (int c = 0; c < nc; ++c) bias_lanes[c] = e.bias[c];
-  const VV bias = VV::load(bias_lanes);
-  // (PairOut's alpha, activation constants and output; its residual and weights go unused.)
-  const PairOut<A, VV> po{VV::set1(e.alpha), bias, VV::set1(e.act_alpha), VV::set1(e.act_beta), nullptr, out,
-                          nullptr};
+  // (PairOut's alpha, bias, activation constants and output; its residual and weights go unused.)
+  const PairOut<A, VV> po{VV::set1(e.alpha), VV::load(bias_lanes), VV::set1(e.act_alpha), VV::set1(e.act_beta),
+                          nullptr, out, nullptr};
   const int64_t step = SW == 0 ? g.stride_w : SW;
   for (int64_t oh = 0; oh < g.OH; ++oh) {
     const float* row = plane + oh * g.stride_h * Wp;
@@ -634,11 +622,11 @@ void depthwise_single_channel(const DepthwisePlane& g, int64_t Hp, int64_t Wp, c
     int64_t ow = 0;
     VV sum = VV::zero();  // TileEpilogue::sums: the row's, in float, then in double
     for (; ow + 8 <= g.OW; ow += 8)
-      single_channel_pixels<8, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+      single_channel_pixels<8, SW, K, A>(g, Wp, wv, row + ow * step, po, nc, at + ow, e, out_plane, sum);
     for (; ow + 4 <= g.OW; ow += 4)
-      single_channel_pixels<4, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+      single_channel_pixels<4, SW, K, A>(g, Wp, wv, row + ow * step, po, nc, at + ow, e, out_plane, sum);
     for (; ow < g.OW; ++ow)
-      single_channel_pixels<1, SW, K, A>(g, Wp, wv, row + ow * step, po, bias, nc, at + ow, e, out_plane, sum);
+      single_channel_pixels<1, SW, K, A>(g, Wp, wv, row + ow * step, po, nc, at + ow, e, out_plane, sum);
     if (e.sums) add_lane_sums(sum, nc, e.sums);
   }
 }
@@ -651,19 +639,21 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
                      bool y_blocked) {
   constexpr int64_t kW = V::W;
   // One input channel (x_plane 0: every lane reads image n's plane) into blocked output.
-  if constexpr (kW == 16 || kW == 8)
-  if (x_plane == 0 && !x_blocked && y_blocked && e.pair_weights && e.bias_mode != TileEpilogue::Bias::Scalar &&
-      g.R * g.S <= kSingleChannelMaxTaps) {
-    const DepthwiseBlockScratch sb = depthwise_block_scratch(g, kW);
-    float* plane = scratch + sb.plane;
-    if (padding_zeroed) *padding_zeroed = false;  // the plane now holds plain floats
-    const bool k3 = g.R == 3 && g.S == 3 && g.dil_h == 1 && g.dil_w == 1;
-    with_act(e.act, [&]<Act A>() {
-      if (k3 && g.stride_w == 1) depthwise_single_channel<1, 3, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
-      else if (k3 && g.stride_w == 2) depthwise_single_channel<2, 3, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
-      else depthwise_single_channel<0, 0, A>(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
-    });
-    return;
+  if constexpr (kW == 16 || kW == 8) {
+    if (x_plane == 0 && !x_blocked && y_blocked && e.pair_weights && e.bias_mode != TileEpilogue::Bias::Scalar &&
+        g.R * g.S <= kSingleChannelMaxTaps) {
+      const DepthwiseBlockScratch sb = depthwise_block_scratch(g, kW);
+      float* plane = scratch + sb.plane;
+      if (padding_zeroed) *padding_zeroed = false;  // the plane now holds plain floats
+      const bool k3 = g.R == 3 && g.S == 3 && g.dil_h == 1 && g.dil_w == 1;
+      with_act(e.act, [&]<Act A>() {
+        const auto run = k3 && g.stride_w == 1   ? depthwise_single_channel<1, 3, A>
+                         : k3 && g.stride_w == 2 ? depthwise_single_channel<2, 3, A>
+                                                 : depthwise_single_channel<0, 0, A>;
+        run(g, sb.Hp, sb.Wp, x, nc, plane, out, out_plane, e);
+      });
+      return;
+    }
   }
   if constexpr (kW == 16) {
     // The pair kernel when in and out are blocked, whole 8-channel blocks, the weights' pair copy
