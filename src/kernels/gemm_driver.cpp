@@ -181,12 +181,12 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
         Panels a{nullptr, 0};
         if (p.a_packed) {
           a = prepacked(p.a_packed, ic / MR, MR, p.K, pc);
-        } else if (p.a_rows) {  // only the tail rows: the two half tiles as panels 0 and 1, or one
+        } else if (p.a_rows) {  // only the tail's panels, where the packed block would have them
           if (split_tail) {
-            p.pack_a(ic + tail_row, tail_first, pc, kc, abuf);
-            p.pack_a(ic + tail_row + tail_first, MR + tail - tail_first, pc, kc, abuf + kc * MR);
+            p.pack_a(ic + tail_row, tail_first, pc, kc, abuf + (whole_tiles - 1) * kc * MR);
+            p.pack_a(ic + tail_row + tail_first, MR + tail - tail_first, pc, kc, abuf + whole_tiles * kc * MR);
           } else if (tail > 0) {
-            p.pack_a(ic + whole_tiles * MR, tail, pc, kc, abuf);
+            p.pack_a(ic + whole_tiles * MR, tail, pc, kc, abuf + whole_tiles * kc * MR);
           }
           a = Panels{abuf, kc * MR};
         } else if (split_tail) {
@@ -233,44 +233,31 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
             }
             if (whole * NR < nc) tile(ir, whole * NR);
           }
-        } else if (p.a_rows) {
-          // Each panel's whole row tiles reading A in place, then the packed tail.
-          const int64_t in_place = split_tail ? whole_tiles - 1 : whole_tiles;
-          for (int64_t jr = 0; jr < nc; jr += NR) {
-            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-            if (in_place > 0) {
-              const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic, jc + jr) : TileEpilogue{};
-              float* c = p.C + ic * p.ldc + jc + jr;
-              t.tile_a_rows_col_strip[(nr + t.simd_width - 1) / t.simd_width - 1](
-                  kc, p.a_rows + ic * p.lda + pc, p.lda, b.first + (jr / NR) * b.stride, c, p.ldc, nr, in_place,
-                  load_c, last && epi && regs_epi ? &te : nullptr, next_panel(jr));
-              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, in_place * MR, nr, te);
-            }
-            if (split_tail) {
-              tile_at(tail_row, jr, static_cast<int>(tail_first), 0);
-              tile_at(tail_row + tail_first, jr, static_cast<int>(MR + tail - tail_first), 1);
-            } else if (tail > 0) {
-              tile_at(whole_tiles * MR, jr, static_cast<int>(tail), 0);
-            }
-          }
         } else {
-          // Each whole panel's whole row tiles in one call, the rest one by one.
+          // Each whole panel's whole row tiles in one call, the rest one by one; with A in place
+          // (p.a_rows) every panel's, a partial one's too (its rows' A is not packed).
           const int64_t whole_rows = split_tail ? tail_row : whole_tiles * MR;
           for (int64_t jr = 0; jr < nc; jr += NR) {
-            if (nc - jr >= NR && whole_rows > 0) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+            const bool strip = whole_rows > 0 && (nr == NR || p.a_rows);
+            if (strip) {
               const TileEpilogue te = last && epi ? tile_epilogue(*p.epi, ic, jc + jr) : TileEpilogue{};
               const TileEpilogue* in_regs = last && epi && regs_epi ? &te : nullptr;
               float* c = p.C + ic * p.ldc + jc + jr;
-              if (p.b_rows && !pack_rows)
+              if (p.a_rows)
+                t.tile_a_rows_col_strip[(nr + t.simd_width - 1) / t.simd_width - 1](
+                    kc, p.a_rows + ic * p.lda + pc, p.lda, b.first + (jr / NR) * b.stride, c, p.ldc, nr,
+                    whole_rows / MR, load_c, in_regs, next_panel(jr));
+              else if (p.b_rows && !pack_rows)
                 t.tile_rows_col_strip(kc, a.first, a.stride, brows.data(), jc + jr, c, p.ldc, whole_rows / MR, load_c,
                                       in_regs);
               else
                 t.tile_col_strip(kc, a.first, a.stride, b.first + (jr / NR) * b.stride, c, p.ldc, whole_rows / MR,
                                  load_c, in_regs, p.b_packed ? next_panel(jr) : nullptr);
-              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, whole_rows, NR, te);
+              if (last && epi && !regs_epi) t.epilogue_tile(c, p.ldc, whole_rows, nr, te);
             }
             const int64_t rows_end = split_tail ? tail_row : mc;  // then the two half tiles
-            for (int64_t ir = nc - jr >= NR ? whole_rows : 0; ir < rows_end; ir += MR) tile(ir, jr);
+            for (int64_t ir = strip ? whole_rows : 0; ir < rows_end; ir += MR) tile(ir, jr);
             if (split_tail) {
               tile_at(tail_row, jr, static_cast<int>(tail_first), whole_tiles - 1);
               tile_at(tail_row + tail_first, jr, static_cast<int>(MR + tail - tail_first), whole_tiles);
