@@ -120,15 +120,15 @@ std::string pin_to_first_cpus(int threads) {
       CPU_SET(cpu, &chosen);
       list += (taken++ ? "," : "") + std::to_string(cpu);
     }
-  // Every thread of the process (sched_setaffinity sets one thread's mask; a pool started
-  // before this call keeps its own otherwise).
+  // Every thread of the process, the calling one among them (sched_setaffinity sets one
+  // thread's mask; a pool started before this call keeps its own otherwise).
   bool all = true;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
     const pid_t tid = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
     if (tid > 0 && sched_setaffinity(tid, sizeof chosen, &chosen) != 0) all = false;
   }
-  if (ec || sched_setaffinity(0, sizeof chosen, &chosen) != 0 || !all) {
+  if (ec || !all) {
     sched_setaffinity(0, sizeof allowed, &allowed);  // best effort back to where it was
     return "";
   }
