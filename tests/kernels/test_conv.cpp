@@ -438,6 +438,10 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
       {shape(1, 40, 7, 7, 40, 3, 3, 1, 1), Act::Relu, true, true},     // wrap tiles on 7-wide rows
       {shape(1, 16, 4, 6, 24, 3, 3, 1, 3), Act::Relu, true, true},     // rows wholly in the padding
       {shape(1, 96, 10, 10, 40, 3, 3, 1, 1), Act::Relu, true, true},   // rows skipping part of a K block
+      // A bias and the activation alone: the fused store's flag-free epilogue (16 -> 96 1x1 as
+      // mobilenet_v2's first expand, a 3x3 with padding).
+      {shape(1, 16, 28, 28, 96, 1, 1, 1, 0), Act::Clip, true, false},
+      {shape(1, 24, 14, 14, 40, 3, 3, 1, 1), Act::Relu, true, false},
   };
   for (const KernelTable* t : test::all_tables())
     for (ConvCase c : cases)
@@ -615,6 +619,7 @@ TEST(Conv, WideBlocksOnTheDirectTactic) {
       {shape(1, 64, 28, 27, 128, 1, 1, 2, 0), Act::Relu, true, true},  // 1x1/2 on the schedule
       {shape(2, 64, 14, 13, 128, 1, 1, 2, 0), Act::Relu, true, true},  // 7x7 outputs: gathered
       {shape(1, 32, 13, 13, 16, 1, 1, 2, 0), Act::Silu, true, true},   // gathered, general tiles
+      {shape(1, 16, 28, 28, 96, 1, 1, 1, 0), Act::Clip, true, false},  // bias and activation alone
   };
   for (ConvCase c : cases)
     for (int sides = 1; sides <= 3; ++sides) {
