@@ -78,18 +78,21 @@ template <Act A, int ROWS, int NVEC, int SPLIT = 0, bool BIAS_ONLY = false, clas
       const float* rhi = rlo ? rlo + block_stride : nullptr;
 #pragma GCC unroll 8
       for (int r = 0; r + 1 < ROWS; r += 2) {
-        conv_tile_finish<A, BIAS_ONLY>(VV::low_halves(acc[r][v], acc[r + 1][v]), f, blo, rlo ? rlo + r * kB : nullptr, VV::W)
-            .store(dlo + r * kB);
+        const float* rl = rlo ? rlo + r * kB : nullptr;
+        conv_tile_finish<A, BIAS_ONLY>(VV::low_halves(acc[r][v], acc[r + 1][v]), f, blo, rl, VV::W).store(dlo + r * kB);
         if (high)
-          conv_tile_finish<A, BIAS_ONLY>(VV::high_halves(acc[r][v], acc[r + 1][v]), f, bhi, rhi ? rhi + r * kB : nullptr, VV::W)
+          conv_tile_finish<A, BIAS_ONLY>(VV::high_halves(acc[r][v], acc[r + 1][v]), f, bhi,
+                                         rhi ? rhi + r * kB : nullptr, VV::W)
               .store(dhi + r * kB);
       }
       if constexpr (ROWS % 2 == 1) {
         constexpr int r = ROWS - 1;
-        conv_tile_finish<A, BIAS_ONLY>(VV::low_halves(acc[r][v], acc[r][v]), f, blo, rlo ? rlo + r * kB : nullptr, kB)
+        conv_tile_finish<A, BIAS_ONLY>(VV::low_halves(acc[r][v], acc[r][v]), f, blo, rlo ? rlo + r * kB : nullptr,
+                                       kB)
             .store_first(dlo + r * kB, kB);
         if (high)
-          conv_tile_finish<A, BIAS_ONLY>(VV::high_halves(acc[r][v], acc[r][v]), f, bhi, rhi ? rhi + r * kB : nullptr, kB)
+          conv_tile_finish<A, BIAS_ONLY>(VV::high_halves(acc[r][v], acc[r][v]), f, bhi, rhi ? rhi + r * kB : nullptr,
+                                         kB)
               .store_first(dhi + r * kB, kB);
       }
     }
@@ -114,7 +117,8 @@ template <Act A, int ROWS, int NVEC, int SPLIT = 0, bool BIAS_ONLY = false, clas
 // flags tested for every vector were a tenth of a 16-step 1x1 tile's time (mobilenet_v2's
 // 16 -> 96 at 112x112, perf annotate).
 template <int ROWS, int NVEC, int SPLIT = 0, bool BIAS_ONLY = false, class VV = V>
-[[gnu::always_inline]] inline void conv_tile_store_blocked_with(VV (&acc)[ROWS][NVEC], const ConvTileOut& o, int ncols) {
+[[gnu::always_inline]] inline void conv_tile_store_blocked_with(VV (&acc)[ROWS][NVEC], const ConvTileOut& o,
+                                                                int ncols) {
   switch (o.act) {
     case Act::Relu: conv_tile_store_blocked_act<Act::Relu, ROWS, NVEC, SPLIT, BIAS_ONLY>(acc, o, ncols); return;
     case Act::LeakyRelu:
