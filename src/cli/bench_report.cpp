@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "common.h"
 #include "kiln/analysis/machine.h"
 #include "kiln/ir/error.h"
 #include "kiln/plan/json.h"
@@ -122,8 +123,8 @@ std::string render_text(const BenchResult& r) {
       s += "  note: the machine was busy before the bench started: other work shares the cores, compare with care\n";
   }
   if (!r.pinned_cpus.empty())
-    s += str_cat("pinned: every backend ran on CPU", r.pinned_cpus.find(',') == std::string::npos ? " " : "s ",
-                 r.pinned_cpus, " (--no-pin lets the scheduler place them)\n");
+    s += str_cat("pinned: every backend ran on ", cpus_text(r.pinned_cpus),
+                 " (--no-pin lets the scheduler place them)\n");
   if (r.capacity_before > 0) {
     s += str_cat("parallel capacity: ", fmt("%.2f", r.capacity_before), " before, ", fmt("%.2f", r.capacity_after),
                  " after, of ", r.capacity_threads, " (FMA rate of ", r.capacity_threads,

@@ -135,4 +135,8 @@ std::string pin_to_first_cpus(int threads) {
   return list;
 }
 
+std::string cpus_text(const std::string& cpus) {
+  return (cpus.find(',') == std::string::npos ? "CPU " : "CPUs ") + cpus;
+}
+
 }  // namespace kiln::cli

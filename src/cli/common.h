@@ -61,5 +61,7 @@ void write_file(const std::string& path, std::string_view text);
 // chosen ("0", "0,1"), or "" when it did not pin (the threads cover every CPU, or the system
 // refused).
 std::string pin_to_first_cpus(int threads);
+// "CPU 0" or "CPUs 0,1" for pin_to_first_cpus's list, as bench and profile print it.
+std::string cpus_text(const std::string& cpus);
 
 }  // namespace kiln::cli

@@ -78,8 +78,7 @@ int verb_profile(int argc, char** argv) {
   };
   // kiln and ORT's child on the same CPUs (cli/common.h, pin_to_first_cpus).
   if (const std::string pinned = a.has("--no-pin") ? "" : pin_to_first_cpus(opt.threads); !pinned.empty())
-    progress("pinned to CPU" + std::string(pinned.find(',') == std::string::npos ? " " : "s ") + pinned +
-             " (--no-pin lets the scheduler place the threads)");
+    progress("pinned to " + cpus_text(pinned) + " (--no-pin lets the scheduler place the threads)");
 
   // The artifact: given, or compiled from MODEL for exactly the shapes profiled.
   ShapeFlags sf = parse_shape_flags(a);
