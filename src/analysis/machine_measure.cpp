@@ -212,6 +212,11 @@ double (*fma_loop(const CpuFeatures& f))(int64_t) {
 
 }  // namespace
 
+double run_fma_loop(int64_t iters) {
+  static double (*const loop)(int64_t) = fma_loop(cpu_features());
+  return loop(iters);
+}
+
 std::string contention_warning(const MachinePeaks& m) {
   if (m.cpu_share < kContendedShare) {
     char buf[64];

@@ -166,6 +166,16 @@ TEST(Machine, ContentionWarningWhenCoresTogetherFallShort) {
   EXPECT_EQ(contention_warning(m), "");
 }
 
+// The loop benchmarks pair kernels with (gemm_bench's VsFmaLoop): its flops count must be what
+// it ran, 2 per lane of each of its 12 accumulator FMAs an iteration, at the widest width this
+// CPU has (16 lanes with AVX-512, 8 with AVX2, 1 scalar).
+TEST(Machine, FmaLoopCountsTheFlopsItRuns) {
+  const double one = kiln::analysis::run_fma_loop(1000), two = kiln::analysis::run_fma_loop(2000);
+  EXPECT_DOUBLE_EQ(two, 2 * one);
+  const double lanes = one / (1000.0 * 12 * 2);
+  EXPECT_TRUE(lanes == 16 || lanes == 8 || lanes == 1) << lanes;
+}
+
 TEST(Machine, BadCacheFileIsNamed) {
   EXPECT_THROW(machine_from_json("{\"cpu\": \"x\"}", "m.json"), Error);
   try {

@@ -108,6 +108,12 @@ std::string contention_warning(const MachinePeaks& m);
 // Names of the kernel calibrations measure_machine takes (a cache lacking one is re-measured).
 const std::vector<std::string>& kernel_rate_names();
 
+// Runs the widest FP32 FMA loop this CPU has (the one measure_machine times) for `iters`
+// iterations on the calling thread and returns the flops it performed: for benchmarks that
+// compare a kernel with the FMA peak measured in the same run, call by call, instead of with
+// a cached figure from another minute of a shared host.
+double run_fma_loop(int64_t iters);
+
 std::string machine_to_json(const MachinePeaks& m);
 // Reads what machine_to_json wrote; throws kiln::Error naming `origin` on a bad file.
 MachinePeaks machine_from_json(const std::string& text, const std::string& origin);
