@@ -79,18 +79,28 @@ void report(benchmark::State& st, double flops, int threads, double best_s, doub
   st.SetLabel(isa_name(g_table->isa));
 }
 
-// args: M, N, K, threads
+// One product over weights packed once (as the compiled runtime runs MatMul), from the
+// benchmark's args: M, N, K, threads.
+struct PackedBProduct {
+  explicit PackedBProduct(const benchmark::State& st)
+      : M(st.range(0)), N(st.range(1)), K(st.range(2)), threads(static_cast<int>(st.range(3))),
+        A(random_vec(M * K, 1)), pb(packed_b_floats_on(*g_table, K, N)), C(M * N) {
+    auto B = random_vec(K * N, 2);
+    pack_b_on(*g_table, B.data(), N, false, K, N, pb.data());
+  }
+  void run() { gemm_packed_b_on(*g_table, M, N, K, A.data(), K, pb.data(), C.data(), N, Epilogue{}, threads); }
+  double flops() const { return 2.0 * M * N * K; }
+
+  const int64_t M, N, K;
+  const int threads;
+  Floats A, pb, C;
+};
+
 void BM_PackedB(benchmark::State& st) {
-  const int64_t M = st.range(0), N = st.range(1), K = st.range(2);
-  const int threads = static_cast<int>(st.range(3));
-  const KernelTable& t = *g_table;
-  auto A = random_vec(M * K, 1), B = random_vec(K * N, 2);
-  Floats pb(packed_b_floats_on(t, K, N)), C(M * N);
-  pack_b_on(t, B.data(), N, false, K, N, pb.data());
-  Epilogue e;
+  PackedBProduct g(st);
   double best;
-  timed_loop(st, best, [&] { gemm_packed_b_on(t, M, N, K, A.data(), K, pb.data(), C.data(), N, e, threads); });
-  report(st, 2.0 * M * N * K, threads, best, M <= 4 ? 4.0 * pb.size() : 0);
+  timed_loop(st, best, [&] { g.run(); });
+  report(st, g.flops(), g.threads, best, g.M <= 4 ? 4.0 * g.pb.size() : 0);
 }
 
 void BM_PackedA(benchmark::State& st) {
@@ -119,16 +129,10 @@ double median_of(std::vector<double> v, double q = 0.5) {
 }
 
 void BM_VsFmaLoop(benchmark::State& st) {
-  const int64_t M = st.range(0), N = st.range(1), K = st.range(2);
-  const int threads = static_cast<int>(st.range(3));
-  const KernelTable& t = *g_table;
-  auto A = random_vec(M * K, 1), B = random_vec(K * N, 2);
-  Floats pb(packed_b_floats_on(t, K, N)), C(M * N);
-  pack_b_on(t, B.data(), N, false, K, N, pb.data());
-  Epilogue e;
-  const double flops = 2.0 * M * N * K;
-  auto gemm = [&] { gemm_packed_b_on(t, M, N, K, A.data(), K, pb.data(), C.data(), N, e, threads); };
-  gemm();  // first touch of C and the driver's blocks
+  PackedBProduct g(st);
+  const int threads = g.threads;
+  const double flops = g.flops();
+  g.run();  // first touch of C and the driver's blocks
   // Loop iterations per thread that take about as long as the product at the FMA peak.
   const double per_iter = kiln::analysis::run_fma_loop(1000) / 1000;
   const int64_t iters = std::max<int64_t>(1000, static_cast<int64_t>(flops / threads / per_iter));
@@ -149,7 +153,7 @@ void BM_VsFmaLoop(benchmark::State& st) {
       });
     });
     const double gs = seconds([&] {
-      gemm();
+      g.run();
       benchmark::ClobberMemory();
     });
     fma_rate.push_back(done / fs * 1e-9);
@@ -161,7 +165,7 @@ void BM_VsFmaLoop(benchmark::State& st) {
   st.counters["vs_fma"] = median_of(ratio);
   st.counters["vs_fma_q1"] = median_of(ratio, 0.25);
   st.counters["vs_fma_q3"] = median_of(ratio, 0.75);
-  st.SetLabel(isa_name(t.isa));
+  st.SetLabel(isa_name(g_table->isa));
 }
 
 // What the memory system delivers right now: a sum over a buffer as large as GPT-2's packed
