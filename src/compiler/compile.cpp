@@ -197,6 +197,9 @@ CompileReport compile_file(const std::string& model_path, const std::string& out
   if (lowered.wide_tensors > 0) s << ", " << lowered.wide_tensors << " of them in 16-channel blocks";
   if (lowered.padded_tensors > 0)
     s << "; " << lowered.padded_tensors << " written into their reader's padded planes";
+  if (lowered.winograd_convs > 0)
+    s << "; " << lowered.winograd_convs << " direct convolution" << (lowered.winograd_convs == 1 ? "" : "s")
+      << " as F(2x2, 3x3) Winograd tiles";
   if (lowered.nhwc_tensors > 0)
     s << "; " << lowered.nhwc_tensors << " INT8 activations pixel-major (between INT8 convolutions)";
   if (lowered.folded_means > 0)

@@ -23,6 +23,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
   if (!lower::fold_means_enabled()) s << "no folded averages\n";
   if (!lower::padded_planes_enabled()) s << "no padded planes\n";
   if (!kernels::conv_direct_p64_enabled()) s << "no 6 x 64 direct tile\n";
+  if (!kernels::conv_winograd_enabled()) s << "no Winograd tiles\n";
   // A plugin changes the result when its code changes: key on its bytes, not its path.
   for (const auto& p : opt.plugins) s << "plugin " << sha256_file(p) << "\n";
   for (const auto& [k, v] : opt.inputs.dims) s << "dim " << k << "=" << v << "\n";

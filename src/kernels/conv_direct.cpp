@@ -1,5 +1,6 @@
 // The direct convolution tactic (conv_direct.h).
 #include "conv_direct.h"
+#include "conv_winograd.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -332,6 +333,7 @@ bool streams_weights(const Conv2dShape& s) {
 }
 
 std::string direct_unsupported(const Conv2dShape& s) {
+  if (s.winograd) return winograd_unsupported(kernel_table(), s);
   if (s.group != 1) return "grouped";
   for (const int64_t b : {s.x_block, s.y_block})
     if (b != kConvBlock && b != kConvBlockWide) return "channel blocks of " + std::to_string(b) + " (8 or 16)";
@@ -362,15 +364,18 @@ std::string direct_unsupported(const Conv2dShape& s) {
 }
 
 size_t direct_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
+  if (s.winograd) return winograd_packed_weight_floats(t, s);
   return weight_panel_floats(s, plan_for(t, s).nr);
 }
 
 void direct_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
+  if (s.winograd) return winograd_pack_weight(t, s, w, packed);
   const Plan p = plan_for(t, s);
   pack_weight_panels(s, w, p.nr, packed, p.taps_inner);  // Wᵀ, K order (tap, channel) or taps inner
 }
 
 size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int threads) {
+  if (s.winograd) return 0;  // each thread's transformed tiles live in its own scratch
   if (subsampled(s))  // either schedule may run (direct_1x1_applies reads the epilogue too)
     return static_cast<size_t>(s.N * s.C * s.out_h() * s.out_w()) +
            direct_workspace_floats(t, subsampled_shape(s), threads);
@@ -381,6 +386,7 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
 
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                  const Epilogue& epi, float* workspace, int threads) {
+  if (s.winograd) return winograd_conv(t, s, x, packed_w, y, epi, threads);
   if (subsampled(s) && !direct_1x1_applies(t, s, epi)) {
     const Conv2dShape s1 = subsampled_shape(s);
     const size_t gathered = static_cast<size_t>(s.N * s.C * s1.H * s1.W);
@@ -760,6 +766,19 @@ namespace kiln::kernels {
 
 bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p64(kernel_table(), s); }
 bool conv_direct_p64_enabled() { return detail::direct_p64; }
+
+namespace {
+const bool winograd_enabled = [] {
+  const char* v = std::getenv("KILN_WINOGRAD");
+  return !(v && v[0] == '0');
+}();
+}  // namespace
+
+std::string conv_winograd_unsupported(const Conv2dShape& s) {
+  if (!winograd_enabled) return "turned off (KILN_WINOGRAD=0)";
+  return detail::winograd_unsupported(kernel_table(), s);
+}
+bool conv_winograd_enabled() { return winograd_enabled; }
 
 // A row of mr / 2 pixels past whole tiles (a 7x7 1x1's 49 as one row on AVX-512: 3 x 14 + 7)
 // would end in a half tile: all wide tiles of mr / 2 then, every one full (resnet50's 7x7 1x1s

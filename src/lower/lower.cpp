@@ -88,12 +88,14 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
   for (auto& c : notes) declined[c.node] = c;
   const std::set<const Node*> to_direct = pointwise_between_blocks(g);
   const size_t first = r.kernels.size();
+  std::map<const Node*, const Value*> conv_weights;  // the ONNX weights, for assign_winograd
   for (const auto& up : g.nodes()) {
     Node& n = *up;
     KernelChoice c;
-    if (n.domain == ops::kKilnDomain && n.op == "FusedConv")
+    if (n.domain == ops::kKilnDomain && n.op == "FusedConv") {
+      conv_weights[&n] = n.input(1);
       c = lower_conv(g, n, opt.pack_weights, r.packed_bytes, to_direct.count(&n) > 0);
-    else if (n.domain == ops::kKilnDomain && n.op == "FusedMatMul")
+    } else if (n.domain == ops::kKilnDomain && n.op == "FusedMatMul")
       c = lower_matmul(g, n, opt.pack_weights, r.packed_bytes);
     else if (auto it = declined.find(n.name); it != declined.end())
       c = it->second;
@@ -103,7 +105,6 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
     r.kernels.push_back(std::move(c));
   }
   if (opt.pack_weights) {
-    drop_unused_initializers(g);
     int wide = 0;
     r.blocked_tensors += assign_blocked_layout(g, &wide);
     r.wide_tensors += wide;
@@ -111,6 +112,8 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
     r.nhwc_tensors += assign_int8_nhwc_layout(g);
     mark_in_place_convs(g);
     r.folded_means += fold_channel_means(g, r.kernels);
+    r.winograd_convs += assign_winograd(g, conv_weights, r.kernels, r.packed_bytes);
+    drop_unused_initializers(g);  // the ONNX weights, and direct panels assign_winograd replaced
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();
     for (size_t i = first; i < r.kernels.size(); ++i) {

@@ -1,5 +1,6 @@
 // Pieces of the lowering shared between its files.
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +61,14 @@ void mark_in_place_convs(Graph& g);
 // pools' entries from `kernels` and notes the fold on the convolutions'. Returns how many.
 // KILN_FOLD_MEANS=0 turns it off (for A/B runs; fold_means_enabled in lower.h).
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels);
+
+// Turns the direct convolutions that can into F(2x2, 3x3) Winograd tiles (winograd.cpp), after the
+// layouts (they need 16-channel blocks on both sides): packs their weights again from the ONNX
+// weights in `weights` (each FusedConv's before lower_conv packed it), sets attribute
+// `winograd`, notes it on their entries of `kernels` and moves `bytes` by the size change.
+// Returns how many. KILN_WINOGRAD=0 turns it off (kernels::conv_winograd_enabled).
+int assign_winograd(Graph& g, const std::map<const Node*, const Value*>& weights, std::vector<KernelChoice>& kernels,
+                    double& bytes);
 
 // The 1x1 convolutions (pointwise by cost) to run direct because they sit between direct
 // ones: their input comes from, and their output goes only to, convolutions that are direct

@@ -21,6 +21,8 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
     steps[i].node = n.name;
     steps[i].op = n.domain.empty() ? n.op : n.domain + "." + n.op;
     steps[i].tactic = n.attr_s("tactic", "");
+    // The direct tactic's Winograd tiles (lower/winograd.cpp) do another algorithm's work: name it.
+    if (n.attr_i("winograd", 0) != 0) steps[i].tactic = "winograd";
     steps[i].fast = e.fast;
     steps[i].start_ms = prev;
     steps[i].ms = e.end_ms - prev;

@@ -13,6 +13,7 @@
 #include "kiln/ir/error.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_direct_1x1.h"
+#include "kernels/conv_winograd.h"
 #include "kernels/depthwise_parts.h"
 #include "kiln/kernels/conv.h"
 
@@ -653,6 +654,85 @@ TEST(Conv, WideBlocksOnTheDirectTactic) {
         ASSERT_EQ(outs[0][i], outs[1][i]) << "16 against 8-channel blocks, C=" << c.s.C << " K=" << c.s.K
                                           << " sides " << sides << " at " << i;
     }
+}
+
+// The direct tactic as F(2x2, 3x3) Winograd tiles (Conv2dShape::winograd): against the double
+// reference (check: within 1e-5 of the summed magnitudes), 8- and 16-channel blocks on either
+// side, odd sizes (a last tile half outside the image), batch 2, one and two threads, every
+// epilogue kind; padded planes in and out equal to the unpadded run bit for bit, with zeros
+// around; and the shapes it refuses, with their reasons.
+TEST(Conv, WinogradTilesOnBlockedActivations) {
+  const KernelTable& host = kernel_table();
+  Conv2dShape probe = shape(1, 16, 14, 14, 16, 3, 3, 1, 1);
+  probe.x_blocked = probe.y_blocked = true, probe.x_block = probe.y_block = kConvBlockWide, probe.winograd = true;
+  for (const KernelTable* t : test::all_tables()) {
+    if (t->isa == Isa::Avx512) continue;
+    EXPECT_NE(detail::winograd_unsupported(*t, probe).find("AVX-512"), std::string::npos);
+  }
+  if (host.isa != Isa::Avx512) GTEST_SKIP() << "Winograd tiles need AVX-512";
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Direct, probe), "");
+  auto refused = [&](Conv2dShape s, const char* why) {
+    EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, s).find(why), std::string::npos)
+        << conv_tactic_unsupported(ConvTactic::Direct, s);
+  };
+  Conv2dShape bad = probe;
+  bad.H = bad.W = 7;
+  refused(bad, "output under 14x14");
+  bad = probe, bad.stride_h = bad.stride_w = 2;
+  refused(bad, "strided");
+  bad = probe, bad.x_blocked = false;
+  refused(bad, "not channel-blocked");
+  bad = probe, bad.C = 24, bad.x_block = kConvBlock;
+  refused(bad, "multiple of 16");
+  bad = probe, bad.R = bad.S = 5, bad.pad_top = bad.pad_left = bad.pad_bottom = bad.pad_right = 2;
+  refused(bad, "not a 3x3 window");
+  const std::vector<ConvCase> cases = {
+      {shape(1, 16, 14, 14, 16, 3, 3, 1, 1), Act::Relu, true, true},
+      {shape(2, 32, 15, 17, 48, 3, 3, 1, 1), Act::Clip, true, true},     // odd sizes, batch 2
+      {shape(1, 64, 28, 28, 64, 3, 3, 1, 1), Act::Silu, true, false},   // 196 tiles: blocks of rows
+      {shape(1, 48, 16, 14, 32, 3, 3, 1, 1), Act::LeakyRelu, false, true},
+      {shape(1, 16, 14, 15, 16, 3, 3, 1, 1), Act::None, false, false},   // no epilogue at all
+  };
+  for (ConvCase c : cases)
+    for (int sides = 0; sides < 4; ++sides) {
+      c.s.x_blocked = c.s.y_blocked = true, c.s.winograd = true;
+      c.s.x_block = sides & 1 ? kConvBlockWide : kConvBlock;
+      c.s.y_block = sides & 2 ? kConvBlockWide : kConvBlock;
+      for (int threads : {1, 2}) check(host, ConvTactic::Direct, c, threads, threads == 2);
+    }
+  // Padded planes: the input read from its planes, the output written into the next ones.
+  for (int threads : {1, 2}) {
+    Conv2dShape s = shape(2, 32, 15, 14, 32, 3, 3, 1, 1);
+    s.x_blocked = s.y_blocked = true, s.x_block = kConvBlock, s.y_block = kConvBlockWide, s.winograd = true;
+    const int64_t B = s.x_block, H = s.H, W = s.W, OHW = s.out_h() * s.out_w();
+    const auto x = blocked(random_vec(s.N * s.C * H * W, 41), s.N, s.C, H * W, false, B);
+    const auto w = random_vec(s.K * s.C * 9, 42), bias = random_vec(s.K, 43);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Relu, e.bias = bias.data(), e.bias_per_row = true;
+    std::vector<float> want(s.N * s.K * OHW);
+    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), want.data(), e, nullptr, threads);
+    Conv2dShape p = s;
+    p.x_padded = true, p.y_pad_top = 1, p.y_pad_left = 2, p.y_pad_bottom = 0, p.y_pad_right = 1;
+    std::vector<float> xp(p.N * p.x_image_floats(), 0.f);
+    for (int64_t i = 0; i < p.N * p.C / B; ++i)
+      for (int64_t h = 0; h < H; ++h)
+        std::copy_n(x.data() + (i * H + h) * W * B, W * B, xp.data() + ((i * (H + 2) + h + 1) * (W + 2) + 1) * B);
+    std::vector<float> planes(p.N * p.y_image_floats(), std::nanf(""));
+    conv2d(ConvTactic::Direct, p, xp.data(), packed.data(), planes.data(), e, nullptr, threads);
+    const int64_t OH = s.out_h(), OW = s.out_w(), YB = s.y_block, row = OW + 3, rows = OH + 1;
+    for (int64_t i = 0; i < p.N * p.K / YB; ++i)
+      for (int64_t h = 0; h < rows; ++h)
+        for (int64_t c = 0; c < row; ++c)
+          for (int64_t j = 0; j < YB; ++j) {
+            const int64_t oh = h - 1, ow = c - 2;
+            const bool inside = oh >= 0 && oh < OH && ow >= 0 && ow < OW;
+            const float expect = inside ? want[((i * OH + oh) * OW + ow) * YB + j] : 0.f;
+            ASSERT_EQ(planes[((i * rows + h) * row + c) * YB + j], expect)
+                << "threads " << threads << " plane " << i << " at " << h << "," << c;
+          }
+  }
 }
 
 // Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they

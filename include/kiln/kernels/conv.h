@@ -13,6 +13,9 @@
 //              reads output pixels straight from the (zero-padded copy of the) input planes
 //              and transposes its register tile into NCHW with the epilogue (conv_direct.h);
 //              the only tactic that also reads and writes channel-blocked activations.
+//              Its 3x3 stride-1 windows between channel-blocked activations (14x14 and up, on
+//              AVX-512) run as F(2x2, 3x3) Winograd tiles: 2.25x fewer multiply-adds
+//              (Conv2dShape::winograd, src/kernels/conv_winograd.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +68,11 @@ struct Conv2dShape {
   // the image size is known) and recorded on the node (attribute `p64`), so that the packing and
   // the kernel that reads it agree whatever size the image has at run time.
   bool p64 = false;
+  // The direct tactic as F(2x2, 3x3) Winograd tiles (src/kernels/conv_winograd.h): 3x3 windows at
+  // stride 1 between 16-channel blocks, weights packed as 16 transformed matrices. Decided at
+  // lowering once the layouts are known (lower/winograd.cpp) and recorded on the node (attribute
+  // `winograd`), like p64.
+  bool winograd = false;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
@@ -101,6 +109,10 @@ bool conv_direct_wraps(int mr, int64_t oh, int64_t ow);
 bool conv_direct_takes_p64(const Conv2dShape& s);
 // False when KILN_DIRECT_P64=0 turned the 6 x 64 tile off at start-up (the compile cache keys on it).
 bool conv_direct_p64_enabled();
+// "" when the direct tactic can run s as Winograd tiles (Conv2dShape::winograd), else why not;
+// "turned off (KILN_WINOGRAD=0)" when that switch was set at start-up (the compile cache keys on it).
+std::string conv_winograd_unsupported(const Conv2dShape& s);
+bool conv_winograd_enabled();
 // Where the rows do not wrap: true when a row of row_len pixels runs wide tiles (mr / 2 pixels
 // by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
 bool conv_direct_wide(int mr, int64_t row_len);

@@ -34,6 +34,7 @@ struct LowerReport {
   int nhwc_tensors = 0;          // INT8 activations kept pixel-major between QConvs (int8_nhwc_layout.cpp)
   int folded_means = 0;          // GlobalAveragePools folded into their depthwise convolution (channel_means.cpp)
   int padded_tensors = 0;        // blocked activations written into their reader's padded planes (padded_layout.cpp)
+  int winograd_convs = 0;        // direct convolutions run as F(2x2, 3x3) Winograd tiles (winograd.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 

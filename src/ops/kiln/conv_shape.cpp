@@ -37,6 +37,7 @@ kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>&
   s.x_nhwc = n.attr_i("x_nhwc", 0) != 0, s.y_nhwc = n.attr_i("y_nhwc", 0) != 0;
   s.x_padded = n.attr_i("x_padded", 0) != 0;
   s.p64 = n.attr_i("p64", 0) != 0;
+  s.winograd = n.attr_i("winograd", 0) != 0;
   if (const std::vector<int64_t> yp = y_pad_of(n); !yp.empty())
     s.y_pad_top = yp[0], s.y_pad_left = yp[1], s.y_pad_bottom = yp[2], s.y_pad_right = yp[3];
   auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});

@@ -36,6 +36,17 @@ Cost cost_fused_conv(const CostContext& packed_or_not) {
   if (c.node.input(3)) k.flops += outs;
   k.flops += outs * activation_flops(activation_of(c.node).act);
   if (c.out_dims.size() > 1 && !c.out_dims[1].empty()) k.flops += outs;  // M: one add an element (io bytes count it)
+  // Winograd tiles (kernels/conv_winograd.h) multiply 16 transformed values per 4x4 input tile and
+  // channel pair where the window takes 36 products for its 2x2 outputs: count the work the
+  // kernel does (the 16 GEMMs, the transforms' 32 adds per input and 24 per output channel and
+  // tile), so that rooflines and predictions see its real rate, not 2.25x the direct one's.
+  const std::vector<int64_t>& y = c.out_dims[0];
+  if (c.node.attr_i("winograd", 0) != 0 && y.size() == 4 && c.in_dims.size() > 1 && c.in_dims[1].size() == 4) {
+    const double conv = 2.0 * y[0] * y[1] * c.in_dims[1][1] * y[2] * y[3] * 9;  // Conv's multiply-adds x 2
+    const double tiles = static_cast<double>(y[0]) * ((y[2] + 1) / 2) * ((y[3] + 1) / 2);
+    const double C = static_cast<double>(c.in_dims[1][1]), K = static_cast<double>(y[1]);
+    k.flops += 2.0 * 16 * C * K * tiles + (32 * C + 24 * K) * tiles - conv;
+  }
   return k;
 }
 
@@ -68,6 +79,9 @@ std::vector<AttrSpec> fused_conv_attrs() {
   // 1: the direct tactic's weights are packed for AVX-512's 6 x 64 tile (kernels::Conv2dShape::p64,
   // lower/pack_weights.cpp).
   a.push_back({"p64", AttrKind::Int});
+  // 1: the direct tactic runs F(2x2, 3x3) Winograd tiles, its weights packed as 16 transformed
+  // matrices (kernels::Conv2dShape::winograd, lower/winograd.cpp).
+  a.push_back({"winograd", AttrKind::Int});
   return a;
 }
 

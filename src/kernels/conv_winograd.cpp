@@ -1,0 +1,154 @@
+#include "conv_winograd.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kiln/ir/error.h"
+#include "kiln/kernels/gemm_packed.h"
+#include "kiln/kernels/parallel.h"
+#include "line_scratch.h"
+
+namespace kiln::kernels::detail {
+namespace {
+
+constexpr int kPositions = 16;  // the 4x4 transformed tile
+// Tiles per GEMM block: their V and M (16 x tiles x (C + K) floats) stay in L2 while the 16
+// products run, beside the layer's input and output rows. One Xeon 5th gen core: alone, 48-96
+// tiles of 64 or 128 channels ran 0.62-0.70 of the direct tactic's time, 192 tiles 0.75;
+// inside resnet18 (in-process pairs against the direct tactic) blocks of 28, 56 and 96 tiles
+// ran the model in 0.89, 0.80 and 0.82 of its time.
+constexpr int64_t kBlockTiles = 56;
+// Output sizes below this lose to the direct tactic: 7x7 pads to 8x8 (4x4 tiles), 0.96 of its
+// time in the same prototype, against 0.58-0.70 at 14x14 and up.
+constexpr int64_t kMinOutput = 14;
+
+struct Geometry {
+  int64_t th, tw, rows_per_block, blocks;  // tile rows and columns; a block's tile rows; blocks an image
+};
+
+Geometry geometry(const Conv2dShape& s, int threads) {
+  Geometry g;
+  g.th = (s.out_h() + 1) / 2, g.tw = (s.out_w() + 1) / 2;
+  // Whole tile rows a block (their output rows get the epilogue together); enough blocks for
+  // every thread when the batch alone does not give them one.
+  int64_t blocks = std::max<int64_t>(1, (g.th * g.tw + kBlockTiles - 1) / kBlockTiles);
+  if (s.N < threads) blocks = std::max<int64_t>(blocks, (threads + s.N - 1) / s.N);
+  g.rows_per_block = (g.th + std::min(blocks, g.th) - 1) / std::min(blocks, g.th);
+  g.blocks = (g.th + g.rows_per_block - 1) / g.rows_per_block;
+  return g;
+}
+
+}  // namespace
+
+std::string winograd_unsupported(const KernelTable& t, const Conv2dShape& s) {
+  if (t.isa != Isa::Avx512) return "Winograd tiles need AVX-512 (16-channel vectors)";
+  if (s.group != 1) return "grouped";
+  if (s.R != 3 || s.S != 3) return "not a 3x3 window";
+  if (s.stride_h != 1 || s.stride_w != 1 || s.dil_h != 1 || s.dil_w != 1) return "strided or dilated";
+  if (s.pad_top != 1 || s.pad_left != 1 || s.pad_bottom != 1 || s.pad_right != 1) return "padding other than 1";
+  if (!s.x_blocked || !s.y_blocked) return "input or output not channel-blocked";
+  for (const int64_t b : {s.x_block, s.y_block})
+    if (b != kConvBlock && b != kConvBlockWide) return "channel blocks of " + std::to_string(b) + " (8 or 16)";
+  if (s.C % kConvBlockWide != 0 || s.K % kConvBlockWide != 0) return "channels not a multiple of 16";
+  if (s.out_h() < kMinOutput || s.out_w() < kMinOutput)
+    return "output under " + std::to_string(kMinOutput) + "x" + std::to_string(kMinOutput) +
+           " (4x4 tiles pad it: the direct tactic is faster)";
+  if (s.y_padded() && (s.y_pad_top < 0 || s.y_pad_left < 0)) return "negative output padding";
+  return "";
+}
+
+size_t winograd_packed_weight_floats(const KernelTable& t, const Conv2dShape& s) {
+  return kPositions * packed_b_floats_on(t, s.C, s.K);
+}
+
+void winograd_pack_weight(const KernelTable& t, const Conv2dShape& s, const float* w, float* packed) {
+  const int64_t C = s.C, K = s.K;
+  // U_ξ = (G g Gᵀ)_ξ as a C x K matrix per position, G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1].
+  std::vector<float> u(static_cast<size_t>(kPositions * C * K));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = w + (k * C + c) * 9;
+      float gg[4][3];  // G g
+      for (int j = 0; j < 3; ++j) {
+        gg[0][j] = g[j];
+        gg[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        gg[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        gg[3][j] = g[6 + j];
+      }
+      for (int i = 0; i < 4; ++i) {
+        const float row[4] = {gg[i][0], 0.5f * (gg[i][0] + gg[i][1] + gg[i][2]),
+                              0.5f * (gg[i][0] - gg[i][1] + gg[i][2]), gg[i][2]};
+        for (int j = 0; j < 4; ++j) u[static_cast<size_t>((i * 4 + j) * C + c) * K + k] = row[j];
+      }
+    }
+  const size_t per = packed_b_floats_on(t, C, K);
+  for (int xi = 0; xi < kPositions; ++xi)
+    pack_b_on(t, u.data() + static_cast<size_t>(xi) * C * K, K, false, C, K, packed + xi * per);
+}
+
+void winograd_conv(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                   const Epilogue& epi, int threads) {
+  const std::string bad = winograd_unsupported(t, s);
+  KILN_CHECK(bad.empty(), "Winograd convolution: ", bad);
+  const int64_t C = s.C, K = s.K, OH = s.out_h(), OW = s.out_w(), B = s.y_block;
+  const Geometry geo = geometry(s, threads);
+  const int64_t block_tiles = geo.rows_per_block * geo.tw;
+  const size_t per = packed_b_floats_on(t, C, K);
+  const int64_t xph = s.x_padded ? s.H + s.pad_top + s.pad_bottom : s.H;
+  const int64_t xpw = s.x_padded ? s.W + s.pad_left + s.pad_right : s.W;
+  const int64_t yph = OH + s.y_pad_top + s.y_pad_bottom, ypw = OW + s.y_pad_left + s.y_pad_right;
+  // The epilogue in the output transform's registers; activations other than these (Silu, ...)
+  // over each stored row afterwards.
+  const bool act_in_regs = epi.act == Act::None || epi.act == Act::Relu || epi.act == Act::Clip ||
+                           epi.act == Act::LeakyRelu;
+  KILN_CHECK(!epi.channel_means, "Winograd convolution: channel means are not computed on this path");
+  auto unit = [&](int64_t u) {
+    const int64_t n = u / geo.blocks, blk = u % geo.blocks;
+    const int64_t ty0 = blk * geo.rows_per_block, ty1 = std::min(geo.th, ty0 + geo.rows_per_block);
+    const int64_t t0 = ty0 * geo.tw, count = (ty1 - ty0) * geo.tw;
+    // This thread's V and M: 16 positions x the block's tiles x (C + K), on cache lines.
+    thread_local LineScratch scratch;
+    float* V = scratch.floats(static_cast<size_t>(kPositions * block_tiles * (C + K)));
+    float* M = V + kPositions * block_tiles * C;
+    const WinogradInput in{x + n * s.x_image_floats(), s.x_block, C / 16, xph, xpw, s.x_padded ? 0 : -1,
+                           s.x_padded ? 0 : -1};
+    winograd_input_avx512(in, geo.tw, t0, count, V, block_tiles * C);
+    for (int xi = 0; xi < kPositions; ++xi)
+      gemm_packed_b_on(t, count, K, C, V + xi * block_tiles * C, C, packed_w + xi * per, M + xi * block_tiles * K, K,
+                       Epilogue{}, 1);
+    float* yn = y + n * s.y_image_floats();
+    WinogradOutput out{yn, B, K / 16, yph, ypw, s.y_pad_top, s.y_pad_left, OH, OW};
+    out.alpha = epi.alpha, out.bias = epi.bias;
+    // A residual has the output's layout (never padded planes: lower/padded_layout.cpp).
+    out.residual = epi.residual ? epi.residual + n * K * OH * OW : nullptr;
+    if (act_in_regs) out.act = epi.act, out.act_alpha = epi.act_alpha, out.act_beta = epi.act_beta;
+    winograd_output_avx512(out, geo.tw, t0, count, M, block_tiles * K);
+    // The block's output rows, channel block by channel block: the padded planes' border zeros,
+    // and an activation the transform does not apply over each row (a pixels x B matrix).
+    const int64_t oy0 = 2 * ty0, oy1 = std::min(OH, 2 * ty1);
+    for (int64_t kb = 0; kb < K / B; ++kb) {
+      float* plane = yn + kb * yph * ypw * B;
+      if (s.y_padded()) {
+        if (blk == 0) std::fill(plane, plane + s.y_pad_top * ypw * B, 0.f);
+        if (blk + 1 == geo.blocks) std::fill(plane + (s.y_pad_top + OH) * ypw * B, plane + yph * ypw * B, 0.f);
+      }
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        float* line = plane + (s.y_pad_top + oy) * ypw * B;
+        if (s.y_padded()) {
+          std::fill(line, line + s.y_pad_left * B, 0.f);
+          std::fill(line + (s.y_pad_left + OW) * B, line + ypw * B, 0.f);
+        }
+        if (act_in_regs) continue;
+        TileEpilogue te;
+        te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+        t.epilogue_tile(line + s.y_pad_left * B, B, OW, B, te);
+      }
+    }
+  };
+  const int64_t units = s.N * geo.blocks;
+  parallel_for(units, std::min<int64_t>(threads, units), [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) unit(u);
+  });
+}
+
+}  // namespace kiln::kernels::detail
