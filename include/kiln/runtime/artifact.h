@@ -48,7 +48,9 @@ namespace kiln {
 // 10: direct convolutions of planar inputs with fewer channels than window columns (the RGB
 // stems) pack their weights' K as (window row, channel, window column), which a version-9
 // runtime would read as (tap, channel).
-constexpr int64_t kArtifactFormatVersion = 10;
+// 11: AVX-512 direct convolutions marked `winograd` run F(2x2, 3x3) Winograd tiles, their weights
+// 16 transformed matrices in GEMM B panels, which a version-10 runtime would read as direct panels.
+constexpr int64_t kArtifactFormatVersion = 11;
 // First 8 bytes of every artifact (a non-ASCII first byte keeps it apart from text formats).
 constexpr std::string_view kArtifactMagic{"\x89KILNAR\n", 8};
 
