@@ -692,6 +692,7 @@ TEST(Conv, WinogradTilesOnBlockedActivations) {
       {shape(1, 64, 28, 28, 64, 3, 3, 1, 1), Act::Silu, true, false},   // 196 tiles: blocks of rows
       {shape(1, 48, 16, 14, 32, 3, 3, 1, 1), Act::LeakyRelu, false, true},
       {shape(1, 16, 14, 15, 16, 3, 3, 1, 1), Act::None, false, false},   // no epilogue at all
+      {shape(1, 32, 14, 14, 160, 3, 3, 1, 1), Act::Relu, true, true},    // panels of 64, 64 and 32 columns
   };
   for (ConvCase c : cases)
     for (int sides = 0; sides < 4; ++sides) {
