@@ -16,6 +16,10 @@ namespace kiln::lower {
 // (KILN_BLOCKED_LAYOUT, KILN_INT8_NHWC, KILN_FOLD_MEANS, KILN_PADDED_PLANES; lower.h).
 bool switch_on(const char* name);
 
+// What lower_conv adds to a direct convolution's note when it packs it for the 6 x 64 tile
+// (assign_winograd takes it out again).
+constexpr const char* kP64Note = "on the 6 x 64 tile (output channels a multiple of 64, rows of 24 or more); ";
+
 // Plain Conv/MatMul/Gemm -> kiln.FusedConv/FusedMatMul; returns how many were rewritten.
 // Nodes it cannot rewrite get a note saying why.
 int canonicalize(Graph& g, std::vector<KernelChoice>& notes);

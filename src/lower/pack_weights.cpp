@@ -103,7 +103,7 @@ KernelChoice lower_conv(Graph& g, Node& n, bool pack, double& bytes, bool direct
   }
   c.why = std::string(t == kernels::ConvTactic::PixelGemm ? "small image: output channels fill the vectors better; "
                                                             : "") +
-          (s.p64 ? "on the 6 x 64 tile (output channels a multiple of 64, rows of 24 or more); " : "") +
+          (s.p64 ? kP64Note : "") +
           "others: " + others;
   if (pack) {
     size_t floats = kernels::conv_packed_weight_floats(t, s);

@@ -52,9 +52,13 @@ int assign_winograd(Graph& g, const std::map<const Node*, const Value*>& weights
     n.inputs[1] = g.add_initializer(g.unique_name(w->second->name + ".winograd"), std::move(packed));
     n.attrs.erase("p64");
     n.attrs["winograd"] = int64_t{1};
-    if (c)
+    if (c) {
+      // Not the 6 x 64 tile any more (lower_conv noted it when it packed the direct panels).
+      const std::string p64 = kP64Note;
+      if (const size_t at = c->why.find(p64); at != std::string::npos) c->why.erase(at, p64.size());
       c->why = "as F(2x2, 3x3) Winograd tiles (16 products of the channels per 4x4 input tile: 2.25x fewer "
-               "multiply-adds; 3x3 at stride 1 between 16-channel blocks, 14x14 and up); " + c->why;
+               "multiply-adds; 3x3 at stride 1 between channel-blocked activations, 14x14 and up); " + c->why;
+    }
     ++count;
   }
   return count;
