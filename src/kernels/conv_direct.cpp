@@ -312,15 +312,13 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
   return l2;
 }
 
-bool direct_stream_weights = [] {
-  const char* v = std::getenv("KILN_DIRECT_STREAM_WEIGHTS");
+bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
   return !(v && v[0] == '0');
-}();
+}
 
-bool direct_p64 = [] {
-  const char* v = std::getenv("KILN_DIRECT_P64");
-  return !(v && v[0] == '0');
-}();
+bool direct_stream_weights = env_switch_on("KILN_DIRECT_STREAM_WEIGHTS");
+bool direct_p64 = env_switch_on("KILN_DIRECT_P64");
 
 bool direct_takes_p64(const KernelTable& t, const Conv2dShape& s) {
   return direct_p64 && t.conv_shape_p64.nr > 0 && s.group == 1 && s.R * s.S > 1 && s.K % t.conv_shape_p64.nr == 0 &&
@@ -768,10 +766,7 @@ bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p
 bool conv_direct_p64_enabled() { return detail::direct_p64; }
 
 namespace {
-const bool winograd_enabled = [] {
-  const char* v = std::getenv("KILN_WINOGRAD");
-  return !(v && v[0] == '0');
-}();
+const bool winograd_enabled = detail::env_switch_on("KILN_WINOGRAD");
 }  // namespace
 
 std::string conv_winograd_unsupported(const Conv2dShape& s) {

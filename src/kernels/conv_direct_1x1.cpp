@@ -18,7 +18,6 @@
 #include "conv_direct_1x1.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "conv_direct.h"
 #include "gemm_driver.h"
@@ -38,10 +37,7 @@ constexpr int64_t kMinTiles = 16;
 
 }  // namespace
 
-bool direct_1x1_enabled = [] {
-  const char* v = std::getenv("KILN_DIRECT_1X1");
-  return !(v && v[0] == '0');
-}();
+bool direct_1x1_enabled = env_switch_on("KILN_DIRECT_1X1");
 
 int conv_1x1_slot(const Conv2dShape& s) {
   return (s.x_block == kConvBlockWide ? 2 : 0) + static_cast<int>(s.stride_w) - 1;

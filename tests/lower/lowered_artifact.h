@@ -66,6 +66,9 @@ inline void expect_lowered_matches(const Model& ref, Executable& exe, const Tens
   }
 }
 
+// Whether this CPU's kernel table is AVX-512's (the lowering's AVX-512-only layouts and tactics).
+inline bool avx512() { return std::string(kernels::gemm_isa()) == "avx512"; }
+
 inline std::unique_ptr<Executable> load_lowered(const Model& m, const std::string& tag) {
   const auto dir = std::filesystem::temp_directory_path() / ("kiln_" + tag + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -64,8 +64,6 @@ const Node* node(const Model& m, const std::string& name) {
   return nullptr;
 }
 
-bool avx512() { return std::string(kernels::gemm_isa()) == "avx512"; }
-
 TEST(PaddedLayout, ADirectConvolutionWritesIntoItsOnlyReadersPaddedPlanes) {
   Model m = parse_inferred(bottleneck(false));
   const LowerReport r = lower_model(m);

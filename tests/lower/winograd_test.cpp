@@ -42,8 +42,6 @@ std::string marks(const Model& m) {
   return s;
 }
 
-bool avx512() { return std::string(kernels::gemm_isa()) == "avx512"; }
-
 TEST(Winograd, StrideOneWindowsBetweenBlockedTensorsTakeWinogradTiles) {
   Model m = parse_inferred();
   const LowerReport r = lower_model(m);

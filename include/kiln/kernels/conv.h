@@ -69,7 +69,7 @@ struct Conv2dShape {
   // the kernel that reads it agree whatever size the image has at run time.
   bool p64 = false;
   // The direct tactic as F(2x2, 3x3) Winograd tiles (src/kernels/conv_winograd.h): 3x3 windows at
-  // stride 1 between 16-channel blocks, weights packed as 16 transformed matrices. Decided at
+  // stride 1 between channel-blocked activations, weights packed as 16 transformed matrices. Decided at
   // lowering once the layouts are known (lower/winograd.cpp) and recorded on the node (attribute
   // `winograd`), like p64.
   bool winograd = false;
