@@ -145,7 +145,7 @@ TEST(GemmPacked, PackedAPanelsStayInTheirBuffer) {
   for (const KernelTable* t : all_tables()) {
     const int64_t mr = t->gemm.mr;
     for (int64_t M : {int64_t{1}, mr - 1, mr, mr + 1, 2 * mr + 3})
-      for (int64_t K : {1, 2, 3, 15, 16, 17, 33}) {
+      for (int64_t K : {1, 2, 3, 15, 16, 17, 33, 48, 53}) {
         const int64_t lda = K + 2;
         auto A = random_vec(M * lda, 7 + M * K);
         const size_t n = packed_a_floats_on(*t, M, K);
