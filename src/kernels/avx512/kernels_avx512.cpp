@@ -8,7 +8,6 @@
 
 #include "kiln/kernels/dispatch.h"
 #include "simd/vec_avx512.h"
-namespace kiln::kernels::detail { extern int g_gemm_knob; }
 
 namespace kiln::kernels::avx512 {
 using V = simd::Vec512;
