@@ -693,6 +693,8 @@ TEST(Conv, WinogradTilesOnBlockedActivations) {
       {shape(1, 48, 16, 14, 32, 3, 3, 1, 1), Act::LeakyRelu, false, true},
       {shape(1, 16, 14, 15, 16, 3, 3, 1, 1), Act::None, false, false},   // no epilogue at all
       {shape(1, 32, 14, 14, 160, 3, 3, 1, 1), Act::Relu, true, true},    // panels of 64, 64 and 32 columns
+      // Two threads cut 7 x 8 tiles at tile 30, inside a row: Silu runs over each block's pixels.
+      {shape(1, 16, 14, 15, 32, 3, 3, 1, 1), Act::Silu, true, false},
   };
   for (ConvCase c : cases)
     for (int sides = 0; sides < 4; ++sides) {
@@ -701,39 +703,42 @@ TEST(Conv, WinogradTilesOnBlockedActivations) {
       c.s.y_block = sides & 2 ? kConvBlockWide : kConvBlock;
       for (int threads : {1, 2}) check(host, ConvTactic::Direct, c, threads, threads == 2);
     }
-  // Padded planes: the input read from its planes, the output written into the next ones.
-  for (int threads : {1, 2}) {
-    Conv2dShape s = shape(2, 32, 15, 14, 32, 3, 3, 1, 1);
-    s.x_blocked = s.y_blocked = true, s.x_block = kConvBlock, s.y_block = kConvBlockWide, s.winograd = true;
-    const int64_t B = s.x_block, H = s.H, W = s.W, OHW = s.out_h() * s.out_w();
-    const auto x = blocked(random_vec(s.N * s.C * H * W, 41), s.N, s.C, H * W, false, B);
-    const auto w = random_vec(s.K * s.C * 9, 42), bias = random_vec(s.K, 43);
-    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
-    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
-    Epilogue e;
-    e.act = Act::Relu, e.bias = bias.data(), e.bias_per_row = true;
-    std::vector<float> want(s.N * s.K * OHW);
-    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), want.data(), e, nullptr, threads);
-    Conv2dShape p = s;
-    p.x_padded = true, p.y_pad_top = 1, p.y_pad_left = 2, p.y_pad_bottom = 0, p.y_pad_right = 1;
-    std::vector<float> xp(p.N * p.x_image_floats(), 0.f);
-    for (int64_t i = 0; i < p.N * p.C / B; ++i)
-      for (int64_t h = 0; h < H; ++h)
-        std::copy_n(x.data() + (i * H + h) * W * B, W * B, xp.data() + ((i * (H + 2) + h + 1) * (W + 2) + 1) * B);
-    std::vector<float> planes(p.N * p.y_image_floats(), std::nanf(""));
-    conv2d(ConvTactic::Direct, p, xp.data(), packed.data(), planes.data(), e, nullptr, threads);
-    const int64_t OH = s.out_h(), OW = s.out_w(), YB = s.y_block, row = OW + 3, rows = OH + 1;
-    for (int64_t i = 0; i < p.N * p.K / YB; ++i)
-      for (int64_t h = 0; h < rows; ++h)
-        for (int64_t c = 0; c < row; ++c)
-          for (int64_t j = 0; j < YB; ++j) {
-            const int64_t oh = h - 1, ow = c - 2;
-            const bool inside = oh >= 0 && oh < OH && ow >= 0 && ow < OW;
-            const float expect = inside ? want[((i * OH + oh) * OW + ow) * YB + j] : 0.f;
-            ASSERT_EQ(planes[((i * rows + h) * row + c) * YB + j], expect)
-                << "threads " << threads << " plane " << i << " at " << h << "," << c;
-          }
-  }
+  // Padded planes: the input read from its planes, the output written into the next ones (one
+  // image of 7 x 7 tiles: two threads cut it at tile 24, inside a row, so each row's border
+  // belongs to the block with its first tile).
+  for (int threads : {1, 2})
+    for (const Conv2dShape& s0 : {shape(2, 32, 15, 14, 32, 3, 3, 1, 1), shape(1, 32, 14, 14, 32, 3, 3, 1, 1)}) {
+      Conv2dShape s = s0;
+      s.x_blocked = s.y_blocked = true, s.x_block = kConvBlock, s.y_block = kConvBlockWide, s.winograd = true;
+      const int64_t B = s.x_block, H = s.H, W = s.W, OHW = s.out_h() * s.out_w();
+      const auto x = blocked(random_vec(s.N * s.C * H * W, 41), s.N, s.C, H * W, false, B);
+      const auto w = random_vec(s.K * s.C * 9, 42), bias = random_vec(s.K, 43);
+      std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+      conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+      Epilogue e;
+      e.act = Act::Relu, e.bias = bias.data(), e.bias_per_row = true;
+      std::vector<float> want(s.N * s.K * OHW);
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), want.data(), e, nullptr, threads);
+      Conv2dShape p = s;
+      p.x_padded = true, p.y_pad_top = 1, p.y_pad_left = 2, p.y_pad_bottom = 0, p.y_pad_right = 1;
+      std::vector<float> xp(p.N * p.x_image_floats(), 0.f);
+      for (int64_t i = 0; i < p.N * p.C / B; ++i)
+        for (int64_t h = 0; h < H; ++h)
+          std::copy_n(x.data() + (i * H + h) * W * B, W * B, xp.data() + ((i * (H + 2) + h + 1) * (W + 2) + 1) * B);
+      std::vector<float> planes(p.N * p.y_image_floats(), std::nanf(""));
+      conv2d(ConvTactic::Direct, p, xp.data(), packed.data(), planes.data(), e, nullptr, threads);
+      const int64_t OH = s.out_h(), OW = s.out_w(), YB = s.y_block, row = OW + 3, rows = OH + 1;
+      for (int64_t i = 0; i < p.N * p.K / YB; ++i)
+        for (int64_t h = 0; h < rows; ++h)
+          for (int64_t c = 0; c < row; ++c)
+            for (int64_t j = 0; j < YB; ++j) {
+              const int64_t oh = h - 1, ow = c - 2;
+              const bool inside = oh >= 0 && oh < OH && ow >= 0 && ow < OW;
+              const float expect = inside ? want[((i * OH + oh) * OW + ow) * YB + j] : 0.f;
+              ASSERT_EQ(planes[((i * rows + h) * row + c) * YB + j], expect)
+                  << "threads " << threads << " N " << s.N << " plane " << i << " at " << h << "," << c;
+            }
+    }
 }
 
 // Blocked output holds the very floats of the planar one: its tiles apply the epilogue as they
