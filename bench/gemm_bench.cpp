@@ -127,8 +127,8 @@ void BM_PackedA(benchmark::State& st) {
 // its A and B panels take 3 and 32 KiB, C one tile), as many FLOPs on each thread: l1_vs_fma is
 // that tile against the loop, the most any blocking of the product could reach right now, so
 // vs_fma / l1_vs_fma is what the caches and memory cost. On the Xeon 5th gen host the tile read
-// 0.97-1.07 of the loop in quiet minutes and 0.81-0.85 in slow ones (one core): in those the
-// loop's register-only FMAs keep their speed and anything that loads does not.
+// 0.96-1.02 of the loop in quiet minutes and 0.81-0.87 in slow ones (one core, medians): in
+// those the loop's register-only FMAs keep their speed and anything that loads does not.
 double median_of(std::vector<double> v, double q = 0.5) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
