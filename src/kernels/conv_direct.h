@@ -46,13 +46,13 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
 
 std::string direct_unsupported(const Conv2dShape& s);
 
-// Whether the general schedule's tiles fetch the next weight block into L2 as they run, when
-// the weights are not in L2 (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
-// A/B harnesses flip it between calls).
 // False when the environment sets `name` to "0": the kernels' switches for A/B runs
 // (KILN_DIRECT_STREAM_WEIGHTS, KILN_DIRECT_P64, KILN_DIRECT_1X1, KILN_WINOGRAD), read once at
 // start-up.
 bool env_switch_on(const char* name);
+// Whether the general schedule's tiles fetch the next weight block into L2 as they run, when
+// the weights are not in L2 (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
+// A/B harnesses flip it between calls).
 extern bool direct_stream_weights;
 // direct_stream_weights, for weights of kStreamWeightBytes or more (taken not to be in L2 when
 // the layer starts: from L3 or DRAM).
