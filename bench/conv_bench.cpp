@@ -5,6 +5,7 @@
 //   build/bench/conv_bench --benchmark_min_time=1
 //   KILN_CONV_TACTIC=direct build/bench/conv_bench --benchmark_filter=Resnet50
 //   KILN_CONV_BLOCKED=1 ...: direct layers on channel-blocked input and output
+//   --benchmark_filter=ExpandOut8vs16: mobilenet_v2's expands into 8- against 16-channel blocks, paired
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -178,6 +179,72 @@ void BM_MaxPool(benchmark::State& st) {
   st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
 }
 
+// args: C, H, K, threads: a 1x1 expand between channel-blocked activations as mobilenet_v2 runs
+// it (input in 16-channel blocks, bias and Clip(0, 6) fused), writing its output in 16-channel
+// blocks (a pixel's block one vector) against 8-channel blocks, which is what the model gets
+// today because the depthwise layer after it reads only 8 (lower/blocked_layout.cpp). The two
+// run call by call in the same iteration, order flipped each time; `out8_vs_out16` is the
+// median of the per-call time ratios (> 1: the 8-channel output is slower), us8 and us16 the
+// medians. It sizes the lever a 16-channel depthwise kernel would pull (docs/kernels.md,
+// forty-sixth session).
+void BM_ExpandOutputBlocks(benchmark::State& st) {
+  Conv2dShape s;
+  s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2);
+  const int threads = static_cast<int>(st.range(3));
+  s.x_blocked = s.y_blocked = true;
+  s.x_block = kConvBlockWide;
+  Conv2dShape s8 = s, s16 = s;
+  s8.y_block = kConvBlock, s16.y_block = kConvBlockWide;
+  for (const Conv2dShape* c : {&s8, &s16})
+    if (const std::string why = conv_tactic_unsupported(ConvTactic::Direct, *c); !why.empty()) {
+      st.SkipWithError(why.c_str());
+      return;
+    }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(s.C * s.H * s.W), y(s.K * s.H * s.W);
+  std::vector<float> w(s.K * s.C), bias(s.K);
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  for (auto& v : bias) v = 0.1f * u(rng);
+  Floats p8(conv_packed_weight_floats(ConvTactic::Direct, s8)), p16(conv_packed_weight_floats(ConvTactic::Direct, s16));
+  conv_pack_weight(ConvTactic::Direct, s8, w.data(), p8.data());
+  conv_pack_weight(ConvTactic::Direct, s16, w.data(), p16.data());
+  Floats ws(std::max(conv_workspace_floats(ConvTactic::Direct, s8, threads),
+                     conv_workspace_floats(ConvTactic::Direct, s16, threads)) + 1);
+  Epilogue e;
+  e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+  auto timed = [&](const Conv2dShape& c, const Floats& packed) {
+    auto t0 = std::chrono::steady_clock::now();
+    conv2d(ConvTactic::Direct, c, x.data(), packed.data(), y.data(), e, ws.data(), threads);
+    benchmark::ClobberMemory();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> t8, t16, ratio;
+  bool flip = false;
+  for (auto _ : st) {
+    double a, b;
+    if (flip) a = timed(s8, p8), b = timed(s16, p16);
+    else b = timed(s16, p16), a = timed(s8, p8);
+    flip = !flip;
+    t8.push_back(a), t16.push_back(b), ratio.push_back(a / b);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  st.counters["us8"] = median(t8);
+  st.counters["us16"] = median(t16);
+  st.counters["out8_vs_out16"] = median(ratio);
+}
+
+// mobilenet_v2's expands whose input channels fill 16-channel blocks (24 -> 144 does not).
+void mobilenet_v2_expands(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][3] = {{16, 112, 96}, {32, 28, 192}, {64, 14, 384}, {96, 14, 576}, {160, 7, 960}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], th});
+}
+
 BENCHMARK(BM_MaxPool)->Name("MaxPool")->Args({64, 112, 3, 2, 1, 1})->Args({64, 112, 3, 2, 1, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Digits")->Apply(digits)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("Stem")->Apply(stems)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -186,6 +253,7 @@ BENCHMARK(BM_Conv)->Name("MobilenetV2Pw")->Apply(mobilenet_v2_pointwise)->UseRea
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Pw")->Apply(efficientnet_b0_pointwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
