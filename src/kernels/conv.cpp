@@ -14,6 +14,7 @@
 #include "conv_phase.h"
 #include "conv_pixel.h"
 #include "depthwise_parts.h"
+#include "depthwise_wide.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/dispatch.h"
@@ -183,10 +184,12 @@ bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.sim
 // Not where the table has a faster kernel that needs the output apart (the stride-1 aligned
 // pairs on rows of 16 or more): mobilenet_v2's 28x28 layers in place on the copy path ran the
 // model 1.015x / 1.008x slower at 2 / 1 threads than out of place on the pairs (paired, Zen 4).
+// Not on 16-channel blocks: that kernel reads the input rows of a window in place, so an output
+// row written over its input row would change the next row's windows.
 bool conv_depthwise_in_place(const Conv2dShape& s) {
   const KernelTable& t = kernel_table();
   return depthwise_blocked(t) && s.group == s.C && s.C == s.K && s.out_h() == s.H && s.out_w() == s.W &&
-         s.x_blocked && s.y_blocked && detail::depthwise_never_bands(s) &&
+         s.x_blocked && s.y_blocked && s.x_block == kConvBlock && detail::depthwise_never_bands(s) &&
          !(t.depthwise_block_wants_apart && t.depthwise_block_wants_apart(depthwise_geometry(s))) &&
          conv_tactic_unsupported(ConvTactic::Depthwise, s).empty();
 }
@@ -274,6 +277,10 @@ void conv_depthwise(const KernelTable& t, const Conv2dShape& s, const float* x, 
                     const Epilogue& epi, float* workspace, int threads) {
   KILN_CHECK(depthwise_blocked(t) || !(s.x_blocked || s.y_blocked),
              "channel-blocked activations need the blocked depthwise kernel (tables of 8 or more lanes)");
+  if (s.x_block == kConvBlockWide) {
+    detail::depthwise_wide(t, s, x, w, y, epi, threads);
+    return;
+  }
   if (depthwise_blocked(t)) {
     depthwise_blocks(t, s, x, w, y, epi, threads);
     return;
@@ -346,8 +353,10 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
     return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
            "multiple of 8) the depthwise one";
   if ((s.x_padded || s.y_padded()) && t != ConvTactic::Direct) return "padded planes run only on the direct tactic";
-  if ((s.x_block != kConvBlock || s.y_block != kConvBlock) && t != ConvTactic::Direct)
-    return "16-channel blocks run only on the direct tactic";
+  if ((s.x_block != kConvBlock || s.y_block != kConvBlock) && t != ConvTactic::Direct) {
+    if (t != ConvTactic::Depthwise) return "16-channel blocks run only on the direct and depthwise tactics";
+    if (std::string why = detail::depthwise_wide_unsupported(kernel_table(), s); !why.empty()) return why;
+  }
   std::string bad = shape_problem(s);
   if (!bad.empty()) return bad;
   switch (t) {

@@ -1041,6 +1041,85 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   EXPECT_GT(ran, 0);
 }
 
+// The depthwise tactic on 16-channel blocks in and out (AVX-512: src/kernels/depthwise_wide.h)
+// against the planar kernel, bit for bit (both sum the taps from zero, row by row, as FMAs, then
+// fma(sum, alpha, bias), the residual, the activation): 'same' padding at stride 1 and 2 on 7-,
+// 14- and odd-sized planes, 5x5 windows, dilation 2, no padding, a batch of 2, one block cut
+// into bands of rows at two threads, every activation the models use, with and without the
+// residual and the bias. A tap read from the wrong pixel, channel or block, a border tap not
+// skipped, or a band's rows missed would show.
+TEST(Conv, WideDepthwiseEqualsPlanarBitForBit) {
+  const KernelTable* t = kernel_table_for(Isa::Avx512);
+  if (!t || kernel_table().isa != Isa::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const std::vector<Conv2dShape> shapes = {
+      shape(1, 32, 14, 14, 32, 3, 3, 1, 1, 1, 32),  shape(1, 48, 7, 7, 48, 3, 3, 1, 1, 1, 48),
+      shape(1, 32, 14, 14, 32, 3, 3, 2, 1, 1, 32),  shape(2, 16, 15, 13, 16, 3, 3, 2, 1, 1, 16),
+      shape(1, 32, 11, 16, 32, 5, 5, 1, 2, 1, 32),  shape(1, 16, 16, 16, 16, 5, 5, 2, 2, 1, 16),
+      shape(1, 16, 20, 15, 16, 3, 3, 1, 2, 2, 16),  shape(1, 16, 9, 13, 16, 3, 3, 2, 0, 1, 16),
+      shape(1, 16, 40, 16, 16, 3, 3, 1, 1, 1, 16),  shape(1, 16, 2, 3, 16, 5, 5, 1, 2, 1, 16),
+  };
+  int ran = 0;
+  for (Conv2dShape s : shapes)
+    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Silu, Act::HardSwish})
+      for (int extras : {0, 1})  // 1: bias and residual
+        for (int threads : {1, 2}) {
+          const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
+          const auto x = random_vec(s.N * s.C * HW, 7), w = random_vec(s.K * s.R * s.S, 8);
+          const auto bias = random_vec(s.K, 9), res = random_vec(s.N * s.K * OHW, 10);
+          const auto xb = blocked(x, s.N, s.C, HW, false, kConvBlockWide);
+          const auto resb = blocked(res, s.N, s.K, OHW, false, kConvBlockWide);
+          std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Depthwise, s));
+          conv_pack_weight_on(*t, ConvTactic::Depthwise, s, w.data(), packed.data());
+          Epilogue e;
+          e.act = act, e.ldr = OHW;
+          if (extras) e.bias = bias.data(), e.bias_per_row = true, e.residual = res.data();
+          test::act_params(act, e.act_alpha, e.act_beta);
+          std::vector<float> planar(res.size()), out(res.size(), 777.f);
+          s.x_blocked = s.y_blocked = false, s.x_block = s.y_block = kConvBlock;
+          conv2d_on(*t, ConvTactic::Depthwise, s, x.data(), packed.data(), planar.data(), e, nullptr, threads);
+          s.x_blocked = s.y_blocked = true, s.x_block = s.y_block = kConvBlockWide;
+          ASSERT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s), "");
+          EXPECT_FALSE(conv_depthwise_in_place(s));  // windows read their input rows in place
+          if (extras) e.residual = resb.data();
+          conv2d_on(*t, ConvTactic::Depthwise, s, xb.data(), packed.data(), out.data(), e, nullptr, threads);
+          out = blocked(out, s.N, s.K, OHW, /*back=*/true, kConvBlockWide);
+          for (size_t i = 0; i < out.size(); ++i)
+            ASSERT_EQ(out[i], planar[i]) << "C=" << s.C << " " << s.H << "x" << s.W << " R=" << s.R << " stride "
+                                         << s.stride_h << " act " << static_cast<int>(act) << " extras " << extras
+                                         << " threads " << threads << " at " << i;
+          ++ran;
+        }
+  EXPECT_EQ(ran, 200);
+}
+
+// Where 16-channel depthwise blocks do not apply, the tactic says why, and a table without
+// AVX-512 refuses them when asked anyway.
+TEST(Conv, WideDepthwiseSaysWhyItDoesNotApply) {
+  Conv2dShape s = shape(1, 32, 14, 14, 32, 3, 3, 1, 1, 1, 32);
+  s.x_blocked = s.y_blocked = true, s.x_block = kConvBlockWide;  // 16 in, 8 out
+  if (kernel_table().isa == Isa::Avx512) {
+    EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s), "16-channel depthwise blocks take 16-channel blocks in and out");
+    Conv2dShape odd = shape(1, 24, 14, 14, 24, 3, 3, 1, 1, 1, 24);
+    odd.x_blocked = odd.y_blocked = true, odd.x_block = odd.y_block = kConvBlockWide;
+    EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, odd),
+              "16-channel depthwise blocks need group == C == K, a multiple of 16");
+    Conv2dShape wide_rows = shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16);
+    wide_rows.x_blocked = wide_rows.y_blocked = true, wide_rows.x_block = wide_rows.y_block = kConvBlockWide;
+    EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, wide_rows),
+              "16-channel depthwise blocks take input rows of up to 16 pixels (wider ones run faster on 8-channel "
+              "blocks)");
+    wide_rows.W = 16;
+    EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, wide_rows), "");
+  }
+  EXPECT_EQ(conv_tactic_unsupported(ConvTactic::Pointwise, s), "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a multiple of 8) the depthwise one");
+  s.y_block = kConvBlockWide;
+  if (const KernelTable* avx2 = kernel_table_for(Isa::Avx2); avx2 && kernel_table().isa == Isa::Avx512) {
+    std::vector<float> w(32 * 9 * 3), x(32 * 196), y(32 * 196);
+    EXPECT_THROW(conv2d_on(*avx2, ConvTactic::Depthwise, s, x.data(), w.data(), y.data(), Epilogue{}, nullptr, 1),
+                 kiln::Error);
+  }
+}
+
 // Epilogue::channel_means: the blocked depthwise kernel sums each part of its output as it
 // writes it (bands of rows at 2 threads on the 64-row plane, channel groups on the 14x14 one, in
 // place over its input, a partial 16-lane unit, a batch of 2, NCHW or blocked output); the other

@@ -5,14 +5,16 @@
 //   gemm       any group size: im2col written straight into the GEMM's packed-B panels
 //              (implicit GEMM: no full im2col matrix), weight packed as A.
 //   pointwise  1x1, stride 1, no padding: the input plane is B as it is (no im2col at all).
-//   depthwise  group == Cin == Cout: per-channel sliding window, vectorised along W.
+//   depthwise  group == Cin == Cout: per-channel sliding window, vectorised along W, or over a
+//              channel block's lanes between channel-blocked activations (8-channel blocks;
+//              16 on AVX-512 for input rows of up to 16 pixels: src/kernels/depthwise_wide.h).
 //   pixel-gemm group 1: output pixels as GEMM rows, channels as columns (weight packed as B),
 //              result transposed into NCHW: for small images (7x7, 14x14), where the gemm
 //              tactic's pixel columns would leave most of each vector empty.
 //   direct     group 1, stride_w <= 2: pixel-gemm's orientation without im2col: the micro-kernel
 //              reads output pixels straight from the (zero-padded copy of the) input planes
 //              and transposes its register tile into NCHW with the epilogue (conv_direct.h);
-//              the only tactic that also reads and writes channel-blocked activations.
+//              with the depthwise one, the tactics that read and write channel-blocked activations.
 //              Its 3x3 stride-1 windows between channel-blocked activations (14x14 and up, on
 //              AVX-512) run as F(2x2, 3x3) Winograd tiles: 2.25x fewer multiply-adds
 //              (Conv2dShape::winograd, src/kernels/conv_winograd.h).
@@ -41,12 +43,14 @@ struct Conv2dShape {
   // Channel-blocked activations, [N][C/kConvBlock][H][W][kConvBlock] (a pixel's 8 channels
   // consecutive), for the input (x_blocked) or the output and residual (y_blocked): between
   // two direct convolutions the output's transpose into NCHW and the next layer's transpose
-  // back into blocks both disappear (lower/blocked_layout.cpp decides). Direct tactic only.
+  // back into blocks both disappear (lower/blocked_layout.cpp decides). Direct and depthwise
+  // tactics only.
   bool x_blocked = false, y_blocked = false;
   // Channels per block of a blocked input / output (and residual): kConvBlock, or
-  // kConvBlockWide between direct convolutions on AVX-512 (lower/blocked_layout.cpp decides;
-  // direct tactic only, a wide input at stride_w 1): the tiles' 16-lane vectors then hold a
-  // pixel's whole block, so storing them and re-reading partial sums needs no shuffles.
+  // kConvBlockWide between direct convolutions on AVX-512 and through small depthwise ones
+  // (lower/blocked_layout.cpp decides; direct tactic with a wide input at stride_w 1, or the
+  // depthwise one wide on both sides: src/kernels/depthwise_wide.h): the tiles' 16-lane vectors
+  // then hold a pixel's whole block, so storing them and re-reading partial sums needs no shuffles.
   int64_t x_block = kConvBlock, y_block = kConvBlock;
   // Pixel-major activations, [N][H][W][C] (a pixel's channels consecutive), for the input
   // (x_nhwc) or the output and residual (y_nhwc): between INT8 convolutions on the "pixels" path,

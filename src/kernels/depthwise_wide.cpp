@@ -1,0 +1,57 @@
+// The depthwise tactic on 16-channel blocks (depthwise_wide.h): the checks and the split over
+// threads; the kernel is src/kernels/avx512/depthwise_wide_avx512.cpp.
+#include "depthwise_wide.h"
+
+#include <algorithm>
+
+#include "conv_direct.h"
+#include "depthwise_parts.h"
+#include "gemm_driver.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels::detail {
+
+std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s) {
+  if (t.isa != Isa::Avx512) return "16-channel depthwise blocks need AVX-512 (a pixel's block one vector)";
+  if (!s.x_blocked || !s.y_blocked || s.x_block != kConvBlockWide || s.y_block != kConvBlockWide)
+    return "16-channel depthwise blocks take 16-channel blocks in and out";
+  if (s.group != s.C || s.C != s.K || s.K % kConvBlockWide != 0)
+    return "16-channel depthwise blocks need group == C == K, a multiple of 16";
+  if (s.x_padded || s.y_padded()) return "padded planes run only on the direct tactic";
+  if (s.R * s.S > kDepthwiseWideMaxTaps) return "16-channel depthwise blocks take windows of up to 49 taps";
+  if (s.W > kDepthwiseWideMaxInWidth)
+    return "16-channel depthwise blocks take input rows of up to 16 pixels (wider ones run faster on 8-channel blocks)";
+  return "";
+}
+
+void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                    const Epilogue& epi, int threads) {
+  const std::string bad = depthwise_wide_unsupported(t, s);
+  KILN_CHECK(bad.empty(), "depthwise convolution: ", bad);
+  KILN_CHECK(!epi.channel_means, "depthwise convolution: channel means of 16-channel blocks are not supported");
+  const DepthwisePlane g = depthwise_geometry(s);
+  const int64_t RS = s.R * s.S, OHW = g.OH * g.OW, HW = s.H * s.W, blocks = s.K / kConvBlockWide;
+  threads = threads_for_work(static_cast<double>(s.N * s.K) * (OHW * RS + HW), threads);
+  // Blocks of every image, each one piece; with fewer blocks than pieces for the threads
+  // (mobilenet_v2's 32 channels at 112x112: 2 blocks) each block cut into bands of rows.
+  const int64_t units = s.N * blocks;
+  const int64_t want = threads > 1 ? int64_t{threads} * kPiecesPerThread : 1;
+  const int64_t bands = units >= want ? 1 : std::min(g.OH, ceil_div(want, units));
+  const float* pairs = packed_w + s.K * RS;  // conv_pack_weight's pair copy (K % 8 == 0)
+  parallel_for(units * bands, threads, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t unit = i / bands, band = i % bands;
+      const int64_t n = unit / blocks, c0 = unit % blocks * kConvBlockWide;
+      DepthwiseWideOut out;
+      out.alpha = epi.alpha;
+      if (epi.bias) out.bias = epi.bias + c0;
+      if (epi.residual) out.residual = epi.residual + (n * s.K + c0) * OHW;
+      out.act = epi.act, out.act_alpha = epi.act_alpha, out.act_beta = epi.act_beta;
+      depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pairs + c0 / kConvBlock * RS * 2 * kConvBlock,
+                                 y + (n * s.K + c0) * OHW, g.OH * band / bands, g.OH * (band + 1) / bands, out);
+    }
+  });
+}
+
+}  // namespace kiln::kernels::detail

@@ -1,0 +1,57 @@
+// Depthwise convolution between 16-channel blocks (Conv2dShape::x_block == y_block ==
+// kConvBlockWide), AVX-512 only, on input rows of up to kDepthwiseWideMaxInWidth pixels: a vector
+// is one pixel's whole block, so every tap of the window is one load times the tap's 16 weights,
+// with no transpose in or out. The rows a call's outputs read go into a zero-bordered plane
+// first (avx512/depthwise_wide_avx512.cpp). What it is for: the 1x1 expand before a depthwise
+// layer then writes 16-channel blocks, one vector a pixel, where into 8-channel blocks it pairs
+// two pixels' halves per vector and, on 7x7 planes (24.5 lines a block), straddles lines: 1.04-
+// 1.10 of the time at two threads (conv_bench ExpandOut8vs16); and the projection after it reads
+// 16-channel blocks too. mobilenet_v2 at two threads 0.943 of the time, at one 0.971
+// (docs/kernels.md, forty-sixth session).
+//
+// Numerics: each output is the 8-channel kernels' (depthwise_blocked.inl): the taps summed from
+// zero, row by row and within a row left to right, as FMAs (the padding's zeros included), then
+// fma(sum, alpha, bias), the residual, the activation: the same floats.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels::detail {
+
+// The epilogue of one 16-channel block.
+struct DepthwiseWideOut {
+  float alpha = 1.f;
+  const float* bias = nullptr;      // the block's 16 biases; null: none
+  const float* residual = nullptr;  // the block's plane laid out as the output; null: none
+  Act act = Act::None;
+  float act_alpha = 0.f, act_beta = 0.f;
+};
+
+// Most taps a window may have (the tap vectors live on the kernel's stack).
+constexpr int64_t kDepthwiseWideMaxTaps = 49;
+// Widest input rows: the kernel copies the rows its outputs read into a zero-bordered plane
+// first, which pays for itself on small planes only. In-process pairs against the 8-channel
+// kernels (one thread, Xeon 5th gen): 960 at 7x7 0.62, 576 at 14x14 to 7x7 (stride 2) 0.59-0.64,
+// 384 and 576 at 14x14 1.07-1.12; 192 at 28x28 1.28-1.36 and to 14x14 1.48-1.54, 144 at 56x56
+// to 28x28 1.28-1.38, where the copy leaves L1 and the pair kernels read in place.
+constexpr int64_t kDepthwiseWideMaxInWidth = 16;
+
+// Output rows [oh0, oh1) of one 16-channel block of one image: x its input plane ([H][W][16]),
+// pair_w its first 8-channel block's pair copy of the weights (conv_pack_weight, Depthwise:
+// per 8-channel block, per tap, the 8 weights twice), y its output plane ([OH][OW][16]).
+// src/kernels/avx512/depthwise_wide_avx512.cpp.
+void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
+                                int64_t oh1, const DepthwiseWideOut& e);
+
+// Why table t cannot run s (16-channel blocks in and out) this way; empty when it can.
+std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s);
+
+// The whole call on `threads` threads: blocks of every image, cut into bands of rows when there
+// are fewer blocks than pieces for the threads. No channel means (KILN_CHECK).
+void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                    const Epilogue& epi, int threads);
+
+}  // namespace kiln::kernels::detail
