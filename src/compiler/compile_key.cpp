@@ -19,6 +19,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
   for (const auto& d : opt.disabled) s << "disable " << d << "\n";
   if (!lower::blocked_layout_enabled()) s << "no blocked layout\n";
   if (!lower::wide_blocks_enabled()) s << "no wide blocks\n";
+  if (!lower::wide_depthwise_enabled()) s << "no wide depthwise\n";
   if (!lower::int8_nhwc_enabled()) s << "no pixel-major int8\n";
   if (!lower::fold_means_enabled()) s << "no folded averages\n";
   if (!lower::padded_planes_enabled()) s << "no padded planes\n";

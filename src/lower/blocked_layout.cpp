@@ -227,11 +227,14 @@ std::set<const Value*> solve(const Graph& g, const DirectChannels& direct) {
 }
 
 // The blocked tensors to hold in 16-channel blocks (kConvBlockWide): those a direct
-// convolution writes and only direct convolutions read, each side able to take them
-// (kernels::conv_tactic_unsupported with the wide block: AVX-512, channels a multiple of 16, a
-// wide input only at stride_w 1), and a residual wide exactly when its convolution's output is
-// (solved as solve() does). The other blocked readers (depthwise, pools, averages, generated
-// elementwise kernels) keep 8-channel blocks.
+// convolution or a depthwise one writes and only such convolutions read, each side able to take
+// them (kernels::conv_tactic_unsupported with the wide block: AVX-512, channels a multiple of 16,
+// a direct one's wide input only at stride_w 1; a depthwise one with no residual and no channel
+// means, wide on both sides or neither), and a residual wide exactly when its convolution's
+// output is (solved as solve() does). The other blocked readers (pools, averages, generated
+// elementwise kernels) keep 8-channel blocks. Depthwise layers between wide tensors
+// (mobilenet_v2's expand -> depthwise -> projection) let the expand store one vector a pixel:
+// into 8-channel blocks it took 1.04-1.10 of the time (conv_bench ExpandOut8vs16).
 std::set<const Value*> solve_wide(const Graph& g, const std::set<const Value*>& blocked) {
   // The node's shape with a wide input (x) or output (y), if the direct tactic takes it.
   auto direct_takes = [](const Node& n, bool x) {
@@ -243,19 +246,40 @@ std::set<const Value*> solve_wide(const Graph& g, const std::set<const Value*>& 
     else s.y_blocked = true, s.y_block = kernels::kConvBlockWide;
     return kernels::conv_tactic_unsupported(kernels::ConvTactic::Direct, s).empty();
   };
+  // A depthwise node whose 16-channel kernel takes wide blocks in and out.
+  const bool depthwise_wide = wide_depthwise_enabled();
+  auto depthwise_takes = [&](const Node& n) {
+    if (!depthwise_wide || !blocked_depthwise(n) || n.input(3) || n.outputs.size() != 1) return false;
+    const std::optional<std::vector<int64_t>> d = dims4(n.input(0));
+    if (!d) return false;
+    kernels::Conv2dShape s = ops::fused_conv_shape(n, *d, n.attr_ints("w_shape", {}));
+    s.x_blocked = s.y_blocked = true, s.x_block = s.y_block = kernels::kConvBlockWide;
+    return kernels::conv_tactic_unsupported(kernels::ConvTactic::Depthwise, s).empty();
+  };
   std::set<const Value*> wide;
   for (const Value* v : blocked) {
     const Node* p = v->producer;
     // A second output (the channel means) is read by kernels that take 8-channel blocks.
-    if (!p || p->outputs.size() != 1 || !direct_takes(*p, false)) continue;
+    if (!p || p->outputs.size() != 1 || !(direct_takes(*p, false) || depthwise_takes(*p))) continue;
     auto reads_wide = [&](const Node& u, size_t i) {
-      return (i == 0 && direct_takes(u, true)) || (i == 3 && lowered_direct(u));
+      return (i == 0 && (direct_takes(u, true) || depthwise_takes(u))) || (i == 3 && lowered_direct(u));
     };
     if (every_read(g, v, reads_wide)) wide.insert(v);
   }
   // A residual is wide only with its convolution's output (the other ties join tensors that are
-  // never wide: a depthwise or generated kernel reads or writes them).
-  while (drop_untied(g, lowered_direct, wide)) continue;
+  // never wide: a generated kernel reads or writes them), and a depthwise node's input only with
+  // its output.
+  for (bool changed = true; changed;) {
+    changed = drop_untied(g, lowered_direct, wide);
+    for (const auto& up : g.nodes()) {
+      if (!depthwise_takes(*up)) continue;
+      const Value* x = up->input(0);
+      const Value* y = up->outputs[0];
+      if (wide.count(x) == wide.count(y)) continue;
+      wide.erase(x), wide.erase(y);
+      changed = true;
+    }
+  }
   return wide;
 }
 
@@ -269,6 +293,8 @@ bool switch_on(const char* name) {
 bool blocked_layout_enabled() { return switch_on("KILN_BLOCKED_LAYOUT"); }
 
 bool wide_blocks_enabled() { return switch_on("KILN_WIDE_BLOCKS"); }
+
+bool wide_depthwise_enabled() { return switch_on("KILN_WIDE_DEPTHWISE"); }
 
 std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   std::set<const Node*> out;

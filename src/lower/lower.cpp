@@ -131,7 +131,8 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
       const bool xw = n->attr_i("x_block", 0) == wide, yw = n->attr_i("y_block", 0) == wide;
       if (xw || yw)
         c.why += std::string("; ") + (xw && yw ? "input and output" : xw ? "input" : "output") +
-                 " in 16-channel blocks (NCHW16c: a pixel's block one vector, between direct convolutions)";
+                 " in 16-channel blocks (NCHW16c: a pixel's block one vector, between direct and small depthwise "
+                 "convolutions)";
       if (n->attr_i("x_padded", 0) != 0) c.why += "; reads its input in place from padded planes (no padded copy)";
       if (n->has_attr("y_pad")) c.why += "; writes into the next convolution's padded planes";
       const bool xn = n->attr_i("x_nhwc", 0) != 0, yn = n->attr_i("y_nhwc", 0) != 0;

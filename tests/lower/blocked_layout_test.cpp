@@ -190,6 +190,13 @@ std::string inverted(bool d_out) {
   return s;
 }
 
+// kInverted on 12x12 planes: the depthwise layer on 16-channel blocks.
+std::string small_inverted() {
+  std::string s = inverted(false);
+  s.replace(s.find("f32[1,16,28,28]"), 15, "f32[1,16,12,12]");
+  return s;
+}
+
 std::string pooled(bool p_out) {
   std::string s = kPooled;
   s.replace(s.find("__P_OUT__"), 9, p_out ? ", %p" : "");
@@ -287,6 +294,8 @@ TEST(BlockedLayout, ASymbolicBatchKeepsThePoolsOnBlocks) {
 }
 
 // The nodes the lowering marked to write their output over their input.
+std::string wide_marks(const Model& m);
+
 std::string in_place_nodes(const Model& model) {
   std::string s;
   for (const auto& node : model.graph->nodes())
@@ -329,16 +338,42 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
 // (lower/in_place_convs.cpp), with the batch fixed and with it symbolic: the zoo's models export
 // the batch as N, and before the rule read the batch as 1 none of their layers was marked.
 // (14-wide rows and rows of 16 or more run the aligned-pair kernel, out of place.)
+// (On 8-channel blocks: KILN_WIDE_DEPTHWISE=0; on 16 the kernel reads its input rows in place,
+// below.)
 TEST(BlockedLayout, SmallDepthwisePlanesWriteOverTheirInputWhateverTheBatch) {
   if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
+  ::setenv("KILN_WIDE_DEPTHWISE", "0", 1);
   for (const char* input : {"f32[1,16,12,12]", "f32[N,16,12,12]"}) {
     std::string text = inverted(false);
     text.replace(text.find("f32[1,16,28,28]"), 15, input);
     Model m = parse_inferred(text);
     lower_model(m);
     EXPECT_EQ(marks(m), "s0:-y ex:xy dw:xy pr:xy gap:x-") << input;
+    EXPECT_EQ(wide_marks(m), "s0:-y ex:xy dw:xy pr:xy") << input;
     EXPECT_EQ(in_place_nodes(m), "dw pr") << input;
   }
+  ::unsetenv("KILN_WIDE_DEPTHWISE");
+}
+
+// A depthwise layer on input rows of up to 16 pixels takes 16-channel blocks from the expand
+// before it and gives them to the projection after it (src/kernels/depthwise_wide.h), not in
+// place; the projection's output keeps 8, since the average pool reads it and its residual x1
+// is tied to it. On 28-wide rows every tensor keeps 8.
+TEST(BlockedLayout, SixteenChannelBlocksThroughSmallDepthwiseLayers) {
+  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "16-channel blocks on AVX-512 only";
+  for (const char* input : {"f32[1,16,12,12]", "f32[N,16,7,7]"}) {
+    std::string text = inverted(false);
+    text.replace(text.find("f32[1,16,28,28]"), 15, input);
+    Model m = parse_inferred(text);
+    const LowerReport r = lower_model(m);
+    EXPECT_EQ(wide_marks(m), "s0:-y ex:xY dw:XY pr:Xy") << input;
+    EXPECT_EQ(r.wide_tensors, 2) << input;
+    EXPECT_EQ(in_place_nodes(m), "pr") << input;
+    ops::verify_model(m);
+  }
+  Model m = parse_inferred(inverted(false));
+  lower_model(m);
+  EXPECT_EQ(wide_marks(m), "s0:-y ex:xy dw:xy pr:xy");
 }
 
 TEST(BlockedLayout, ExcitationProductsPassBlocks) {
@@ -402,13 +437,19 @@ TEST(BlockedLayout, SixteenChannelBlocksBetweenDirectConvolutionsAlone) {
   }
   Model m = parse_inferred(bottleneck(false));
   LowerReport r = lower_model(m);
-  for (const auto& k : r.kernels)
-    if (k.node != "gap") ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
+  for (const auto& k : r.kernels) {
+    if (k.node != "gap") {
+      ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
+    }
+  }
   EXPECT_EQ(wide_marks(m), "s0:-Y c1:XY c2:XY c3:XY c4:Xy");
   EXPECT_EQ(r.wide_tensors, 4);
   EXPECT_EQ(r.blocked_tensors, 5);
-  for (const auto& k : r.kernels)
-    if (k.node == "c2") EXPECT_NE(k.why.find("input and output in 16-channel blocks"), std::string::npos) << k.why;
+  for (const auto& k : r.kernels) {
+    if (k.node == "c2") {
+      EXPECT_NE(k.why.find("input and output in 16-channel blocks"), std::string::npos) << k.why;
+    }
+  }
   ops::verify_model(m);  // x_block / y_block are in FusedConv's schema
   // A 3x3/2 reading o: o and its residual a keep 8-channel blocks; h and k between stride-1
   // convolutions keep 16.
@@ -469,7 +510,7 @@ TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInpu
 TEST(BlockedLayout, CompiledChainMatchesTheInterpreter) {
   for (const std::string& text :
        {chain(false), chain(true), pooled(false), pooled(true), inverted(false), inverted(true),
-        std::string(kOneChannel), pooled_any_batch(), bottleneck(false), bottleneck(true)}) {
+        std::string(kOneChannel), pooled_any_batch(), bottleneck(false), bottleneck(true), small_inverted()}) {
     const bool relu_of_o = text.find("%v = Relu") != std::string::npos;
     Model m = parse_inferred(text);
     lower_model(m);

@@ -51,6 +51,9 @@ bool blocked_layout_enabled();
 // False when KILN_WIDE_BLOCKS=0 is set: blocked activations all keep 8-channel blocks (for A/B
 // runs; the compile cache keys on it).
 bool wide_blocks_enabled();
+// False when KILN_WIDE_DEPTHWISE=0 is set: depthwise layers keep 8-channel blocks, and so do the
+// tensors around them (for A/B runs; the compile cache keys on it).
+bool wide_depthwise_enabled();
 // KILN_INT8_NHWC=0 turns off pixel-major INT8 activations (lower/int8_nhwc_layout.cpp).
 bool int8_nhwc_enabled();
 // False when KILN_PADDED_PLANES=0 is set: padded direct convolutions then copy their input into
