@@ -6,6 +6,7 @@
 //   KILN_CONV_TACTIC=direct build/bench/conv_bench --benchmark_filter=Resnet50
 //   KILN_CONV_BLOCKED=1 ...: direct layers on channel-blocked input and output
 //   --benchmark_filter=ExpandOut8vs16: mobilenet_v2's expands into 8- against 16-channel blocks, paired
+//   --benchmark_filter=Dw16vs8: its small depthwise layers on 16- against 8-channel blocks, paired
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -179,14 +180,42 @@ void BM_MaxPool(benchmark::State& st) {
   st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
 }
 
+// Runs run8 and run16 call by call, the order flipped each iteration, and reports their median
+// times (us8, us16) and the median of the per-call ratios as `ratio_name`: the 16-channel time
+// over the 8-channel one (sixteen_over_eight), or the other way round.
+template <class Run8, class Run16>
+void paired_blocks(benchmark::State& st, Run8 run8, Run16 run16, const char* ratio_name, bool sixteen_over_eight) {
+  auto timed = [](auto& run) {
+    auto t0 = std::chrono::steady_clock::now();
+    run();
+    benchmark::ClobberMemory();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> t8, t16, ratio;
+  bool flip = false;
+  for (auto _ : st) {
+    double a, b;
+    if (flip) a = timed(run8), b = timed(run16);
+    else b = timed(run16), a = timed(run8);
+    flip = !flip;
+    t8.push_back(a), t16.push_back(b), ratio.push_back(sixteen_over_eight ? b / a : a / b);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  st.counters["us8"] = median(t8);
+  st.counters["us16"] = median(t16);
+  st.counters[ratio_name] = median(ratio);
+}
+
 // args: C, H, K, threads: a 1x1 expand between channel-blocked activations as mobilenet_v2 runs
 // it (input in 16-channel blocks, bias and Clip(0, 6) fused), writing its output in 16-channel
 // blocks (a pixel's block one vector) against 8-channel blocks, which is what the model gets
 // today because the depthwise layer after it reads only 8 (lower/blocked_layout.cpp). The two
 // run call by call in the same iteration, order flipped each time; `out8_vs_out16` is the
 // median of the per-call time ratios (> 1: the 8-channel output is slower), us8 and us16 the
-// medians. It sizes the lever a 16-channel depthwise kernel would pull (docs/kernels.md,
-// forty-sixth session).
+// medians: what the 16-channel depthwise kernel (below) gains the expands before it.
 void BM_ExpandOutputBlocks(benchmark::State& st) {
   Conv2dShape s;
   s.C = st.range(0), s.H = s.W = st.range(1), s.K = st.range(2);
@@ -214,28 +243,50 @@ void BM_ExpandOutputBlocks(benchmark::State& st) {
                      conv_workspace_floats(ConvTactic::Direct, s16, threads)) + 1);
   Epilogue e;
   e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
-  auto timed = [&](const Conv2dShape& c, const Floats& packed) {
-    auto t0 = std::chrono::steady_clock::now();
-    conv2d(ConvTactic::Direct, c, x.data(), packed.data(), y.data(), e, ws.data(), threads);
-    benchmark::ClobberMemory();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  };
-  std::vector<double> t8, t16, ratio;
-  bool flip = false;
-  for (auto _ : st) {
-    double a, b;
-    if (flip) a = timed(s8, p8), b = timed(s16, p16);
-    else b = timed(s16, p16), a = timed(s8, p8);
-    flip = !flip;
-    t8.push_back(a), t16.push_back(b), ratio.push_back(a / b);
+  paired_blocks(
+      st, [&] { conv2d(ConvTactic::Direct, s8, x.data(), p8.data(), y.data(), e, ws.data(), threads); },
+      [&] { conv2d(ConvTactic::Direct, s16, x.data(), p16.data(), y.data(), e, ws.data(), threads); }, "out8_vs_out16",
+      false);
+}
+
+// args: C, H, stride, threads: a 3x3 depthwise layer (Clip(0, 6), bias) on 16-channel blocks
+// in and out (src/kernels/depthwise_wide.h) against 8-channel blocks, call by call as above;
+// `out16_vs_out8` is the median of the per-call ratios (< 1: the 16-channel kernel is faster).
+// Planes the 16-channel kernel does not take (input rows over 16 pixels) report an error.
+void BM_DepthwiseBlocks(benchmark::State& st) {
+  Conv2dShape s;
+  s.C = s.K = s.group = st.range(0), s.H = s.W = st.range(1), s.R = s.S = 3;
+  s.stride_h = s.stride_w = st.range(2);
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+  const int threads = static_cast<int>(st.range(3));
+  s.x_blocked = s.y_blocked = true;
+  Conv2dShape s16 = s;
+  s16.x_block = s16.y_block = kConvBlockWide;
+  if (const std::string why = conv_tactic_unsupported(ConvTactic::Depthwise, s16); !why.empty()) {
+    st.SkipWithError(why.c_str());
+    return;
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
-  st.counters["us8"] = median(t8);
-  st.counters["us16"] = median(t16);
-  st.counters["out8_vs_out16"] = median(ratio);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(s.C * s.H * s.W), y(s.K * s.out_h() * s.out_w());
+  std::vector<float> w(s.K * 9), bias(s.K);
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  for (auto& v : bias) v = 0.1f * u(rng);
+  Floats packed(conv_packed_weight_floats(ConvTactic::Depthwise, s));
+  conv_pack_weight(ConvTactic::Depthwise, s, w.data(), packed.data());
+  Epilogue e;
+  e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+  paired_blocks(
+      st, [&] { conv2d(ConvTactic::Depthwise, s, x.data(), packed.data(), y.data(), e, nullptr, threads); },
+      [&] { conv2d(ConvTactic::Depthwise, s16, x.data(), packed.data(), y.data(), e, nullptr, threads); },
+      "out16_vs_out8", true);
+}
+
+void mobilenet_v2_small_depthwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][3] = {{384, 14, 1}, {576, 14, 1}, {576, 14, 2}, {960, 7, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], th});
 }
 
 // mobilenet_v2's expands whose input channels fill 16-channel blocks (24 -> 144 does not).
@@ -254,6 +305,7 @@ BENCHMARK(BM_Conv)->Name("EfficientNetB0Pw")->Apply(efficientnet_b0_pointwise)->
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
