@@ -33,8 +33,8 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
   const DepthwisePlane g = depthwise_geometry(s);
   const int64_t RS = s.R * s.S, OHW = g.OH * g.OW, HW = s.H * s.W, blocks = s.K / kConvBlockWide;
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OHW * RS + HW), threads);
-  // Blocks of every image, each one piece; with fewer blocks than pieces for the threads
-  // (mobilenet_v2's 32 channels at 112x112: 2 blocks) each block cut into bands of rows.
+  // Blocks of every image, each one piece; with fewer blocks than pieces for the threads (a
+  // layer of 16 or 32 channels) each block cut into bands of rows.
   const int64_t units = s.N * blocks;
   const int64_t want = threads > 1 ? int64_t{threads} * kPiecesPerThread : 1;
   const int64_t bands = units >= want ? 1 : std::min(g.OH, ceil_div(want, units));

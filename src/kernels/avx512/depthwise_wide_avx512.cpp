@@ -154,8 +154,8 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
   // second's (the low half of each tap's 16 floats).
   const int64_t RS = g.R * g.S;
   // The next block's weights (the two 8-channel blocks' pair copies that follow: one run of
-  // lines) into L1 while this block runs: fetched when it started, they came from L3 on every
-  // run of a model and held up the tap vectors (two fifths of this function's time in
+  // lines) into L1 while this block runs. Without it each block's weights came from L3 on every
+  // run of a model and held up the tap vectors below (two fifths of this function's time in
   // mobilenet_v2, kiln bench under perf). (Past the last block these are lines the packed weight
   // does not have; a prefetch there faults nothing.)
   const float* next_w = pair_w + 2 * RS * kB;
@@ -174,8 +174,9 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
   const int64_t ih0 = oh0 * g.stride_h - g.pad_top, ih1 = (oh1 - 1) * g.stride_h - g.pad_top + (g.R - 1) * g.dil_h + 1;
   // The plane lives in this thread's buffer, whose borders (the padding columns, the rows outside
   // the image) are zeroed only when the layout differs from the last call's on this thread: the
-  // blocks of a call share it, and only their rows inside the image are copied. (Zeroing the
-  // borders of each block's 14x14 plane took about a quarter of the kernel's time.)
+  // blocks of a call share it, and only their rows inside the image are copied. (Zeroing each
+  // block's borders and copying its rows up front took about a quarter of the kernel's time on
+  // 14x14 planes, most of it waiting on L2.)
   struct Layout {
     const float* plane;
     int64_t Wp, ih0, ih1, H, W, pad_left;
