@@ -18,7 +18,6 @@ std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& 
     return "16-channel depthwise blocks take 16-channel blocks in and out";
   if (s.group != s.C || s.C != s.K || s.K % kConvBlockWide != 0)
     return "16-channel depthwise blocks need group == C == K, a multiple of 16";
-  if (s.x_padded || s.y_padded()) return "padded planes run only on the direct tactic";
   if (s.R * s.S > kDepthwiseWideMaxTaps) return "16-channel depthwise blocks take windows of up to 49 taps";
   if (s.W > kDepthwiseWideMaxInWidth)
     return "16-channel depthwise blocks take input rows of up to 16 pixels (wider ones run faster on 8-channel blocks)";

@@ -46,7 +46,8 @@ constexpr int64_t kDepthwiseWideMaxInWidth = 16;
 void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
                                 int64_t oh1, const DepthwiseWideOut& e);
 
-// Why table t cannot run s (16-channel blocks in and out) this way; empty when it can.
+// Why table t cannot run s (16-channel blocks in and out) this way; empty when it can. The
+// checks every tactic shares (padded planes, shapes) are conv_tactic_unsupported's, which asks this.
 std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s);
 
 // The whole call on `threads` threads: blocks of every image, cut into bands of rows when there

@@ -127,20 +127,9 @@ RowFn row_fn(const DepthwisePlane& g) {
 }
 
 RowFn row_fn(const DepthwisePlane& g, Act a) {
-  switch (a) {
-    case Act::None: return row_fn<Act::None>(g);
-    case Act::Relu: return row_fn<Act::Relu>(g);
-    case Act::LeakyRelu: return row_fn<Act::LeakyRelu>(g);
-    case Act::Clip: return row_fn<Act::Clip>(g);
-    case Act::Sigmoid: return row_fn<Act::Sigmoid>(g);
-    case Act::Tanh: return row_fn<Act::Tanh>(g);
-    case Act::Silu: return row_fn<Act::Silu>(g);
-    case Act::HardSigmoid: return row_fn<Act::HardSigmoid>(g);
-    case Act::HardSwish: return row_fn<Act::HardSwish>(g);
-    case Act::Gelu: return row_fn<Act::Gelu>(g);
-    case Act::GeluTanh: return row_fn<Act::GeluTanh>(g);
-  }
-  return row_fn<Act::None>(g);
+  RowFn fn = nullptr;
+  with_act(a, [&]<Act A>() { fn = row_fn<A>(g); });
+  return fn;
 }
 
 }  // namespace kiln::kernels::depthwise_wide_avx512
