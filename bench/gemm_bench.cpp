@@ -6,6 +6,7 @@
 // compares the square products with the FMA loop run between them (see BM_VsFmaLoop).
 //   build/bench/gemm_bench --benchmark_filter=Square --benchmark_min_time=1
 //   build/bench/gemm_bench --benchmark_filter=VsFmaLoop --benchmark_min_time=2s
+// VsPeers adds oneDNN's and OpenBLAS's sgemm to those pairs (gemm_peers.h, BM_VsPeers).
 // The ISA is the kernel table's choice; see main() for the options that override it.
 #include <benchmark/benchmark.h>
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_peers.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/parallel.h"
@@ -134,19 +136,46 @@ double median_of(std::vector<double> v, double q = 0.5) {
   return v.empty() ? 0 : v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
 }
 
+// Seconds f() takes.
+template <class F>
+double seconds(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// `kiln machine`'s FMA loop on `threads` threads, as many iterations on each as take about as
+// long as `flops` of a product at the FMA peak: gflops() runs it once and says its rate.
+class FmaLoop {
+ public:
+  FmaLoop(double flops, int threads) : threads_(threads) {
+    const double per_iter = kiln::analysis::run_fma_loop(1000) / 1000;
+    iters_ = std::max<int64_t>(1000, static_cast<int64_t>(flops / threads / per_iter));
+  }
+  double gflops() const {
+    double done = 0;
+    const double s = seconds([&] {
+      parallel_for(threads_, threads_, [&](int64_t b, int64_t end) {
+        for (int64_t i = b; i < end; ++i) {
+          const double f = kiln::analysis::run_fma_loop(iters_);
+          if (i == 0) done = f * threads_;
+        }
+      });
+    });
+    return done / s * 1e-9;
+  }
+
+ private:
+  int threads_;
+  int64_t iters_ = 0;
+};
+
 void BM_VsFmaLoop(benchmark::State& st) {
   PackedBProduct g(st);
   const int threads = g.threads;
   const double flops = g.flops();
   g.run();  // first touch of C and the driver's blocks
-  // Loop iterations per thread that take about as long as the product at the FMA peak.
-  const double per_iter = kiln::analysis::run_fma_loop(1000) / 1000;
-  const int64_t iters = std::max<int64_t>(1000, static_cast<int64_t>(flops / threads / per_iter));
-  auto seconds = [](auto&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  const FmaLoop loop(flops, threads);
   // The L1-resident tile: each thread's own panels, calls enough for the product's FLOPs.
   const KernelTable& t = *g_table;
   const int64_t mr = t.gemm.mr, nr = t.gemm.nr, kc = 128;
@@ -156,15 +185,7 @@ void BM_VsFmaLoop(benchmark::State& st) {
   const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(flops / threads / (2.0 * mr * nr * kc)));
   std::vector<double> ratio, gemm_rate, fma_rate, l1_ratio;
   for (auto _ : st) {
-    double done = 0;
-    const double fs = seconds([&] {
-      parallel_for(threads, threads, [&](int64_t b, int64_t end) {
-        for (int64_t i = b; i < end; ++i) {
-          const double f = kiln::analysis::run_fma_loop(iters);
-          if (i == 0) done = f * threads;
-        }
-      });
-    });
+    fma_rate.push_back(loop.gflops());
     const double gs = seconds([&] {
       g.run();
       benchmark::ClobberMemory();
@@ -178,7 +199,6 @@ void BM_VsFmaLoop(benchmark::State& st) {
         }
       });
     });
-    fma_rate.push_back(done / fs * 1e-9);
     l1_ratio.push_back(2.0 * mr * nr * kc * calls * threads / ts * 1e-9 / fma_rate.back());
     gemm_rate.push_back(flops / gs * 1e-9);
     ratio.push_back(gemm_rate.back() / fma_rate.back());
@@ -190,6 +210,61 @@ void BM_VsFmaLoop(benchmark::State& st) {
   st.counters["vs_fma_q3"] = median_of(ratio, 0.75);
   st.counters["l1_vs_fma"] = median_of(l1_ratio);
   st.SetLabel(isa_name(g_table->isa));
+}
+
+// The same pairs with the peers' sgemm beside kiln's product (gemm_peers.h): each iteration
+// times the FMA loop, then kiln and each available peer in an order that rotates every
+// iteration. Per peer: <peer>_vs_fma (the median of its rate over the loop's in that iteration)
+// and kiln_vs_<peer> (the median of kiln's time over the peer's, same iteration: below 1 is kiln
+// faster). The peers are given B row-major and pack it on every call, as they must; kiln's B is
+// packed once, as the compiled runtime holds a MatMul's weights. Packing a 1024 x 1024 B moves
+// 8 MB, ~1-2% of a one-core product, which bounds what that difference can be worth.
+void BM_VsPeers(benchmark::State& st) {
+  PackedBProduct g(st);
+  const int threads = g.threads;
+  const double flops = g.flops();
+  std::vector<const kiln::bench::GemmPeer*> peers;
+  std::string missing;
+  for (const auto* peer : {&kiln::bench::GemmPeer::onednn(), &kiln::bench::GemmPeer::openblas()}) {
+    if (peer->available()) peers.push_back(peer);
+    else missing += (missing.empty() ? "" : "; ") + peer->why_missing();
+  }
+  if (peers.empty()) {
+    st.SkipWithError(("no peer library: " + missing).c_str());
+    return;
+  }
+  Floats B = random_vec(static_cast<size_t>(g.K * g.N), 2), C(static_cast<size_t>(g.M * g.N));
+  g.run();
+  for (const auto* peer : peers) peer->run(g.M, g.N, g.K, g.A.data(), B.data(), C.data(), threads);  // warm-up
+  const FmaLoop loop(flops, threads);
+  const size_t n = peers.size() + 1;  // slot 0: kiln
+  std::vector<std::vector<double>> vs_fma(n), kiln_vs(n);
+  std::vector<double> fma_rate, s(n);
+  int64_t round = 0;
+  for (auto _ : st) {
+    fma_rate.push_back(loop.gflops());
+    for (size_t k = 0; k < n; ++k) {
+      const size_t slot = (k + round) % n;
+      s[slot] = seconds([&] {
+        if (slot == 0) g.run();
+        else peers[slot - 1]->run(g.M, g.N, g.K, g.A.data(), B.data(), C.data(), threads);
+        benchmark::ClobberMemory();
+      });
+    }
+    ++round;
+    for (size_t k = 0; k < n; ++k) {
+      vs_fma[k].push_back(flops / s[k] * 1e-9 / fma_rate.back());
+      kiln_vs[k].push_back(s[0] / s[k]);
+    }
+  }
+  st.counters["fma_GFLOPs"] = median_of(fma_rate);
+  st.counters["kiln_vs_fma"] = median_of(vs_fma[0]);
+  for (size_t k = 1; k < n; ++k) {
+    const std::string& name = peers[k - 1]->name();
+    st.counters[name + "_vs_fma"] = median_of(vs_fma[k]);
+    st.counters["kiln_vs_" + name] = median_of(kiln_vs[k]);
+  }
+  st.SetLabel(isa_name(g_table->isa) + (missing.empty() ? std::string() : " (" + missing + ")"));
 }
 
 // What the memory system delivers right now: a sum over a buffer as large as GPT-2's packed
@@ -252,6 +327,7 @@ void resnet(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_PackedB)->Name("Square/packed_b")->Apply(square)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_VsFmaLoop)->Name("VsFmaLoop/packed_b")->Apply(square)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VsPeers)->Name("VsPeers/packed_b")->Apply(square)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PackedA)->Name("Square/packed_a")->Apply(square)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PackedB)->Name("Bert/packed_b")->Apply(bert)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PackedB)->Name("Gemv/packed_b")->Apply(gemv)->UseRealTime()->Unit(benchmark::kMicrosecond);
