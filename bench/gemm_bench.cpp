@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <cstring>
@@ -235,7 +236,20 @@ void BM_VsPeers(benchmark::State& st) {
   }
   Floats B = random_vec(static_cast<size_t>(g.K * g.N), 2), C(static_cast<size_t>(g.M * g.N));
   g.run();
-  for (const auto* peer : peers) peer->run(g.M, g.N, g.K, g.A.data(), B.data(), C.data(), threads);  // warm-up
+  // Warm-up, and each peer's product against kiln's: a library whose entry point was called
+  // with the wrong arguments must not be timed as a fast one.
+  double ref = 0;
+  for (float x : g.C) ref = std::max(ref, static_cast<double>(std::fabs(x)));
+  for (const auto* peer : peers) {
+    peer->run(g.M, g.N, g.K, g.A.data(), B.data(), C.data(), threads);
+    double diff = 0;
+    for (size_t i = 0; i < C.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(C[i] - g.C[i])));
+    if (!(diff <= 1e-4 * ref)) {
+      st.SkipWithError((peer->name() + "'s product differs from kiln's (max |diff| " + std::to_string(diff) +
+                        " against max |C| " + std::to_string(ref) + ")").c_str());
+      return;
+    }
+  }
   const FmaLoop loop(flops, threads);
   const size_t n = peers.size() + 1;  // slot 0: kiln
   std::vector<std::vector<double>> vs_fma(n), kiln_vs(n);
