@@ -18,7 +18,7 @@ namespace kiln::bench {
 
 class GemmPeer {
  public:
-  // C (M x N) = A (M x K) · B (K x N), all row-major and dense, on `threads` threads.
+  // C (M x N) = A (M x K) · B (K x N), all row-major and dense (run() sets the threads first).
   using Fn = void (*)(void* lib, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C);
 
   static const GemmPeer& onednn() {
