@@ -21,11 +21,11 @@
 
 namespace kiln::kernels::detail {
 
-// Pieces per thread the work is cut into (parallel_for's own limit): a thread that finishes its
-// share first takes the other's last pieces. Inside resnet18 at 2 threads the two halves of a
-// 3x3 layer, cut once, finished 20-110 us apart on average (of 240-730 us), whichever core
-// the host slowed that moment. (The general schedule and the 1x1 one, conv_direct_1x1.cpp.)
-constexpr int64_t kPiecesPerThread = 4;
+// The work is cut into parallel_for's kPiecesPerThread pieces a thread (kiln/kernels/parallel.h):
+// a thread that finishes its share first takes the other's last pieces. Inside resnet18 at 2
+// threads the two halves of a 3x3 layer, cut once, finished 20-110 us apart on average (of
+// 240-730 us), whichever core the host slowed that moment. (The general schedule and the 1x1
+// one, conv_direct_1x1.cpp.)
 // Weights from this size on are taken not to be in L2 when a layer starts, so the tiles running
 // over one weight block or batch fetch the next into L2 (ConvL2Lines; direct_stream_weights).
 // Inside a model that holds for far smaller weights than L2 (1-2 MiB on the hosts measured):

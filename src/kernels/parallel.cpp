@@ -44,11 +44,8 @@ namespace {
 
 std::atomic<int> g_default_threads{0};
 
-// Most threads a region runs on, and pieces per thread when there are more indices than
-// threads (more pieces than threads: a thread that finishes early, or a worker that was asleep
-// or descheduled and comes late, leaves the rest to the others instead of making them wait).
+// Most threads a region runs on (pieces per thread: kPiecesPerThread, parallel.h).
 constexpr int kMaxThreads = 256;
-constexpr int kPiecesPerThread = 4;
 
 // How a region of n indices on `threads` threads is cut: pieces of `per` indices, `total` of
 // them, thread t owning pieces [total * t / threads, total * (t + 1) / threads).

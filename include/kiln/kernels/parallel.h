@@ -46,10 +46,16 @@ class SpinningScope {
   SpinningScope& operator=(const SpinningScope&) = delete;
 };
 
+// Pieces per thread parallel_for cuts a region into when there are more indices than threads
+// (more pieces than threads: a thread that finishes early, or a worker that was asleep or
+// descheduled and comes late, leaves the rest to the others instead of making them wait).
+// Kernels that cut their own work in parts size them by it, so that each part is one piece.
+constexpr int64_t kPiecesPerThread = 4;
+
 // Calls fn(begin, end) over chunks of [0, n): one index per chunk when n <= threads, else up
-// to four chunks per thread. Runs inline when threads == 1 or n == 1. fn is referenced, not
-// copied (no allocation per region, whatever the lambda captures); it returns after every chunk
-// has run.
+// to kPiecesPerThread chunks per thread. Runs inline when threads == 1 or n == 1. fn is
+// referenced, not copied (no allocation per region, whatever the lambda captures); it returns
+// after every chunk has run.
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
 // The thread that runs index i of parallel_for(n, threads, ...) as its own (0 when the region
