@@ -27,8 +27,9 @@ class Buffer {
 // 64-byte aligned, zero-initialised heap memory.
 std::shared_ptr<Buffer> make_owned_buffer(size_t bytes);
 // Zero-initialised memory for a few large, long-lived blocks (weights, the activation arena):
-// from 2 MiB up it is 2 MiB aligned and advised for transparent huge pages, so that streaming
-// it takes one TLB entry per 2 MiB instead of one per 4 KiB. Smaller requests are
+// from 2 MiB up it is an anonymous mapping of its own (never reused heap pages), 2 MiB aligned
+// and advised for transparent huge pages before its first touch, so that streaming it takes one
+// TLB entry per 2 MiB instead of one per 4 KiB. Smaller requests are
 // make_owned_buffer's. `zeroed` false leaves the bytes undefined and the pages untouched, for a
 // caller that fills the block right away.
 std::shared_ptr<Buffer> make_large_buffer(size_t bytes, bool zeroed = true);
