@@ -3,15 +3,15 @@
 #include "kiln/compiler/compile.h"
 
 #include <algorithm>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
+#ifdef __GLIBC__  // defined by the headers above
+#include <malloc.h>
+#endif
 
 #include "kiln/codegen/build.h"
 #include "kiln/codegen/emit.h"

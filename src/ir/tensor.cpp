@@ -45,12 +45,12 @@ class OwnedBuffer : public Buffer {
 // pages against 430).
 class HugePageBuffer : public Buffer {
  public:
-  HugePageBuffer(size_t bytes, bool zeroed) : size_(bytes), mapped_((bytes + kHugePage - 1) / kHugePage * kHugePage) {
+  HugePageBuffer(size_t bytes, bool zeroed) : size_(bytes), mapped_(to_huge_pages(bytes)) {
     // Over-map by one huge page and trim both ends, so the start is 2 MiB aligned.
     const size_t reserve = mapped_ + kHugePage;
     void* p = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     KILN_CHECK(p != MAP_FAILED, "out of memory mapping ", bytes, " bytes: ", std::strerror(errno));
-    const uintptr_t start = reinterpret_cast<uintptr_t>(p), aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(p), aligned = to_huge_pages(start);
     if (aligned > start) munmap(p, aligned - start);
     if (const size_t tail = start + reserve - (aligned + mapped_); tail > 0)
       munmap(reinterpret_cast<void*>(aligned + mapped_), tail);
@@ -62,6 +62,7 @@ class HugePageBuffer : public Buffer {
     if (zeroed) std::memset(data_, 0, mapped_);
   }
   ~HugePageBuffer() override { munmap(data_, mapped_); }
+  static size_t to_huge_pages(size_t x) { return (x + kHugePage - 1) / kHugePage * kHugePage; }
   void* data() override { return data_; }
   size_t size() const override { return size_; }
 

@@ -114,24 +114,20 @@ TEST(Artifact, LargeBuffersAreHugePageAlignedAndZeroed) {
   EXPECT_EQ(static_cast<const unsigned char*>(small->data())[999], 0);
 }
 
-// The mapping of /proc/self/smaps that holds `p`: its AnonHugePages in bytes.
-struct MappingOf {
-  long long huge_bytes = -1;  // -1: no mapping holds p
-};
-MappingOf mapping_of(const void* p) {
+// AnonHugePages of the /proc/self/smaps mapping that holds `p`, in bytes (-1: no mapping does).
+long long huge_page_bytes_at(const void* p) {
   std::ifstream smaps("/proc/self/smaps");
   const auto addr = reinterpret_cast<uintptr_t>(p);
-  MappingOf m;
   bool inside = false;
   for (std::string line; std::getline(smaps, line);) {
     unsigned long long lo = 0, hi = 0;
     if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
       inside = addr >= lo && addr < hi;
     } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-      m.huge_bytes = std::atoll(line.c_str() + 14) * 1024;
+      return std::atoll(line.c_str() + 14) * 1024;
     }
   }
-  return m;
+  return -1;
 }
 
 // Transparent huge pages available to memory that asks for them ("always" or "madvise").
@@ -160,10 +156,10 @@ TEST(Artifact, LargeBuffersGetHugePagesEvenWhenTheHeapHasRoom) {
   constexpr size_t kBytes = size_t{32} << 20;
   auto big = make_large_buffer(kBytes, false);
   std::memset(big->data(), 2, kBytes);
-  const MappingOf m = mapping_of(big->data());
-  ASSERT_GE(m.huge_bytes, 0) << "no mapping holds the buffer";
+  const long long huge = huge_page_bytes_at(big->data());
+  ASSERT_GE(huge, 0) << "no mapping holds the buffer";
   // All of it unless the kernel is short of free 2 MiB pages; half is a margin for that.
-  EXPECT_GE(m.huge_bytes, static_cast<long long>(kBytes / 2)) << m.huge_bytes << " of " << kBytes << " bytes in huge pages";
+  EXPECT_GE(huge, static_cast<long long>(kBytes / 2)) << huge << " of " << kBytes << " bytes in huge pages";
   std::free(pin);
 }
 
