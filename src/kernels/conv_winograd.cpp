@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/ir/error.h"
+#include "gemm_driver.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/parallel.h"
 #include "line_scratch.h"
@@ -152,9 +153,13 @@ void winograd_conv(const KernelTable& t, const Conv2dShape& s, const float* x, c
     const WinogradInput in{x + n * s.x_image_floats(), s.x_block, C / 16, xph, xpw, s.x_padded ? 0 : -1,
                            s.x_padded ? 0 : -1};
     winograd_input_avx512(in, geo.tw, t0, count, V, block_tiles * C);
+    // Each product's last strip fetches the next one's first weight panel into L2, as its other
+    // strips fetch their next panel (without it every position began on a panel from L3 or DRAM).
+    // resnet50, in-process pairs (Zen 5): its Winograd layers 0.945-0.99 of the time at one
+    // thread, the model 0.993 at one thread and 0.991 at two.
     for (int xi = 0; xi < kPositions; ++xi)
-      gemm_packed_b_on(t, count, K, C, V + xi * block_tiles * C, C, packed_w + xi * per, M + xi * block_tiles * K, K,
-                       Epilogue{}, 1);
+      gemm_packed_b_then(t, count, K, C, V + xi * block_tiles * C, C, packed_w + xi * per, M + xi * block_tiles * K, K,
+                         Epilogue{}, 1, xi + 1 < kPositions ? packed_w + (xi + 1) * per : nullptr);
     float* yn = y + n * s.y_image_floats();
     WinogradOutput out{yn, B, K / 16, yph, ypw, s.y_pad_top, s.y_pad_left, OH, OW};
     out.alpha = epi.alpha, out.bias = epi.bias;

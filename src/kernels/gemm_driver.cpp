@@ -166,7 +166,7 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
           if (jr + NR < nc) return b.first + (jr / NR + 1) * b.stride;
           if (ic + mc < part.i1) return b.first;
           if (pc + kc < p.K) return prepacked(p.b_packed, jc / NR, NR, p.K, pc + kc).first;
-          return nullptr;
+          return jc + nc >= part.j1 ? p.b_next : nullptr;
         };
         // A short tail (at most MR / 2 rows past the block's whole tiles) and the last whole
         // tile become two tiles of about (MR + tail) / 2 rows, packed as two panels: a 2-row

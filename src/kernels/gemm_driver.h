@@ -40,6 +40,10 @@ struct GemmProblem {
   int64_t ldc = 0;
   bool accumulate = false;          // C += product (before the epilogue) instead of C = product
   const Epilogue* epi = nullptr;    // null: none
+  // With b_packed: the packed panel (K x nr floats) the caller's next product starts on, which
+  // this one's last strip fetches into L2 as its other strips fetch their next panel (null:
+  // none). Winograd's 16 products stream 16 weight matrices one after another.
+  const float* b_next = nullptr;
   // For pack_b: gemm_b_block_floats() floats per thread (thread t at t * that), or null to use
   // a thread-local buffer (always used with a Rows or Cols split, which makes more parts).
   float* workspace = nullptr;
@@ -59,6 +63,10 @@ size_t gemm_b_block_floats(const GemmBlocking& g);
 // Threads worth using for an M x N x K product (1 when waking the pool would not pay).
 int gemm_threads(int64_t M, int64_t N, int64_t K, bool b_prepacked, int threads);
 void gemm_run(const KernelTable& t, const GemmProblem& p, int threads);
+// gemm_packed_b_on (kiln/kernels/dispatch.h) whose last strip fetches b_next (GemmProblem::b_next).
+void gemm_packed_b_then(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                        const float* packed_b, float* C, int64_t ldc, const Epilogue& epi, int threads,
+                        const float* b_next);
 // C[0:N] = epilogue(a[0:K] · packed B) for one row of A (KernelTable::gemv_panels), the panels
 // split over the threads gemm_threads gives a streamed product, each part's epilogue on its
 // thread. False when the table has no GEMV kernel (the caller runs gemm_run).

@@ -31,6 +31,12 @@ void pack_b_on(const KernelTable& t, const float* B, int64_t ldb, bool trans_b, 
 
 void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                       const float* packed_b, float* C, int64_t ldc, const Epilogue& epi, int threads) {
+  detail::gemm_packed_b_then(t, M, N, K, A, lda, packed_b, C, ldc, epi, threads, nullptr);
+}
+
+void detail::gemm_packed_b_then(const KernelTable& t, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                                const float* packed_b, float* C, int64_t ldc, const Epilogue& epi, int threads,
+                                const float* b_next) {
   // One row (a decode step's projections): the weights stream once, panel by panel.
   if (M == 1 && detail::gemv_run(t, N, K, A, packed_b, C, &epi, threads)) return;
   detail::GemmProblem p;
@@ -41,7 +47,7 @@ void gemm_packed_b_on(const KernelTable& t, int64_t M, int64_t N, int64_t K, con
   p.pack_a = pack_a;
   p.a_any_rows = true;
   if (N <= kARowsMaxPanels * t.gemm.nr && t.tile_a_rows_col_strip[0]) p.a_rows = A, p.lda = lda;
-  p.b_packed = packed_b;
+  p.b_packed = packed_b, p.b_next = b_next;
   p.C = C, p.ldc = ldc, p.epi = &epi;
   detail::gemm_run(t, p, threads);
 }
