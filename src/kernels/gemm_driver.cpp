@@ -19,6 +19,14 @@ constexpr double kMinParallelMacs = 1 << 21;
 // Depth of the K blocks over a prepacked B (see run_part): measured on bert/gpt2 shapes
 // (K = 768: 199 -> 210 GFLOP/s for 128 x 3072, 167 -> 191 for gpt2's 128 x 50257 head).
 constexpr int64_t kPackedKc = 768;
+// Depth up to which a prepacked B's product runs all of K in one block: each further block
+// reads and writes the C tiles once more, and on a 1 MiB L2 (Zen 5) the wider panels (kc x 64
+// floats, up to 384 KiB) still stream from L2 fast enough. Zen 5, in-process pairs against
+// blocks of kPackedKc, one / two threads: 1024^3 0.957 / 0.946, 1536^3 0.991 / 0.976,
+// 128 x 4096 x 1024 0.985 / 0.974, 384 x 1024 x 1024 0.987 / 0.983, 128 x 1024 x 1024 0.997 /
+// 0.997. Deeper (BERT's 128 x 768 x 3072) stays in blocks of kPackedKc: whole, 0.953 alone
+// but blocks of 1536 ran bert_base 1.004 / 1.010 of the time.
+constexpr int64_t kPackedWholeK = 1536;
 
 // K up to which in-place-B products run in strips: the block's kc x nc rows of B (64 x 1024
 // floats: 256 KiB) then stay in L2 while every row tile passes over them. At K = kStripMaxK
@@ -116,7 +124,8 @@ void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, floa
   // those tiles come from DRAM, one page per row. Few rows: B is streamed once whatever kc is,
   // so do not split K at all (C is then written once).
   int64_t kc_max = std::max<int64_t>(1, g.kc);
-  if (p.b_packed) kc_max = p.M <= MR ? p.K : ceil_div(p.K, ceil_div(p.K, std::max(kPackedKc, g.kc)));
+  if (p.b_packed)
+    kc_max = p.M <= MR || p.K <= kPackedWholeK ? p.K : ceil_div(p.K, ceil_div(p.K, std::max(kPackedKc, g.kc)));
   const int64_t mc_max = round_up(std::max<int64_t>(g.mc, MR), MR);
   const int64_t nc_max = p.b_packed ? part.j1 - part.j0 : round_up(std::max<int64_t>(g.nc, NR), NR);
   thread_local LineScratch abuf_tl;
