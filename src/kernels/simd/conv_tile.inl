@@ -199,6 +199,14 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
                      bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
   constexpr int PV = PANEL / V::W;  // vectors per packed panel row
+  // The wide tiles (7 rows x 4 vectors on AVX-512, 3 x 4 on AVX2) need one register more than
+  // there are (conv_tile_1x1's kSpareless): their last weight vector is read from L1 by each
+  // row's FMA instead of an accumulator going through the stack every K step. Zen 5, one
+  // thread, against the spilling tile: resnet50's 7x7 layers (512 -> 512 3x3, 2048 -> 512 and
+  // 512 -> 2048 1x1) 0.93-0.96 of the best time, 256 -> 256 3x3 at 7x7 0.91 of the median;
+  // the AVX2 table's 0.97-0.99; mobilenet_v2 0.979 / 0.994 (one / two threads), efficientnet_b0
+  // 0.991 (two).
+  constexpr bool kLastFromL1 = ROWS * NVEC + NVEC + 1 > (V::W == 16 ? 32 : 16);
   L2Fetch fetch(l2);
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -219,7 +227,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
       fetch.step();
       V bv[NVEC];
 #pragma GCC unroll 4
-      for (int v = 0; v < NVEC; ++v) {
+      for (int v = 0; v < NVEC - kLastFromL1; ++v) {
         const float* bp = (v < PV ? b : b2) + (v % PV) * V::W;
         if constexpr (LAST_HALF) bv[v] = v == NVEC - 1 ? load_low<V>(bp) : V::load(bp);
         else bv[v] = V::load(bp);
@@ -227,6 +235,12 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 #pragma GCC unroll 16
       for (int r = 0; r < ROWS; ++r) {
         const V ar = V::set1(SPLIT > 0 && r >= SPLIT ? ap2[r * SW] : ap[r * SW]);
+        if constexpr (kLastFromL1) {
+          const float* last = ((NVEC - 1) < PV ? b : b2) + ((NVEC - 1) % PV) * V::W;
+          asm volatile("" : "+r"(last));  // a load per row, folded into the FMA: no register held
+          if constexpr (LAST_HALF) bv[NVEC - 1] = load_low<V>(last);
+          else bv[NVEC - 1] = V::load(last);
+        }
 #pragma GCC unroll 4
         for (int v = 0; v < NVEC; ++v) {
           if constexpr (LAST_HALF) acc[r][v] = v == NVEC - 1 ? fma_low<V>(ar, bv[v], acc[r][v]) : fma(ar, bv[v], acc[r][v]);
@@ -391,6 +405,13 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
                    int64_t b_next, bool first, bool last, const ConvTileOut& out, const ConvL2Lines* l2) {
   constexpr int NVEC = 4;
   static_assert(VV::W == 16 && NR == 2 * VV::W, "64 columns are two AVX-512 panels");
+  // ROWS x 4 accumulators, 4 weight vectors and the broadcast need 33 of the 32 registers at 7
+  // rows: GCC 12 then kept two accumulators on the stack, a reload and a store each K step.
+  // Instead each row's FMA reads the fourth weight vector from L1 (a memory operand). Zen 5,
+  // paired against the spilling tile: resnet50's 1x1 layers 0.90-0.93 of the time on one
+  // thread and 0.89-0.93 on two; the models (in-process pairs) resnet50 0.965 / 0.932,
+  // mobilenet_v2 0.960 on two.
+  constexpr bool kSpareless = ROWS * NVEC + NVEC + 1 > 32;
   VV acc[ROWS][NVEC];
   const int64_t bs = out.block_stride;
 #pragma GCC unroll 16
@@ -403,12 +424,25 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 #pragma GCC unroll 2
     for (int i = 0; i < KB; ++i, b += NR, b2 += NR) {
       fetch.step();
-      const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
+      if constexpr (kSpareless) {
+        const VV bv[NVEC - 1] = {VV::load(b), VV::load(b + VV::W), VV::load(b2)};
 #pragma GCC unroll 8
-      for (int r = 0; r < ROWS; ++r) {
-        const VV ar = VV::set1(a[r * SW + i]);
+        for (int r = 0; r < ROWS; ++r) {
+          const VV ar = VV::set1(a[r * SW + i]);
 #pragma GCC unroll 4
-        for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+          for (int v = 0; v < NVEC - 1; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+          const float* last_vec = b2 + VV::W;
+          asm volatile("" : "+r"(last_vec));  // a load per row, folded into the FMA: no register held
+          acc[r][NVEC - 1] = fma(ar, VV::load(last_vec), acc[r][NVEC - 1]);
+        }
+      } else {
+        const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; ++r) {
+          const VV ar = VV::set1(a[r * SW + i]);
+#pragma GCC unroll 4
+          for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+        }
       }
     }
   }
