@@ -21,12 +21,13 @@ constexpr double kMinParallelMacs = 1 << 21;
 constexpr int64_t kPackedKc = 768;
 // Depth up to which a prepacked B's product runs all of K in one block: each further block
 // reads and writes the C tiles once more, and on a 1 MiB L2 (Zen 5) the wider panels (kc x 64
-// floats, up to 384 KiB) still stream from L2 fast enough. Zen 5, in-process pairs against
+// floats, up to 512 KiB) still stream from L2 fast enough. Zen 5, in-process pairs against
 // blocks of kPackedKc, one / two threads: 1024^3 0.957 / 0.946, 1536^3 0.991 / 0.976,
 // 128 x 4096 x 1024 0.985 / 0.974, 384 x 1024 x 1024 0.987 / 0.983, 128 x 1024 x 1024 0.997 /
-// 0.997. Deeper (BERT's 128 x 768 x 3072) stays in blocks of kPackedKc: whole, 0.953 alone
-// but blocks of 1536 ran bert_base 1.004 / 1.010 of the time.
-constexpr int64_t kPackedWholeK = 1536;
+// 0.997; 2048^3 whole against blocks of 1024 0.983 / 0.989. Deeper (BERT's 128 x 768 x 3072)
+// stays in blocks of kPackedKc: whole, 0.953 alone, but blocks of 1536 ran bert_base 1.004 /
+// 1.010 of the time.
+constexpr int64_t kPackedWholeK = 2048;
 
 // K up to which in-place-B products run in strips: the block's kc x nc rows of B (64 x 1024
 // floats: 256 KiB) then stay in L2 while every row tile passes over them. At K = kStripMaxK
