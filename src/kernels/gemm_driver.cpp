@@ -120,10 +120,10 @@ Panels prepacked(const float* packed, int64_t panel, int width, int64_t K, int64
 void run_part(const KernelTable& t, const GemmProblem& p, const Part& part, float* bbuf) {
   const GemmBlocking& g = t.gemm;
   const int MR = g.mr, NR = g.nr;
-  // B packed ahead of time: K blocks of up to kPackedKc (equal sizes). Each K block reads and
-  // writes every C tile once more, and for wide products (gpt2's 50257-column head: C is 26 MB)
-  // those tiles come from DRAM, one page per row. Few rows: B is streamed once whatever kc is,
-  // so do not split K at all (C is then written once).
+  // B packed ahead of time: the whole K up to kPackedWholeK, else K blocks of up to kPackedKc
+  // (equal sizes). Each K block reads and writes every C tile once more, and for wide products
+  // (gpt2's 50257-column head: C is 26 MB) those tiles come from DRAM, one page per row. Few
+  // rows: B is streamed once whatever kc is, so do not split K at all (C is then written once).
   int64_t kc_max = std::max<int64_t>(1, g.kc);
   if (p.b_packed)
     kc_max = p.M <= MR || p.K <= kPackedWholeK ? p.K : ceil_div(p.K, ceil_div(p.K, std::max(kPackedKc, g.kc)));
