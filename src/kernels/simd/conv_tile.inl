@@ -141,6 +141,19 @@ template <class VV>
 template <class VV>
 [[gnu::always_inline]] inline VV fma_low(VV a, VV b, VV c) { return VV::fma_low(a, b, c); }
 
+// Whether a tile of rows x nvec accumulators, its nvec weight vectors and the broadcast need
+// more vector registers than the ISA has (`regs`): the 7 x 64 tiles on AVX-512 (33 of 32), the
+// 3 x 32 ones on AVX2 (17 of 16). GCC 12 then kept one or two accumulators on the stack, a
+// reload and a store every K step; such a tile instead reads its last weight vector from L1 in
+// each row's FMA (a memory operand, no register held), through load_each_use.
+constexpr bool last_weight_from_l1(int rows, int nvec, int regs) { return rows * nvec + nvec + 1 > regs; }
+// p, opaque to the compiler, so that a load from it is issued where it is used instead of
+// being hoisted into a register shared by every row.
+[[gnu::always_inline]] inline const float* load_each_use(const float* p) {
+  asm volatile("" : "+r"(p));
+  return p;
+}
+
 // Software prefetch, for hosts whose FMA rate outruns the hardware prefetchers (Ice Lake
 // server's two 512-bit FMA ports: a 14 x 32 tile step is 14 cycles there, 28 on Zen 4). Each
 // step reads a row of the packed weight from L2 (a block is 96 KiB, past L1) and the segment's
@@ -199,14 +212,12 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
                      const float* __restrict b, int64_t b_next, float* __restrict c, int64_t ldc, int ncols,
                      bool load_c, const ConvTileOut* out, const ConvL2Lines* l2) {
   constexpr int PV = PANEL / V::W;  // vectors per packed panel row
-  // The wide tiles (7 rows x 4 vectors on AVX-512, 3 x 4 on AVX2) need one register more than
-  // there are (conv_tile_1x1's kSpareless): their last weight vector is read from L1 by each
-  // row's FMA instead of an accumulator going through the stack every K step. Zen 5, one
+  // The wide tiles (7 x 4 vectors on AVX-512, 3 x 4 on AVX2): last_weight_from_l1. Zen 5, one
   // thread, against the spilling tile: resnet50's 7x7 layers (512 -> 512 3x3, 2048 -> 512 and
   // 512 -> 2048 1x1) 0.93-0.96 of the best time, 256 -> 256 3x3 at 7x7 0.91 of the median;
   // the AVX2 table's 0.97-0.99; mobilenet_v2 0.979 / 0.994 (one / two threads), efficientnet_b0
   // 0.991 (two).
-  constexpr bool kLastFromL1 = ROWS * NVEC + NVEC + 1 > (V::W == 16 ? 32 : 16);
+  constexpr bool kLastFromL1 = last_weight_from_l1(ROWS, NVEC, V::W == 16 ? 32 : 16);
   L2Fetch fetch(l2);
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -236,8 +247,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
       for (int r = 0; r < ROWS; ++r) {
         const V ar = V::set1(SPLIT > 0 && r >= SPLIT ? ap2[r * SW] : ap[r * SW]);
         if constexpr (kLastFromL1) {
-          const float* last = ((NVEC - 1) < PV ? b : b2) + ((NVEC - 1) % PV) * V::W;
-          asm volatile("" : "+r"(last));  // a load per row, folded into the FMA: no register held
+          const float* last = load_each_use(((NVEC - 1) < PV ? b : b2) + ((NVEC - 1) % PV) * V::W);
           if constexpr (LAST_HALF) bv[NVEC - 1] = load_low<V>(last);
           else bv[NVEC - 1] = V::load(last);
         }
@@ -405,13 +415,10 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
                    int64_t b_next, bool first, bool last, const ConvTileOut& out, const ConvL2Lines* l2) {
   constexpr int NVEC = 4;
   static_assert(VV::W == 16 && NR == 2 * VV::W, "64 columns are two AVX-512 panels");
-  // ROWS x 4 accumulators, 4 weight vectors and the broadcast need 33 of the 32 registers at 7
-  // rows: GCC 12 then kept two accumulators on the stack, a reload and a store each K step.
-  // Instead each row's FMA reads the fourth weight vector from L1 (a memory operand). Zen 5,
-  // paired against the spilling tile: resnet50's 1x1 layers 0.90-0.93 of the time on one
-  // thread and 0.89-0.93 on two; the models (in-process pairs) resnet50 0.965 / 0.932,
-  // mobilenet_v2 0.960 on two.
-  constexpr bool kSpareless = ROWS * NVEC + NVEC + 1 > 32;
+  // 7 rows: last_weight_from_l1. Zen 5, paired against the spilling tile: resnet50's 1x1 layers
+  // 0.90-0.93 of the time on one thread and 0.89-0.93 on two; the models (in-process pairs)
+  // resnet50 0.965 / 0.932, mobilenet_v2 0.960 on two.
+  constexpr bool kLastFromL1 = last_weight_from_l1(ROWS, NVEC, 32);
   VV acc[ROWS][NVEC];
   const int64_t bs = out.block_stride;
 #pragma GCC unroll 16
@@ -424,25 +431,14 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 #pragma GCC unroll 2
     for (int i = 0; i < KB; ++i, b += NR, b2 += NR) {
       fetch.step();
-      if constexpr (kSpareless) {
-        const VV bv[NVEC - 1] = {VV::load(b), VV::load(b + VV::W), VV::load(b2)};
+      VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::zero()};
+      if constexpr (!kLastFromL1) bv[NVEC - 1] = VV::load(b2 + VV::W);
 #pragma GCC unroll 8
-        for (int r = 0; r < ROWS; ++r) {
-          const VV ar = VV::set1(a[r * SW + i]);
+      for (int r = 0; r < ROWS; ++r) {
+        const VV ar = VV::set1(a[r * SW + i]);
+        if constexpr (kLastFromL1) bv[NVEC - 1] = VV::load(load_each_use(b2 + VV::W));
 #pragma GCC unroll 4
-          for (int v = 0; v < NVEC - 1; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
-          const float* last_vec = b2 + VV::W;
-          asm volatile("" : "+r"(last_vec));  // a load per row, folded into the FMA: no register held
-          acc[r][NVEC - 1] = fma(ar, VV::load(last_vec), acc[r][NVEC - 1]);
-        }
-      } else {
-        const VV bv[NVEC] = {VV::load(b), VV::load(b + VV::W), VV::load(b2), VV::load(b2 + VV::W)};
-#pragma GCC unroll 8
-        for (int r = 0; r < ROWS; ++r) {
-          const VV ar = VV::set1(a[r * SW + i]);
-#pragma GCC unroll 4
-          for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
-        }
+        for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
       }
     }
   }
