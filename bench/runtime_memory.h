@@ -2,24 +2,27 @@
 // machine's measured FP32 peak for the "% of peak" counters.
 #pragma once
 
-#include <sys/mman.h>
-
-#include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <sstream>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kiln/analysis/machine.h"
+#include "kiln/ir/tensor.h"
 
 namespace kiln::bench {
 
-// The runtime's arena and copied weights (ir/tensor.cpp make_large_buffer): 64-byte aligned, and
-// 2 MiB aligned and advised for huge pages from 2 MiB on. A plain std::vector of megabytes starts
-// 16 bytes past a cache line (glibc's mmap chunk header), so every 64-byte row of a packed panel
-// and every output vector straddles two lines: gemm 1024^3 ran 0.90 of the time aligned on an Ice
+// The runtime's arena and copied weights: each allocation is a make_large_buffer block
+// (ir/tensor.cpp), so 64-byte aligned, and from 2 MiB on a 2 MiB aligned mapping of its own
+// advised for huge pages, as the runtime's are. A plain std::vector of megabytes starts 16 bytes
+// past a cache line (glibc's mmap chunk header), so every 64-byte row of a packed panel and
+// every output vector straddles two lines: gemm 1024^3 ran 0.90 of the time aligned on an Ice
 // Lake core, paired.
 template <class T>
 struct RuntimeAlloc {
@@ -28,15 +31,33 @@ struct RuntimeAlloc {
   template <class U>
   RuntimeAlloc(const RuntimeAlloc<U>&) {}
   T* allocate(size_t n) {
-    const size_t huge = size_t{2} << 20, bytes = n * sizeof(T), align = bytes >= huge ? huge : 64;
-    const size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    if (align == huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice: without it, 4 KiB pages
-    return static_cast<T*>(p);
+    std::shared_ptr<Buffer> block;
+    try {
+      block = make_large_buffer(n * sizeof(T), false);
+    } catch (const std::exception&) {
+      throw std::bad_alloc();
+    }
+    T* p = static_cast<T*>(block->data());
+    std::lock_guard<std::mutex> lock(live().mu);
+    live().blocks.emplace(p, std::move(block));
+    return p;
   }
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t) {
+    std::lock_guard<std::mutex> lock(live().mu);
+    live().blocks.erase(p);
+  }
   friend bool operator==(const RuntimeAlloc&, const RuntimeAlloc&) { return true; }
+
+ private:
+  // The blocks handed out, by address, until deallocate releases them.
+  struct Live {
+    std::mutex mu;
+    std::unordered_map<const void*, std::shared_ptr<Buffer>> blocks;
+  };
+  static Live& live() {
+    static Live l;
+    return l;
+  }
 };
 using Floats = std::vector<float, RuntimeAlloc<float>>;
 
