@@ -221,6 +221,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, units);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
+  const bool fetch_out = write_prefetch_pays(std::min<int64_t>(threads, split.parts()));
   // One input channel: every lane reads image n's plane. Channel-blocked input / output
   // ([N][C/8][H][W][8]): a block's channels start at its 8-channel block, whose pixels are 8
   // floats apart, and x_plane / out_plane are the strides between 8-channel blocks.
@@ -254,6 +255,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
       if (depthwise_has_pair_copy(s))
         te.pair_weights = w + depthwise_pair_copy_at(s) + c0 / kConvBlock * RS * 2 * kConvBlock;
+      te.fetch_for_write = fetch_out;
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
       // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;

@@ -574,6 +574,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       const int64_t at = s.y_padded() ? (pix / p.OW + s.y_pad_top) * out_row + pix % p.OW + s.y_pad_left : pix;
       return k0 * out_plane + at * bo;
     };
+    const bool fetch_out = write_prefetch_pays(threads);
     auto tile_out = [&](int64_t k0, int64_t pix) {
       ConvTileOut o;
       o.dst = yn + out_at(k0, pix), o.block_stride = bo * out_plane, o.block = bo;
@@ -581,6 +582,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       if (e.bias) o.bias = e.bias + k0;
       if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * bo;
       o.alpha = e.alpha, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+      o.fetch_for_write = fetch_out;
       return o;
     };
     // Item `item`'s tiles [t0, t1) and output channels [first_col, end_col).

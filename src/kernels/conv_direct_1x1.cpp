@@ -96,6 +96,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   // batch's tiles fetch (without it each item began on weights in L3: at two threads
   // mobilenet_v2's 14x14 expands 0.95-0.955 with it, its 64 -> 384 ones 0.97, the models 0.995
   // (mobilenet_v2, 100 pairs) and 0.989 (resnet50); in-process pairs, Xeon 5th gen).
+  const bool fetch_out = write_prefetch_pays(threads);
   auto run_item = [&](int64_t item, int64_t next_item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
     int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
@@ -132,6 +133,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
           if (e.bias) o.bias = e.bias + k0;
           if (e.residual) o.residual = e.residual + k0 * OHW + pix * bo;  // never padded
           o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+          o.fetch_for_write = fetch_out;
           const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * bi;
           kernels[rows - 1](a, in_block, nb, w + b0 * bi * NR, KK * NR, first, last, o, l2.count > 0 ? &l2 : nullptr);
         }

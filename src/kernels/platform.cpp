@@ -1,6 +1,10 @@
 // The kernel table, chosen once from CPU features: the scalar baseline, upgraded to AVX2+FMA,
 // then to AVX-512 when CPUID (and the OS's saved register state) allow.
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "isa_gate.h"
@@ -58,6 +62,20 @@ const Tables& tables() {
   return t;
 }
 
+bool cpu_has_prefetchw() {
+#if defined(__x86_64__)
+  return kSimdKernelsAllowed && __builtin_cpu_supports("prfchw");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool>& write_prefetch_on() {
+  static std::atomic<bool> on{cpu_has_prefetchw() && !(std::getenv("KILN_WRITE_PREFETCH") &&
+                                                       std::strcmp(std::getenv("KILN_WRITE_PREFETCH"), "0") == 0)};
+  return on;
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -87,5 +105,9 @@ size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv) {
   // Kᵀ block, the scores of one group of up to 8 rows, running outputs, max and sum.
   return static_cast<size_t>(D * kAttentionKeyBlock + 8 * kAttentionKeyBlock + rows * Dv + 2 * rows);
 }
+
+bool write_prefetch_pays(int threads) { return threads > 1 && write_prefetch_on().load(std::memory_order_relaxed); }
+
+void set_write_prefetch(bool on) { write_prefetch_on().store(on && cpu_has_prefetchw()); }
 
 }  // namespace kiln::kernels

@@ -1274,5 +1274,38 @@ TEST(Conv, PreferredTacticsForOneChannelWindowsAndOneRowOutputs) {
   EXPECT_NE(conv_preferred_tactic(two_rows), ConvTactic::Direct);
 }
 
+
+// The output fetches for writing (ConvTileOut / TileEpilogue::fetch_for_write) are hints: the
+// 1x1 schedule, the general direct tiles and the depthwise pair kernels (stride 1 and 2) write
+// the same floats with them as without, and one thread never fetches.
+TEST(Conv, WritePrefetchLeavesOutputsUnchanged) {
+  const bool initially = write_prefetch_pays(2);
+  EXPECT_FALSE(write_prefetch_pays(1));
+  set_write_prefetch(false);
+  EXPECT_FALSE(write_prefetch_pays(2));
+  const std::vector<Conv2dShape> shapes = {shape(1, 96, 14, 14, 192, 1, 1, 1, 0), shape(1, 32, 20, 20, 64, 3, 3, 1, 1),
+                                           shape(1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 32),
+                                           shape(1, 48, 28, 28, 48, 3, 3, 2, 1, 1, 48)};
+  for (Conv2dShape s : shapes) {
+    s.x_blocked = s.y_blocked = true;
+    const ConvTactic tactic = s.group > 1 ? ConvTactic::Depthwise : ConvTactic::Direct;
+    const int64_t OHW = s.out_h() * s.out_w();
+    const auto x = blocked(random_vec(s.C * s.H * s.W, 31), 1, s.C, s.H * s.W);
+    const auto w = random_vec(s.K * (s.C / s.group) * s.R * s.S, 32), bias = random_vec(s.K, 33);
+    std::vector<float> packed(conv_packed_weight_floats(tactic, s));
+    conv_pack_weight(tactic, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+    std::vector<float> plain(s.K * OHW, 777.f), fetched(s.K * OHW, -777.f);
+    set_write_prefetch(false);
+    conv2d(tactic, s, x.data(), packed.data(), plain.data(), e, nullptr, 2);
+    set_write_prefetch(true);
+    conv2d(tactic, s, x.data(), packed.data(), fetched.data(), e, nullptr, 2);
+    for (size_t i = 0; i < plain.size(); ++i) ASSERT_EQ(fetched[i], plain[i]) << "C=" << s.C << " R=" << s.R << " at " << i;
+  }
+  set_write_prefetch(initially);
+  EXPECT_EQ(write_prefetch_pays(2), initially);
+}
+
 }  // namespace
 }  // namespace kiln::kernels

@@ -54,6 +54,9 @@ struct TileEpilogue {
   // packing time, 8-channel block by block, tap by tap, each tap's 8 weights twice (16 floats),
   // from the call's first channel on (conv_pack_weight, Depthwise); null: no pair kernel.
   const float* pair_weights = nullptr;
+  // The pair kernels fetch each output row's lines for writing (prefetchw) a row ahead of its
+  // stores: see ConvTileOut::fetch_for_write.
+  bool fetch_for_write = false;
 };
 
 // One query tile of attention for one (batch, head): rows [i0, i0+rows) of Q against keys
@@ -213,6 +216,9 @@ struct ConvTileOut {
   float alpha = 1.f;
   Act act = Act::None;
   float act_alpha = 0.f, act_beta = 0.f;
+  // Fetch the tile's output lines for writing (prefetchw) before its K loop, so that taking them
+  // over from the core that wrote them last overlaps the FMAs (write_prefetch_pays says when).
+  bool fetch_for_write = false;
   static bool fused_act(Act a) { return a == Act::None || a == Act::Relu || a == Act::LeakyRelu || a == Act::Clip; }
 };
 
@@ -399,6 +405,15 @@ struct KernelTable {
 const KernelTable& kernel_table();
 // The table for one ISA, or nullptr when this CPU (or this build) cannot run it.
 const KernelTable* kernel_table_for(Isa isa);
+
+// Whether a kernel call on `threads` threads fetches its output lines for writing before it
+// stores to them (ConvTileOut / TileEpilogue::fetch_for_write): only on more than one thread,
+// where an output often overwrites arena lines the other core wrote last, and only on CPUs with
+// PREFETCHW. On one core those lines are its own, and the fetches cost mobilenet_v2 ~2.5%.
+bool write_prefetch_pays(int threads);
+// Turns the write fetches on or off for every later call (A/B runs; KILN_WRITE_PREFETCH=0 in
+// the environment starts with them off). Off on CPUs without PREFETCHW whatever `on` says.
+void set_write_prefetch(bool on);
 
 // ---- The public kernels on an explicit table (see gemm_packed.h, conv.h) ------------------
 size_t packed_b_floats_on(const KernelTable& t, int64_t K, int64_t N);

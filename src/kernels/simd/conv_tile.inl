@@ -185,6 +185,23 @@ template <int ROWS, int SW, int SPLIT>
                                     std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kLineFloats + 1>{});
 }
 
+// The lines a tile of ROWS pixels stores into, ncols channels of them (ConvTileOut::
+// fetch_for_write), fetched for writing before its K loop. At two threads an output often lands
+// on arena lines the other core wrote last (another tensor's bytes, split another way), and a
+// store to such a line waits for the line to come over; fetched early, that wait overlaps the
+// FMAs. (A wrap tile's second row lies row_jump further on: its lines are left to the stores.)
+// Every line of floats [p, p + n), fetched for writing (also the depthwise pair kernels').
+inline void fetch_lines_for_write(const float* p, int64_t n) {
+  const char* end = reinterpret_cast<const char*>(p + n);
+  for (const char* q = reinterpret_cast<const char*>(p) - reinterpret_cast<uintptr_t>(p) % 64; q < end; q += 64)
+    prefetch_for_write(q);
+}
+template <int ROWS>
+[[gnu::always_inline]] inline void conv_tile_fetch_out(const ConvTileOut& o, int ncols) {
+  const int64_t blocks = (ncols + o.block - 1) / o.block;
+  for (int64_t k = 0; k < blocks; ++k) fetch_lines_for_write(o.dst + k * o.block_stride, ROWS * o.block);
+}
+
 // ConvL2Lines as a tile walks it: step() fetches the next line into L2 while any is left (one
 // call per K step), the first range and then the second.
 struct L2Fetch {
@@ -218,6 +235,7 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
   // the AVX2 table's 0.97-0.99; mobilenet_v2 0.979 / 0.994 (one / two threads), efficientnet_b0
   // 0.991 (two).
   constexpr bool kLastFromL1 = last_weight_from_l1(ROWS, NVEC, V::W == 16 ? 32 : 16);
+  if (out && out->fetch_for_write) conv_tile_fetch_out<ROWS>(*out, ncols);
   L2Fetch fetch(l2);
   V acc[ROWS][NVEC];
 #pragma GCC unroll 16
@@ -426,6 +444,8 @@ void conv_tile_1x1(const float* __restrict a, int64_t a_block, int64_t blocks, c
 #pragma GCC unroll 4
     for (int v = 0; v < NVEC; ++v) acc[r][v] = VV::zero();
   const float* b2 = b + b_next;
+  // The first batch stores the output's lines first (later ones read them back).
+  if (first && out.fetch_for_write) conv_tile_fetch_out<ROWS>(out, NVEC * VV::W);
   L2Fetch fetch(l2);
   for (int64_t blk = 0; blk < blocks; ++blk, a += a_block) {
 #pragma GCC unroll 2

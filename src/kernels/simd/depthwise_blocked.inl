@@ -246,6 +246,17 @@ struct PairOut {
   const float* res;
   float* out;
   const float* wt;  // the block's weights, tap t's at wt + 16 t
+  bool fetch_for_write;  // TileEpilogue::fetch_for_write
+  // Output row oh (of OH, OW pixels) fetched for writing; the row loops fetch row oh + 1 (and
+  // rows 0 and 1 at the top) while they compute row oh.
+  void fetch_row(int64_t oh, int64_t OW, int64_t OH) const {
+    constexpr int64_t kB = 8;  // kConvBlock
+    if (fetch_for_write && oh < OH) fetch_lines_for_write(out + oh * OW * kB, OW * kB);
+  }
+  void fetch_ahead(int64_t oh, int64_t OW, int64_t OH) const {
+    if (oh == 0) fetch_row(0, OW, OH);
+    fetch_row(oh + 1, OW, OH);
+  }
   [[gnu::always_inline]] void store(VV acc, int64_t at, bool two) const {
     constexpr int64_t kB = 8;  // kConvBlock
     VV y = fma(acc, alpha, bias);
@@ -270,7 +281,8 @@ PairOut<A, VV> pair_block(int64_t RS, int64_t blk, const TileEpilogue& e, float*
           VV::set1(e.act_beta),
           e.residual ? e.residual + blk * e.ldr : nullptr,
           out + blk * out_plane,
-          e.pair_weights + blk * RS * 16};
+          e.pair_weights + blk * RS * 16,
+          e.fetch_for_write};
 }
 
 // Channel-blocked in and out on 16 lanes at stride 2: one vector holds two output pixels of one
@@ -305,6 +317,7 @@ void depthwise_pairs(const DepthwisePlane& g, const float* x, int64_t x_plane, i
       po.store(acc, (oh * g.OW + ow) * kB, two);
     };
     for (int64_t oh = 0; oh < g.OH; ++oh) {
+      po.fetch_ahead(oh, g.OW, g.OH);
       const int64_t top = oh * g.stride_h - g.pad_top;
       int64_t kh0 = 0, kh1 = g.R;
       while (kh0 < kh1 && top + kh0 * g.dil_h < 0) ++kh0;
@@ -381,6 +394,7 @@ void depthwise_pairs_s1(const DepthwisePlane& g, const float* x, int64_t x_plane
     const PairOut<A, VV> po = pair_block<A, VV>(K * K, blk, e, out, out_plane);
     const float* xb = x + blk * x_plane;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
+      po.fetch_ahead(oh, g.OW, g.OH);
       const int64_t top = oh - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
@@ -476,6 +490,7 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
     const PairOut<A, VV> po = pair_block<A, VV>(K * K, blk, e, out, out_plane);
     const float* xb = x + blk * x_plane;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
+      po.fetch_ahead(oh, g.OW, g.OH);
       const int64_t top = oh * 2 - g.pad_top;
       const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
       const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;

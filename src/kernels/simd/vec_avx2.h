@@ -94,6 +94,10 @@ inline Vec256 exponent_bits(Vec256 t) { return {_mm256_castsi256_ps(_mm256_slli_
 [[gnu::always_inline]] inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 // Into L2 only: data needed after what L1 holds now is used up (gemm_tile.inl's NextPanel).
 [[gnu::always_inline]] inline void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+// The line at p, owned for writing (PREFETCHW; callers check write_prefetch_pays, which needs it).
+[[gnu::always_inline]] inline void prefetch_for_write(const void* p) {
+  asm volatile("prefetchw %0" ::"m"(*static_cast<const char*>(p)));
+}
 
 // In-register transpose of 8 rows of 8 floats: r[i] holds row i on entry, column i on exit.
 inline void transpose_square(Vec256 r[8]) {

@@ -102,6 +102,10 @@ inline Vec512 scale_by_exponent_bits32(Vec512 x, Vec512 t) {
 [[gnu::always_inline]] inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 // Into L2 only: data needed after what L1 holds now is used up (gemm_tile.inl's NextPanel).
 [[gnu::always_inline]] inline void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+// The line at p, owned for writing (PREFETCHW; callers check write_prefetch_pays, which needs it).
+[[gnu::always_inline]] inline void prefetch_for_write(const void* p) {
+  asm volatile("prefetchw %0" ::"m"(*static_cast<const char*>(p)));
+}
 
 // In-register transpose of 16 rows of 16 floats: r[i] holds row i on entry, column i on exit.
 [[gnu::always_inline]] inline void transpose16(__m512 r[16]) {

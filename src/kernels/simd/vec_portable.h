@@ -86,5 +86,6 @@ inline void transpose_square(Vec4 r[4]) {
 // GCC 12 as a call without side effects (conv_tile.inl's conv_tile_prefetch_rows).
 [[gnu::always_inline]] inline void prefetch(const void* p) { __builtin_prefetch(p); }
 [[gnu::always_inline]] inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+[[gnu::always_inline]] inline void prefetch_for_write(const void* p) { __builtin_prefetch(p, 1, 3); }
 
 }  // namespace kiln::kernels::simd
