@@ -328,4 +328,45 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
   t_in_parallel = false;
 }
 
+double core_round_trip_ns() {
+  if (t_in_parallel || default_threads() < 2) return -1;
+  using Clock = std::chrono::steady_clock;
+  constexpr int kTrips = 8;
+  constexpr auto kPatience = std::chrono::microseconds(50);
+  alignas(64) std::atomic<int> flag{0};
+  // Waits until flag holds v; false after kPatience (the other side is not running).
+  auto wait_for = [&flag, kPatience](int v) {
+    const auto give_up = Clock::now() + kPatience;
+    for (int spins = 1; flag.load(std::memory_order_acquire) != v; ++spins)
+      if (spins % 256 == 0 && Clock::now() > give_up) return false;
+    return true;
+  };
+  double best = -1;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    flag.store(0);
+    double mean = -1;
+    // Index 0 on this thread pings, index 1 on worker 1 answers. Should this thread run both
+    // (the worker late), each side gives up after kPatience and nothing is measured.
+    parallel_for(2, 2, [&](int64_t b, int64_t e) {
+      for (int64_t side = b; side < e; ++side) {
+        if (side == 0) {
+          const auto t0 = Clock::now();
+          for (int i = 0; i < kTrips; ++i) {
+            flag.store(2 * i + 1, std::memory_order_release);
+            if (!wait_for(2 * i + 2)) return;
+          }
+          mean = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kTrips;
+        } else {
+          for (int i = 0; i < kTrips; ++i) {
+            if (!wait_for(2 * i + 1)) return;
+            flag.store(2 * i + 2, std::memory_order_release);
+          }
+        }
+      }
+    });
+    if (mean > 0 && (best < 0 || mean < best)) best = mean;
+  }
+  return best;
+}
+
 }  // namespace kiln::kernels

@@ -2,11 +2,13 @@
 // then to AVX-512 when CPUID (and the OS's saved register state) allow.
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
+#include "kiln/kernels/parallel.h"
 #include "isa_gate.h"
 
 namespace kiln::kernels {
@@ -70,11 +72,17 @@ bool cpu_has_prefetchw() {
 #endif
 }
 
-std::atomic<bool>& write_prefetch_on() {
-  static std::atomic<bool> on{cpu_has_prefetchw() && !(std::getenv("KILN_WRITE_PREFETCH") &&
-                                                       std::strcmp(std::getenv("KILN_WRITE_PREFETCH"), "0") == 0)};
-  return on;
+std::atomic<WritePrefetch>& write_prefetch_mode() {
+  static std::atomic<WritePrefetch> mode{[] {
+    const char* env = std::getenv("KILN_WRITE_PREFETCH");
+    if (env && std::strcmp(env, "0") == 0) return WritePrefetch::Off;
+    if (env && std::strcmp(env, "1") == 0) return WritePrefetch::On;
+    return WritePrefetch::Auto;
+  }()};
+  return mode;
 }
+std::atomic<bool> g_far_cores{false};
+std::atomic<int64_t> g_far_cores_measured_ns{INT64_MIN / 2};
 
 }  // namespace
 
@@ -106,8 +114,27 @@ size_t attention_scratch_floats(int64_t rows, int64_t D, int64_t Dv) {
   return static_cast<size_t>(D * kAttentionKeyBlock + 8 * kAttentionKeyBlock + rows * Dv + 2 * rows);
 }
 
-bool write_prefetch_pays(int threads) { return threads > 1 && write_prefetch_on().load(std::memory_order_relaxed); }
+bool write_prefetch_pays(int threads) {
+  if (threads <= 1 || !cpu_has_prefetchw()) return false;
+  switch (write_prefetch_mode().load(std::memory_order_relaxed)) {
+    case WritePrefetch::On: return true;
+    case WritePrefetch::Off: return false;
+    case WritePrefetch::Auto: return g_far_cores.load(std::memory_order_relaxed);
+  }
+  return false;
+}
 
-void set_write_prefetch(bool on) { write_prefetch_on().store(on && cpu_has_prefetchw()); }
+void set_write_prefetch(WritePrefetch mode) { write_prefetch_mode().store(mode); }
+
+void refresh_write_prefetch(int threads) {
+  if (threads <= 1 || !cpu_has_prefetchw() || write_prefetch_mode().load() != WritePrefetch::Auto) return;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = g_far_cores_measured_ns.load();
+  // One caller measures per 50 ms; the others keep the last answer.
+  if (now - last < 50'000'000 || !g_far_cores_measured_ns.compare_exchange_strong(last, now)) return;
+  const double round_trip = core_round_trip_ns();
+  if (round_trip > 0) g_far_cores.store(round_trip > kFarCoresNs);
+}
 
 }  // namespace kiln::kernels

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/ops/kiln_ops.h"
 #include "kiln/runtime/interpreter.h"
@@ -298,6 +299,8 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
   if (trace) trace->start = std::chrono::steady_clock::now();
   // The kernels run back to back: keep the pool's workers spinning between them.
   const kernels::SpinningScope spinning;
+  // Whether the cores are far apart this minute (the kernels' write fetches pay only then).
+  kernels::refresh_write_prefetch(threads);
   for (size_t k = 0; k < borrowed_.size(); ++k)
     if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
   // An output buffer still held by the caller (other than through `outputs` itself, which is

@@ -1279,9 +1279,9 @@ TEST(Conv, PreferredTacticsForOneChannelWindowsAndOneRowOutputs) {
 // 1x1 schedule, the general direct tiles and the depthwise pair kernels (stride 1 and 2) write
 // the same floats with them as without, and one thread never fetches.
 TEST(Conv, WritePrefetchLeavesOutputsUnchanged) {
-  const bool initially = write_prefetch_pays(2);
+  set_write_prefetch(WritePrefetch::On);
   EXPECT_FALSE(write_prefetch_pays(1));
-  set_write_prefetch(false);
+  set_write_prefetch(WritePrefetch::Off);
   EXPECT_FALSE(write_prefetch_pays(2));
   const std::vector<Conv2dShape> shapes = {shape(1, 96, 14, 14, 192, 1, 1, 1, 0), shape(1, 32, 20, 20, 64, 3, 3, 1, 1),
                                            shape(1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 32),
@@ -1297,14 +1297,13 @@ TEST(Conv, WritePrefetchLeavesOutputsUnchanged) {
     Epilogue e;
     e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
     std::vector<float> plain(s.K * OHW, 777.f), fetched(s.K * OHW, -777.f);
-    set_write_prefetch(false);
+    set_write_prefetch(WritePrefetch::Off);
     conv2d(tactic, s, x.data(), packed.data(), plain.data(), e, nullptr, 2);
-    set_write_prefetch(true);
+    set_write_prefetch(WritePrefetch::On);
     conv2d(tactic, s, x.data(), packed.data(), fetched.data(), e, nullptr, 2);
     for (size_t i = 0; i < plain.size(); ++i) ASSERT_EQ(fetched[i], plain[i]) << "C=" << s.C << " R=" << s.R << " at " << i;
   }
-  set_write_prefetch(initially);
-  EXPECT_EQ(write_prefetch_pays(2), initially);
+  set_write_prefetch(WritePrefetch::Auto);
 }
 
 }  // namespace

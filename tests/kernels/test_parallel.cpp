@@ -96,3 +96,28 @@ TEST(Parallel, NestedRegionsRunInline) {
 
 }  // namespace
 }  // namespace kiln::kernels
+
+// The core-to-core round trip is measured on the calling thread and pool worker 1: a positive
+// time (or, with the worker not there within 50 µs, negative), and never from inside a region,
+// where the pool runs nested regions inline and the two sides would wait on each other.
+TEST(Parallel, CoreRoundTripIsMeasuredOnlyOutsideRegions) {
+  if (kiln::kernels::hardware_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  kiln::kernels::set_default_threads(2);
+  std::atomic<int> inside_measured{0};
+  kiln::kernels::parallel_for(2, 2, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      if (kiln::kernels::core_round_trip_ns() >= 0) inside_measured.fetch_add(1);
+  });
+  EXPECT_EQ(inside_measured.load(), 0);
+  // Outside: both threads must run at once for a few µs, which a loaded host (ctest -j2) may
+  // not grant for a while.
+  double outside = -1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (outside <= 0 && std::chrono::steady_clock::now() < give_up) {
+    outside = kiln::kernels::core_round_trip_ns();
+    if (outside <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kiln::kernels::set_default_threads(0);
+  if (outside <= 0) GTEST_SKIP() << "the worker never ran beside this thread for 2 s";
+  EXPECT_LT(outside, 1e6);
+}

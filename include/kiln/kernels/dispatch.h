@@ -407,13 +407,23 @@ const KernelTable& kernel_table();
 const KernelTable* kernel_table_for(Isa isa);
 
 // Whether a kernel call on `threads` threads fetches its output lines for writing before it
-// stores to them (ConvTileOut / TileEpilogue::fetch_for_write): only on more than one thread,
-// where an output often overwrites arena lines the other core wrote last, and only on CPUs with
-// PREFETCHW. On one core those lines are its own, and the fetches cost mobilenet_v2 ~2.5%.
+// stores to them (ConvTileOut / TileEpilogue::fetch_for_write). An output often overwrites
+// arena lines the other core wrote last, and each store then waits for its line to come over.
+// Fetched ahead, that wait overlaps the FMAs, which pays when the cores are far apart (Zen 5
+// host, vCPUs in different core complexes: mobilenet_v2 0.94 of the time at two threads) and
+// costs when they are close (the same host minutes later, one complex: 1.03) or on one thread
+// (its own lines: 1.025). So only on more than one thread, only on CPUs with PREFETCHW, and in
+// Auto mode only while the last refresh_write_prefetch measured far cores.
 bool write_prefetch_pays(int threads);
-// Turns the write fetches on or off for every later call (A/B runs; KILN_WRITE_PREFETCH=0 in
-// the environment starts with them off). Off on CPUs without PREFETCHW whatever `on` says.
-void set_write_prefetch(bool on);
+enum class WritePrefetch { Auto, On, Off };
+// For every later call (tests, A/B runs). Starts Auto; KILN_WRITE_PREFETCH=0 / =1 in the
+// environment starts Off / On. Never on for CPUs without PREFETCHW.
+void set_write_prefetch(WritePrefetch mode);
+// Auto mode: measures core_round_trip_ns (parallel.h) when the last measurement is 50 ms old or
+// more, and takes cores as far apart above kFarCoresNs. The runtime calls it as each run starts
+// (outside any parallel region); costs ~2-10 µs a measurement.
+void refresh_write_prefetch(int threads);
+constexpr double kFarCoresNs = 250;
 
 // ---- The public kernels on an explicit table (see gemm_packed.h, conv.h) ------------------
 size_t packed_b_floats_on(const KernelTable& t, int64_t K, int64_t N);
