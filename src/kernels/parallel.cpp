@@ -333,27 +333,33 @@ double core_round_trip_ns() {
   using Clock = std::chrono::steady_clock;
   constexpr int kTrips = 8;
   constexpr auto kPatience = std::chrono::microseconds(50);
+  constexpr int kGaveUp = -1;
   alignas(64) std::atomic<int> flag{0};
-  // Waits until flag holds v; false after kPatience (the other side is not running).
+  // Waits until flag holds v; false after kPatience (the other side is not running) or once the
+  // pinging side gave up.
   auto wait_for = [&flag, kPatience](int v) {
     const auto give_up = Clock::now() + kPatience;
-    for (int spins = 1; flag.load(std::memory_order_acquire) != v; ++spins)
-      if (spins % 256 == 0 && Clock::now() > give_up) return false;
+    for (int spins = 1, f; (f = flag.load(std::memory_order_acquire)) != v; ++spins)
+      if (f == kGaveUp || (spins % 256 == 0 && Clock::now() > give_up)) return false;
     return true;
   };
   double best = -1;
   for (int attempt = 0; attempt < 2; ++attempt) {
     flag.store(0);
     double mean = -1;
-    // Index 0 on this thread pings, index 1 on worker 1 answers. Should this thread run both
-    // (the worker late), each side gives up after kPatience and nothing is measured.
+    // Index 0 on this thread pings, index 1 on worker 1 answers. Should the worker be late (or
+    // this thread run both), the pinging side gives up after kPatience, the answering one as it
+    // sees that, and nothing is measured.
     parallel_for(2, 2, [&](int64_t b, int64_t e) {
       for (int64_t side = b; side < e; ++side) {
         if (side == 0) {
           const auto t0 = Clock::now();
           for (int i = 0; i < kTrips; ++i) {
             flag.store(2 * i + 1, std::memory_order_release);
-            if (!wait_for(2 * i + 2)) return;
+            if (!wait_for(2 * i + 2)) {
+              flag.store(kGaveUp, std::memory_order_release);
+              return;
+            }
           }
           mean = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kTrips;
         } else {
@@ -364,7 +370,8 @@ double core_round_trip_ns() {
         }
       }
     });
-    if (mean > 0 && (best < 0 || mean < best)) best = mean;
+    if (mean < 0) break;  // the worker was not there (asleep, descheduled): no second wait
+    if (best < 0 || mean < best) best = mean;
   }
   return best;
 }
