@@ -11,6 +11,10 @@
 #include "kiln/kernels/parallel.h"
 #include "isa_gate.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace kiln::kernels {
 
 KernelTable make_scalar_table();
@@ -64,9 +68,15 @@ const Tables& tables() {
   return t;
 }
 
+// CPUID's PRFCHW bit (leaf 0x80000001, ECX bit 8): clang's __builtin_cpu_supports has no name
+// for it.
 bool cpu_has_prefetchw() {
 #if defined(__x86_64__)
-  return kSimdKernelsAllowed && __builtin_cpu_supports("prfchw");
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)) != 0;
+  }();
+  return kSimdKernelsAllowed && has;
 #else
   return false;
 #endif
@@ -135,6 +145,7 @@ void refresh_write_prefetch(int threads) {
   if (now - last < 50'000'000 || !g_far_cores_measured_ns.compare_exchange_strong(last, now)) return;
   const double round_trip = core_round_trip_ns();
   if (round_trip > 0) g_far_cores.store(round_trip > kFarCoresNs);
+  else g_far_cores_measured_ns.store(now - 45'000'000);  // the worker was not there: again in 5 ms
 }
 
 }  // namespace kiln::kernels
