@@ -335,13 +335,13 @@ double core_round_trip_ns() {
   constexpr auto kPatience = std::chrono::microseconds(50);
   constexpr int kGaveUp = -1;
   alignas(64) std::atomic<int> flag{0};
-  // Waits until flag holds v; false after kPatience (the other side is not running) or once the
-  // pinging side gave up.
+  // Waits until flag holds v; false after kPatience (the other side is not running), once the
+  // pinging side gave up, or when this thread lost its core meanwhile.
   auto wait_for = [&flag, kPatience](int v) {
-    const auto give_up = Clock::now() + kPatience;
-    for (int spins = 1, f; (f = flag.load(std::memory_order_acquire)) != v; ++spins)
-      if (f == kGaveUp || (spins % 256 == 0 && Clock::now() > give_up)) return false;
-    return true;
+    int f = 0;
+    spin_until([&] { return (f = flag.load(std::memory_order_acquire)) == v || f == kGaveUp; }, kPatience,
+               [] { return false; });
+    return f == v;
   };
   double best = -1;
   for (int attempt = 0; attempt < 2; ++attempt) {

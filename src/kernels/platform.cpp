@@ -91,6 +91,9 @@ std::atomic<WritePrefetch>& write_prefetch_mode() {
   }()};
   return mode;
 }
+// How often Auto mode measures the cores' distance, and how soon it tries again after finding
+// no worker to measure against.
+constexpr std::chrono::nanoseconds kMeasureEvery = std::chrono::milliseconds(50), kRetryAfter = std::chrono::milliseconds(5);
 std::atomic<bool> g_far_cores{false};
 std::atomic<int64_t> g_far_cores_measured_ns{INT64_MIN / 2};
 
@@ -141,11 +144,11 @@ void refresh_write_prefetch(int threads) {
   const int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   int64_t last = g_far_cores_measured_ns.load();
-  // One caller measures per 50 ms; the others keep the last answer.
-  if (now - last < 50'000'000 || !g_far_cores_measured_ns.compare_exchange_strong(last, now)) return;
+  // One caller measures per kMeasureEvery; the others keep the last answer.
+  if (now - last < kMeasureEvery.count() || !g_far_cores_measured_ns.compare_exchange_strong(last, now)) return;
   const double round_trip = core_round_trip_ns();
   if (round_trip > 0) g_far_cores.store(round_trip > kFarCoresNs);
-  else g_far_cores_measured_ns.store(now - 45'000'000);  // the worker was not there: again in 5 ms
+  else g_far_cores_measured_ns.store(now - (kMeasureEvery - kRetryAfter).count());  // the worker was not there
 }
 
 }  // namespace kiln::kernels
