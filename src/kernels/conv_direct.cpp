@@ -92,14 +92,14 @@ struct Plan {
   }
 };
 
-Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
+Plan plan_for(const KernelTable& t, const Conv2dShape& s, bool flat = true) {
   Plan p;
   p.p64 = s.p64;
   const ConvTileShape shape = p.p64 ? t.conv_shape_p64 : t.conv_shape;
   p.mr = shape.mr, p.nr = shape.nr;
   p.OH = s.out_h(), p.OW = s.out_w(), p.OHW = p.OH * p.OW;
   p.copy = s.padded() && !s.x_padded;  // an x_padded input already lies in the padded planes
-  p.flat = s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !s.padded();
+  p.flat = flat && s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && !s.padded();
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   p.row_step = s.stride_h * p.Wp;
@@ -152,6 +152,11 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s) {
   p.chunk_tiles = ceil_div(p.tiles, p.chunks);  // equal chunks
   // Tiles whose pixels make whole vectors: simd_width / gcd(tile, simd_width).
   p.group_tiles = t.simd_width / std::gcd<int64_t>(p.tile, t.simd_width);
+  // Into padded output planes a flat tile must end where a row ends. Where it does not (AVX2's
+  // 6 pixels on 56-, 28-, 14- and 7-wide rows) the 1x1 runs row tiles instead, which wrap past
+  // the border like any window's: else the producer refused the planes and its reader copied
+  // them padded.
+  if (p.flat && s.y_padded() && p.OW % p.tile != 0) return plan_for(t, s, false);
   return p;
 }
 

@@ -1269,8 +1269,11 @@ TEST(Conv, PreferredTacticsForOneChannelWindowsAndOneRowOutputs) {
   enc.N = 1, enc.C = 129, enc.H = 1, enc.W = 4, enc.K = 128, enc.R = 1, enc.S = 3, enc.pad_left = enc.pad_right = 1;
   ASSERT_EQ(enc.out_h(), 1);
   EXPECT_EQ(conv_preferred_tactic(enc), ConvTactic::Direct);
-  Conv2dShape two_rows = enc;  // the same window over 2 x 4: the rows rule, not the 1-D one
-  two_rows.H = 2;
+  // The same window over 2 rows of 1 pixel: the rows rule, not the 1-D one. (Rows of 4 fill
+  // AVX2's 6-pixel tiles well enough for direct, AVX-512's 14-pixel ones not; 1 fills neither.)
+  Conv2dShape two_rows = enc;
+  two_rows.H = 2, two_rows.W = 1;
+  ASSERT_EQ(two_rows.out_w(), 1);
   EXPECT_NE(conv_preferred_tactic(two_rows), ConvTactic::Direct);
 }
 
