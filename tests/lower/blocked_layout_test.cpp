@@ -60,7 +60,7 @@ graph g(%x: f32[1,16,28,28]) -> (%gp__P_OUT__) {
   %a = kiln::FusedConv(%x, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @s0
   %p = MaxPool(%a) {kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1]} @mp
   %h = kiln::FusedConv(%p, %w, %b) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c1
-  %k = kiln::FusedConv(%h, %w1, %b) {activation="Relu"} @pw
+  %k = kiln::FusedConv(%h, %w1, %b) {activation="__PW_ACT__"} @pw
   %o = kiln::FusedConv(%k, %w, %b, %p) {kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"} @c2
   %gp = GlobalAveragePool(%o) @gap
 }
@@ -197,9 +197,10 @@ std::string small_inverted() {
   return s;
 }
 
-std::string pooled(bool p_out) {
+std::string pooled(bool p_out, const std::string& pw_act = "Relu") {
   std::string s = kPooled;
   s.replace(s.find("__P_OUT__"), 9, p_out ? ", %p" : "");
+  s.replace(s.find("__PW_ACT__"), 10, pw_act);
   return s;
 }
 
@@ -254,13 +255,21 @@ TEST(BlockedLayout, PoolsPassBlocksAndOneByOnesBetweenDirectConvolutionsRunDirec
   std::string pw;
   for (const auto& k : r.kernels)
     if (k.node == "pw") pw = k.tactic;
+  EXPECT_EQ(pw, "direct");
+  EXPECT_EQ(marks(m), "s0:-y mp:xy c1:xy pw:xy c2:xy gap:x-");
+  EXPECT_EQ(r.blocked_tensors, 5);
+  // A SiLU on the 1x1: AVX-512's tiles fuse it into the blocked store, AVX2's do not (a pass
+  // over the blocks after), so there pw keeps its cost's tactic and h and k stay NCHW.
+  Model silu = parse_inferred(pooled(false, "Silu"));
+  LowerReport rs = lower_model(silu);
+  for (const auto& k : rs.kernels)
+    if (k.node == "pw") pw = k.tactic;
   if (std::string(kernels::gemm_isa()) == "avx512") {
     EXPECT_EQ(pw, "direct");
-    EXPECT_EQ(marks(m), "s0:-y mp:xy c1:xy pw:xy c2:xy gap:x-");
-    EXPECT_EQ(r.blocked_tensors, 5);
-  } else {  // pw keeps its cost's tactic: h and k stay NCHW
+    EXPECT_EQ(marks(silu), "s0:-y mp:xy c1:xy pw:xy c2:xy gap:x-");
+  } else {
     EXPECT_NE(pw, "direct");
-    EXPECT_EQ(marks(m), "s0:-y mp:xy c1:x- pw:-- c2:-y gap:x-");
+    EXPECT_EQ(marks(silu), "s0:-y mp:xy c1:x- pw:-- c2:-y gap:x-");
   }
   // The pool's output returned too: it stays NCHW (the pool reads blocks and writes NCHW), and so
   // does c2's (tied to it through the residual).
@@ -304,7 +313,6 @@ std::string in_place_nodes(const Model& model) {
 }
 
 TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
-  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
   Model m = parse_inferred(inverted(false));
   LowerReport r = lower_model(m);
   std::map<std::string, std::string> tactic;
@@ -314,10 +322,16 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   EXPECT_EQ(tactic["pr"], "direct");
   EXPECT_EQ(marks(m), "s0:-y ex:xy dw:xy pr:xy gap:x-");
   EXPECT_EQ(r.blocked_tensors, 4);
-  // Blocks in and out, 28 rows (one band at any thread count), but rows of 28 take the aligned
-  // pair kernel, which needs its output apart: not in place (the 14x14 case below is). The
+  // Blocks in and out, 28 rows (one band at any thread count), but on AVX-512 rows of 28 take
+  // the aligned pair kernel, which needs its output apart: not in place (the 14x14 case below
+  // is). AVX2's kernels write it over its input: the lowering follows the kernels' rule. The
   // projection, direct with the residual x1, may write over x1 (only over it: in_place_input).
-  EXPECT_EQ(in_place_nodes(m), "pr");
+  kernels::Conv2dShape dw;
+  dw.N = 1, dw.C = dw.K = dw.group = 32, dw.H = dw.W = 28, dw.R = dw.S = 3;
+  dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+  dw.x_blocked = dw.y_blocked = true;
+  if (std::string(kernels::gemm_isa()) == "avx512") EXPECT_FALSE(kernels::conv_depthwise_in_place(dw));
+  EXPECT_EQ(in_place_nodes(m), kernels::conv_depthwise_in_place(dw) ? "dw pr" : "pr");
   for (const auto& node : m.graph->nodes()) {
     if (node->name == "pr") {
       EXPECT_EQ(node->attr_i("in_place_input", -1), 3);
@@ -341,7 +355,6 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
 // (On 8-channel blocks: KILN_WIDE_DEPTHWISE=0; on 16 the kernel reads its input rows in place,
 // below.)
 TEST(BlockedLayout, SmallDepthwisePlanesWriteOverTheirInputWhateverTheBatch) {
-  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
   ::setenv("KILN_WIDE_DEPTHWISE", "0", 1);
   for (const char* input : {"f32[1,16,12,12]", "f32[N,16,12,12]"}) {
     std::string text = inverted(false);
@@ -377,7 +390,6 @@ TEST(BlockedLayout, SixteenChannelBlocksThroughSmallDepthwiseLayers) {
 }
 
 TEST(BlockedLayout, ExcitationProductsPassBlocks) {
-  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
   Model m = parse_inferred(excited(false));
   LowerReport r = lower_model(m);
   std::map<std::string, std::string> tactic, why;
@@ -482,7 +494,6 @@ TEST(BlockedLayout, NothingChangesWithoutPackingOrWhenSwitchedOff) {
 // it does, and the compiled model still matches the interpreter (CompiledChainMatchesTheInterpreter
 // runs the inverted block, whose projection adds in place, at 1 and 2 threads).
 TEST(BlockedLayout, DirectConvolutionsAddTheirResidualInPlaceUnlessItIsTheirInput) {
-  if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "the 1x1s run direct between blocks on AVX-512 only";
   for (const bool own : {true, false}) {
     std::string text = kOwnResidual;
     text.replace(text.find("__Z__"), 5, own ? "%x2" : "%x1");

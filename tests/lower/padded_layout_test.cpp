@@ -69,11 +69,12 @@ TEST(PaddedLayout, ADirectConvolutionWritesIntoItsOnlyReadersPaddedPlanes) {
   const LowerReport r = lower_model(m);
   for (const auto& k : r.kernels)
     if (k.node != "c1" && k.node != "gap") ASSERT_EQ(k.tactic, "direct") << k.node << ": " << k.why;
-  // c1 (a 1x1) runs direct between blocks on AVX-512 only (pointwise_between_blocks).
-  EXPECT_EQ(marks(m), avx512() ? "c0:-- c1:-P c2:pP c3:p- c4:--" : "c0:-- c1:-- c2:-P c3:p- c4:--");
-  EXPECT_EQ(r.padded_tensors, avx512() ? 2 : 1);
+  // c1 (a 1x1) runs direct between blocks (pointwise_between_blocks: on AVX2 too, its Relu
+  // fused into the tile's store) and writes c2's padded planes (on AVX2 as row tiles).
+  EXPECT_EQ(marks(m), "c0:-- c1:-P c2:pP c3:p- c4:--");
+  EXPECT_EQ(r.padded_tensors, 2);
   EXPECT_EQ(node(m, "c2")->attr_ints("y_pad", {}), (std::vector<int64_t>{0, 1, 2, 1}));  // c3's pads
-  if (avx512()) EXPECT_EQ(node(m, "c1")->attr_ints("y_pad", {}), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(node(m, "c1")->attr_ints("y_pad", {}), (std::vector<int64_t>{1, 1, 1, 1}));
   for (const auto& k : r.kernels) {
     if (k.node == "c3") EXPECT_NE(k.why.find("from padded planes"), std::string::npos) << k.why;
     if (k.node == "c2") EXPECT_NE(k.why.find("into the next convolution's padded planes"), std::string::npos) << k.why;
@@ -86,7 +87,7 @@ TEST(PaddedLayout, ADirectConvolutionWritesIntoItsOnlyReadersPaddedPlanes) {
 TEST(PaddedLayout, ATensorWithAnotherReaderKeepsItsPlainBlocks) {
   Model m = parse_inferred(bottleneck(true));
   lower_model(m);
-  EXPECT_EQ(marks(m), avx512() ? "c0:-- c1:-P c2:p- c3:-- c4:--" : "c0:-- c1:-- c2:-- c3:-- c4:--");
+  EXPECT_EQ(marks(m), "c0:-- c1:-P c2:p- c3:-- c4:--");
 }
 
 TEST(PaddedLayout, TheEnvironmentSwitchMarksNothing) {
