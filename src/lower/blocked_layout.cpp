@@ -300,11 +300,12 @@ bool wide_depthwise_enabled() { return switch_on("KILN_WIDE_DEPTHWISE"); }
 std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   std::set<const Node*> out;
   if (!blocked_layout_enabled()) return out;
-  // AVX-512's tiles fuse every activation into the blocked store; AVX2's 6 x 16 tile fuses the
-  // clamps (ConvTileOut::fused_act) and leaves the rest to a pass over the stored blocks. In-process
-  // pairs on Zen 3 (AVX2), all such 1x1s direct against pointwise: mobilenet_v2 (Clip) 0.94-0.955
-  // at one thread, 0.79 at two; efficientnet_b0 (SiLU) 1.02-1.10 at one, its 1x1s 0.16-0.5 ms
-  // slower each. So there only the 1x1s whose activation the tile fuses.
+  // The direct tiles fuse only the clamps into the blocked store (ConvTileOut::fused_act); any
+  // other activation costs a pass over the stored blocks. AVX-512 takes the 1x1s whatever their
+  // activation (its choice, not re-measured since). On AVX2 (Zen 3, in-process pairs, all such
+  // 1x1s direct against pointwise): mobilenet_v2 (Clip) 0.94-0.955 at one thread, 0.79 at two;
+  // efficientnet_b0 (SiLU) 1.02-1.10 at one, its 1x1s 0.16-0.5 ms slower each. So there only
+  // the 1x1s whose activation the tile fuses.
   const bool any_act = std::string(kernels::gemm_isa()) == "avx512";
   // Before lowering: each convolution's tactic by cost; 1x1s (pointwise or pixel-gemm) that
   // direct can run are candidates.
