@@ -5,6 +5,7 @@
 //   build/bench/conv_bench --benchmark_min_time=1
 //   KILN_CONV_TACTIC=direct build/bench/conv_bench --benchmark_filter=Resnet50
 //   KILN_CONV_BLOCKED=1 ...: direct layers on channel-blocked input and output
+//   KILN_CONV_ISA=avx2 ...: the AVX2 table's kernels (BM_Conv only), e.g. on an AVX-512 host
 //   --benchmark_filter=ExpandOut8vs16: mobilenet_v2's expands into 8- against 16-channel blocks, paired
 //   --benchmark_filter=Dw16vs8: its small depthwise layers on 16- against 8-channel blocks, paired
 #include <benchmark/benchmark.h>
@@ -60,8 +61,21 @@ void BM_Conv(benchmark::State& st) {
   std::vector<float> w(s.K * (s.C / s.group) * s.R * s.S), bias(s.K);
   for (auto& v : x) v = u(rng);
   for (auto& v : w) v = u(rng);
-  Floats packed(conv_packed_weight_floats(tactic, s)), ws(conv_workspace_floats(tactic, s, threads));
-  conv_pack_weight(tactic, s, w.data(), packed.data());
+  // KILN_CONV_ISA=avx2 (or scalar, avx512): that ISA's table instead of this CPU's best, e.g. the
+  // AVX2 kernels measured on an AVX-512 host.
+  const KernelTable* table = &kernel_table();
+  if (const char* isa = std::getenv("KILN_CONV_ISA")) {
+    table = nullptr;
+    for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+      if (std::string(isa) == isa_name(i)) table = kernel_table_for(i);
+    if (!table) {
+      st.SkipWithError("KILN_CONV_ISA names no ISA this CPU runs (scalar, avx2, avx512)");
+      return;
+    }
+  }
+  const KernelTable& tab = *table;
+  Floats packed(conv_packed_weight_floats_on(tab, tactic, s)), ws(conv_workspace_floats_on(tab, tactic, s, threads));
+  conv_pack_weight_on(tab, tactic, s, w.data(), packed.data());
   const int64_t OH = s.out_h(), OW = s.out_w();
   Floats y(s.N * s.K * OH * OW);
   Epilogue e;
@@ -76,7 +90,7 @@ void BM_Conv(benchmark::State& st) {
   double best = 1e30;
   for (auto _ : st) {
     auto t0 = std::chrono::steady_clock::now();
-    conv2d(tactic, s, x.data(), packed.data(), y.data(), e, ws.data(), threads);
+    conv2d_on(tab, tactic, s, x.data(), packed.data(), y.data(), e, ws.data(), threads);
     benchmark::ClobberMemory();
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -85,7 +99,7 @@ void BM_Conv(benchmark::State& st) {
   st.counters["best_GFLOPs"] = flops * 1e-9 / best;
   st.counters["best_peak%"] = flops / kiln::bench::cached_peak(threads) * 100 / best;
   if (tactic == ConvTactic::Depthwise) st.counters["best_GBps"] = 4.0 * (x.size() + y.size()) * 1e-9 / best;
-  st.SetLabel(std::string(conv_tactic_name(tactic)) + (s.y_blocked ? " blocked" : ""));
+  st.SetLabel(std::string(conv_tactic_name(tactic)) + (s.y_blocked ? " blocked" : "") + " " + isa_name(tab.isa));
 }
 
 void resnet50(benchmark::internal::Benchmark* b) {
