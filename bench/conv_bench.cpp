@@ -21,6 +21,7 @@
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
+#include "isa_table.h"
 #include "runtime_memory.h"
 
 namespace {
@@ -65,9 +66,7 @@ void BM_Conv(benchmark::State& st) {
   // AVX2 kernels measured on an AVX-512 host.
   const KernelTable* table = &kernel_table();
   if (const char* isa = std::getenv("KILN_CONV_ISA")) {
-    table = nullptr;
-    for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
-      if (std::string(isa) == isa_name(i)) table = kernel_table_for(i);
+    table = kiln::bench::table_named(isa);
     if (!table) {
       st.SkipWithError("KILN_CONV_ISA names no ISA this CPU runs (scalar, avx2, avx512)");
       return;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gemm_peers.h"
+#include "isa_table.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/gemm_packed.h"
 #include "kiln/kernels/parallel.h"
@@ -357,8 +358,7 @@ int main(int argc, char** argv) {
   while (argc > 1 && std::strncmp(argv[1], "--", 2) == 0) {
     const char* a = argv[1];
     if (std::strncmp(a, "--isa=", 6) == 0) {
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
-        if (std::strcmp(isa_name(isa), a + 6) == 0 && kernel_table_for(isa)) table = *kernel_table_for(isa);
+      if (const KernelTable* named = kiln::bench::table_named(a + 6)) table = *named;
     } else if (std::strncmp(a, "--kc=", 5) == 0) {
       table.gemm.kc = std::atoll(a + 5);
     } else if (std::strncmp(a, "--mc=", 5) == 0) {

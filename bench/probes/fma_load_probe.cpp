@@ -65,9 +65,10 @@ __attribute__((noinline)) double chains(long steps, const float* buf) {
   __m512 x[24];
   for (int i = 0; i < 24; ++i) x[i] = _mm512_set1_ps(static_cast<float>(i) * 0.001f);
   const __m512 m = _mm512_set1_ps(0.9999f);
+  constexpr int kVectors = LOADS > 0 ? LOADS : 1;  // the loaded multipliers (one unused with none)
   const float* p = buf;
   for (long i = 0; i < steps; ++i) {
-    __m512 l[LOADS > 0 ? LOADS : 1];
+    __m512 l[kVectors];
 #pragma GCC unroll 8
     for (int j = 0; j < LOADS; ++j) l[j] = _mm512_load_ps(p + 16 * j);
     if (BUF > 0) {
@@ -75,7 +76,7 @@ __attribute__((noinline)) double chains(long steps, const float* buf) {
       if (p + 16 * LOADS > buf + BUF) p = buf;
     }
 #pragma GCC unroll 24
-    for (int j = 0; j < 24; ++j) x[j] = _mm512_fmadd_ps(x[j], LOADS > 0 ? l[j % (LOADS > 0 ? LOADS : 1)] : m, x[j]);
+    for (int j = 0; j < 24; ++j) x[j] = _mm512_fmadd_ps(x[j], LOADS > 0 ? l[j % kVectors] : m, x[j]);
   }
   __m512 s = x[0];
   for (int i = 1; i < 24; ++i) s = _mm512_add_ps(s, x[i]);
