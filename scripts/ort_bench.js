@@ -8,6 +8,7 @@
 // answers commands read from stdin, one JSON line on stdout per command:
 //   outputs   runs once and writes each output to DIR/<name>.npy  -> {"outputs":[{name,file,dtype,dims}]}
 //   run K     runs K times, timing each session.run               -> {"times_ms":[t1,...,tK]}
+//   run K G   the same, idling G whole milliseconds (a timer, untimed) before each run
 //   profile K (with --profile DIR only) ends ORT's profiler and answers each node's median kernel
 //             time over the last K runs, from ORT's own trace (a file under DIR)
 //                                      -> {"profile_nodes":[{"name","op","ms"}...],"run_ms":median}
@@ -127,10 +128,11 @@ async function main() {
         return { name, file, dtype: t.type, dims: Array.from(t.dims) };
       });
       reply({ outputs });
-    } else if (/^run \d+$/.test(line)) {
-      const k = Number(line.slice(4));
+    } else if (/^run \d+( \d+)?$/.test(line)) {
+      const [k, gap] = line.slice(4).split(' ').map(Number);
       const times = [];
       for (let i = 0; i < k; ++i) {
+        if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
         t0 = performance.now();
         await session.run(feeds);
         times.push(performance.now() - t0);
@@ -141,7 +143,7 @@ async function main() {
       await session.endProfiling();
       reply(nodeMedians(args.profile, Number(line.slice(8))));
     } else {
-      throw new Error(`unknown command '${line}' (want: outputs, run K, profile K, quit)`);
+      throw new Error(`unknown command '${line}' (want: outputs, run K [GAP_MS], profile K, quit)`);
     }
   }
   rl.close();

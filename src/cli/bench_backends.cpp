@@ -3,13 +3,15 @@
 #include "bench_backends.h"
 
 #include <chrono>
+#include <thread>
 
 namespace kiln::cli {
 
-std::vector<double> BenchBackend::time_runs(int n) {
+std::vector<double> BenchBackend::time_runs(int n, int gap_ms) {
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
+    if (gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
     auto t0 = std::chrono::steady_clock::now();
     TensorMap out = run_once();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

@@ -31,13 +31,13 @@ class BenchBackend {
   virtual void prepare(const TensorMap& inputs) = 0;
   // Runs once and returns the outputs by graph output name (for the output check).
   virtual TensorMap run_once() = 0;
-  // Runs `n` times and returns each run's wall time in milliseconds. The default times
-  // run_once; a backend in another process times its runs there.
-  virtual std::vector<double> time_runs(int n);
+  // Runs `n` times and returns each run's wall time in milliseconds; with gap_ms > 0 the
+  // backend idles (sleeps) that long before each run, untimed, as a server between requests
+  // would. The default times run_once; a backend in another process times its runs there.
+  virtual std::vector<double> time_runs(int n, int gap_ms = 0);
   // Returns once the backend has stopped using the CPU after its last runs (a thread pool that
   // spins before it sleeps), so that the next backend's timed block gets the cores to itself;
-  // returns the seconds waited. In-process backends stop within microseconds (kiln's workers
-  // spin 50 us outside a run).
+  // returns the seconds waited. The interpreter's workers stop within microseconds.
   virtual double wait_until_idle() { return 0; }
   // Seconds spent compiling in prepare(); nullopt when the backend does not compile.
   virtual std::optional<double> compile_seconds() const { return std::nullopt; }

@@ -1,14 +1,15 @@
 // The compiled backend of `kiln bench`: compile_file into a temporary artifact (or load the
-// given one), then Executable::run. (This file replaces bench_compiled.cpp once
-// kiln::compiler::compile_file and kiln::Executable::load are linkable.)
+// given one), then Executable::run.
 //
 // The compile uses a fresh kernel cache under the bench's temporary directory, so the
 // reported compile time (and the break-even count derived from it) is that of a first,
 // cold compile, not of a cache hit from an earlier bench.
 #include <chrono>
+#include <thread>
 
 #include "bench_backends.h"
 #include "kiln/compiler/compile.h"
+#include "kiln/kernels/parallel.h"
 
 namespace kiln::cli {
 namespace {
@@ -41,7 +42,7 @@ class CompiledBackend : public CompiledBenchBackend {
   // resolved once, and output tensors kept between runs, so the steady runs time the runtime
   // (which allocates nothing) rather than the name-keyed map run_once builds for the output
   // check (GPT-2's decode step: 25 outputs, ~100 heap allocations a run).
-  std::vector<double> time_runs(int n) override {
+  std::vector<double> time_runs(int n, int gap_ms) override {
     const Graph& g = *loaded().model().graph;
     ordered_.assign(g.inputs.size(), Tensor());
     for (size_t k = 0; k < g.inputs.size(); ++k)
@@ -49,11 +50,19 @@ class CompiledBackend : public CompiledBenchBackend {
     std::vector<double> ms;
     ms.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
+      if (gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
       auto t0 = std::chrono::steady_clock::now();
       exe_->run(ordered_, outputs_, opt_);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     return ms;
+  }
+  // The pool's workers spin for the idle spin after a run (kernels::set_idle_spin): the next
+  // backend's block waits until they stop, as kiln's block waits for ORT's spinning workers.
+  double wait_until_idle() override {
+    const auto left = kernels::idle_spin_left();
+    std::this_thread::sleep_for(left);
+    return std::chrono::duration<double>(left).count();
   }
   std::optional<double> compile_seconds() const override { return compile_seconds_; }
   const ArtifactManifest& manifest() const override { return loaded().manifest(); }

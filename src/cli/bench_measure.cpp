@@ -52,7 +52,7 @@ Measured measure_interleaved(const std::vector<BenchBackend*>& backends, const M
     // Alternate the order so that no backend always runs right after the same neighbour.
     for (size_t k = 0; k < backends.size(); ++k) {
       size_t i = round % 2 ? backends.size() - 1 - k : k;
-      std::vector<double> ms = backends[i]->time_runs(n);
+      std::vector<double> ms = backends[i]->time_runs(n, plan.gap_ms);
       m.times[i].insert(m.times[i].end(), ms.begin(), ms.end());
       m.idle_waits_ms[i].push_back(backends[i]->wait_until_idle() * 1e3);
       std::this_thread::sleep_for(kSettle);

@@ -15,6 +15,7 @@ struct MeasurePlan {
   int runs = 20;    // timed runs per backend
   int warmup = 3;   // untimed runs per backend before the first block
   int block = 0;    // runs per backend per turn; 0: as many as take ~100 ms (1 to 10)
+  int gap_ms = 0;   // idle time before each timed run (intermittent load), untimed
   std::function<void(const std::string&)> progress;  // one line per round (may be empty)
 };
 

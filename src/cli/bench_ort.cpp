@@ -67,8 +67,8 @@ class OrtBackend : public BenchBackend {
     return out;
   }
 
-  std::vector<double> time_runs(int n) override {
-    process_->send("run " + std::to_string(n));
+  std::vector<double> time_runs(int n, int gap_ms) override {
+    process_->send("run " + std::to_string(n) + (gap_ms > 0 ? " " + std::to_string(gap_ms) : ""));
     std::vector<double> ms = json_number_array(reply(), "times_ms");
     KILN_CHECK(static_cast<int>(ms.size()) == n, "--vs ort: asked for ", n, " timed runs, got ", ms.size());
     return ms;

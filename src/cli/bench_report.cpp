@@ -110,7 +110,8 @@ bool BenchResult::checks_ok() const {
 std::string render_text(const BenchResult& r) {
   std::string s = str_cat("kiln bench ", r.model, ": ", r.threads, " thread", r.threads == 1 ? "" : "s", ", batch ",
                           r.batch, ", ", r.runs, " runs after ", r.warmup, " warm-up, interleaved in blocks of ",
-                          r.block, "\n");
+                          r.block, r.gap_ms > 0 ? str_cat(", each run ", r.gap_ms, " ms after the one before") : "",
+                          "\n");
   if (!r.source_model.empty() && r.source_model != r.model) s += "source model: " + r.source_model + "\n";
   for (const BackendResult& b : r.backends)
     if (b.idle_wait_ms >= 1)  // a thread pool spinning after its runs: waited out before the next block
@@ -194,6 +195,8 @@ std::string render_json(const BenchResult& r) {
   j.set("runs", r.runs);
   j.set("warmup", r.warmup);
   j.set("block", r.block);
+  j.set("gap_ms", r.gap_ms);
+  j.set("idle_spin_ms", r.idle_spin_ms);
   j.set("cores", r.cores);
   j.set("pinned_cpus", r.pinned_cpus.empty() ? json::Value() : json::Value(r.pinned_cpus));
   json::Value& load = j.set("load_avg", json::Array{});

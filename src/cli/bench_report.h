@@ -51,6 +51,8 @@ struct BenchResult {
   int threads = 1;
   int64_t batch = 1;
   int runs = 0, warmup = 0, block = 0;
+  int gap_ms = 0;          // idle time before each timed run (--gap-ms)
+  double idle_spin_ms = 0;  // how long kiln's workers spin after a run (--idle-spin-ms)
   int cores = 1;                             // hardware threads of the machine
   std::string pinned_cpus;                   // the CPUs every backend ran on ("": not pinned)
   double load_before = -1, load_after = -1;  // 1-minute load averages (-1: unknown)

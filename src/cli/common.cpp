@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kiln/frontend/load.h"
+#include "kiln/kernels/parallel.h"
 #include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 
@@ -137,6 +138,13 @@ std::string pin_to_first_cpus(int threads) {
 
 std::string cpus_text(const std::string& cpus) {
   return (cpus.find(',') == std::string::npos ? "CPU " : "CPUs ") + cpus;
+}
+
+void apply_idle_spin_flag(const Args& a) {
+  if (!a.has("--idle-spin-ms")) return;
+  const int64_t ms = a.get_int("--idle-spin-ms", 0);
+  KILN_CHECK(ms >= 0 && ms <= 10'000, "--idle-spin-ms must be 0 to 10000 (whole milliseconds)");
+  kernels::set_idle_spin(std::chrono::milliseconds(ms));
 }
 
 }  // namespace kiln::cli

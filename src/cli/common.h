@@ -64,4 +64,8 @@ std::string pin_to_first_cpus(int threads);
 // "CPU 0" or "CPUs 0,1" for pin_to_first_cpus's list, as bench and profile print it.
 std::string cpus_text(const std::string& cpus);
 
+// --idle-spin-ms N (whole milliseconds, 0 to 10000): how long the thread pool's workers keep
+// spinning after a model run (kernels::set_idle_spin); absent, the default stays.
+void apply_idle_spin_flag(const Args& a);
+
 }  // namespace kiln::cli

@@ -191,8 +191,8 @@ InputRequest input_request(const Args& a, const ShapeFlags& sf, Subject& subject
 int verb_bench(int argc, char** argv) {
   const double load_before = load_average();  // the minute before the bench: other work on the machine
   Args a("bench", argc, argv,
-         {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--dim", "--shape", "--input",
-          "--seed", "--ort-script", "--ort-model"},
+         {"--threads", "--batch", "--vs", "--backends", "--runs", "--warmup", "--block", "--gap-ms", "--idle-spin-ms",
+          "--dim", "--shape", "--input", "--seed", "--ort-script", "--ort-model"},
          {"--json", "--check", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln bench: expected one MODEL argument (kiln bench MODEL [--vs ort] ...)");
   const std::string model_path = a.positional()[0];
@@ -206,6 +206,9 @@ int verb_bench(int argc, char** argv) {
   KILN_CHECK(plan.runs >= 1, "--runs must be >= 1");
   KILN_CHECK(plan.warmup >= 0, "--warmup must be >= 0");
   KILN_CHECK(!a.has("--block") || plan.block >= 1, "--block must be >= 1");
+  plan.gap_ms = static_cast<int>(a.get_int("--gap-ms", 0));
+  KILN_CHECK(plan.gap_ms >= 0 && plan.gap_ms <= 10'000, "--gap-ms must be 0 to 10000 (whole milliseconds)");
+  apply_idle_spin_flag(a);
   KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
 
   std::string default_backend = is_artifact(model_path) || compiled_backend_built() ? "compiled" : "interp";
@@ -278,6 +281,8 @@ int verb_bench(int argc, char** argv) {
   if (capacity_threads > 1) r.capacity_after = analysis::parallel_capacity(capacity_threads, capacity_opt);
   r.capacity_threads = capacity_threads;
   r.block = measured.block;
+  r.gap_ms = plan.gap_ms;
+  r.idle_spin_ms = std::chrono::duration<double, std::milli>(kernels::idle_spin()).count();
   for (size_t i = 0; i < backends.size(); ++i) {
     const auto& t = measured.times[i];
     r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds(),

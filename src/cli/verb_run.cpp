@@ -58,7 +58,8 @@ void print_summary(const std::string& name, const Tensor& t) {
 
 int verb_run(int argc, char** argv) {
   Args a("run", argc, argv,
-         {"--input", "--seed", "--out", "--threads", "--dim", "--shape", "--expect", "--rtol", "--atol", "--repeat"},
+         {"--input", "--seed", "--out", "--threads", "--dim", "--shape", "--expect", "--rtol", "--atol", "--repeat",
+          "--idle-spin-ms"},
          {"--random", "--quiet"});
   KILN_CHECK(a.positional().size() == 1, "kiln run: expected one MODEL argument (kiln run MODEL [--input NAME=FILE.npy ...])");
   ShapeFlags sf = parse_shape_flags(a);
@@ -91,6 +92,7 @@ int verb_run(int argc, char** argv) {
   }
   RunOptions opt;
   opt.threads = static_cast<int>(a.get_int("--threads", 0));
+  apply_idle_spin_flag(a);
   KILN_CHECK(opt.threads >= 0, "--threads must be >= 0");
   int64_t repeat = a.get_int("--repeat", 1);
   KILN_CHECK(repeat >= 1, "--repeat must be >= 1");

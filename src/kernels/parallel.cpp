@@ -17,7 +17,13 @@
 // instead of a futex wake-up (bench/parallel_bench: ~1.3 µs instead of ~8-11 µs; waking an
 // idle vCPU of a virtual machine can cost far more). While a SpinningScope is open (a model
 // run) idle workers keep spinning between regions however long the serial work in between
-// takes; otherwise they stop after kSpin.
+// takes, and for the idle spin (set_idle_spin) after the last scope closes, so that the next
+// run, arriving a few milliseconds later, finds them awake; otherwise they stop after kSpin.
+// The idle spin is what keeps two threads worth having under intermittent load: on the Zen 5
+// host a worker that slept through a gap of 1-20 ms between runs came back so slowly (late to
+// the first regions, then descheduled inside its pieces for milliseconds while its vCPU
+// ramped up) that mobilenet_v2 at two threads ran 5.8-7.7 ms instead of 2.8, slower than on
+// one thread (3.7); docs/runtime.md has the measurements.
 //
 // Spinning backfires only when threads compete for cores (an oversubscribed machine, or the
 // caller and a worker sharing one): a spinner notices that it lost its core (a long gap
@@ -33,7 +39,10 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
+
+#include "kiln/ir/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -106,6 +115,20 @@ Spin spin_until(Pred pred, std::chrono::microseconds limit, KeepGoing keep_going
 }
 
 std::atomic<int> g_spinning_scopes{0};
+// The idle spin (set_idle_spin), and when the current one ends: steady_clock nanoseconds,
+// stored as the last SpinningScope closes.
+std::atomic<int64_t> g_idle_spin_us{kDefaultIdleSpinUs};
+std::atomic<int64_t> g_idle_spin_until_ns{0};
+
+int64_t steady_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+static_assert(std::is_same_v<std::chrono::steady_clock::duration, std::chrono::nanoseconds>);
+
+// Whether idle workers keep spinning: a model run is in progress, or the last one ended less
+// than the idle spin ago.
+bool keep_spinning() {
+  return g_spinning_scopes.load(std::memory_order_relaxed) > 0 ||
+         steady_ns() < g_idle_spin_until_ns.load(std::memory_order_relaxed);
+}
 
 class Pool {
  public:
@@ -226,10 +249,9 @@ class Pool {
   void loop(int id, uint64_t seen) {
     auto news = [&] { return generation_of(state_.load()) != seen || stop_.load(); };
     for (;;) {
-      if (!(spin_.load() &&
-            spin_until(news, kSpin, [] { return g_spinning_scopes.load(std::memory_order_relaxed) > 0; }) ==
-                Spin::Done)) {
+      if (!(spin_.load() && spin_until(news, kSpin, keep_spinning) == Spin::Done)) {
         std::unique_lock<std::mutex> lk(mu_);
+        sleeps_.fetch_add(1, std::memory_order_relaxed);
         sleepers_.fetch_add(1);
         cv_.wait(lk, news);
         sleepers_.fetch_sub(1);
@@ -274,6 +296,9 @@ class Pool {
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
   std::atomic<bool> spin_{true};    // whether this region's threads spin before sleeping
   std::atomic<int> backoff_{0};     // regions left to run without spinning
+
+ public:
+  std::atomic<int64_t> sleeps_{0};  // times a worker went to sleep (worker_sleeps)
 };
 
 thread_local bool t_in_parallel = false;
@@ -281,7 +306,31 @@ thread_local bool t_in_parallel = false;
 }  // namespace
 
 SpinningScope::SpinningScope() { g_spinning_scopes.fetch_add(1); }
-SpinningScope::~SpinningScope() { g_spinning_scopes.fetch_sub(1); }
+SpinningScope::~SpinningScope() {
+  // Published before the count drops, so that a worker never sees no scope and an old end.
+  g_idle_spin_until_ns.store(steady_ns() + g_idle_spin_us.load() * 1000);
+  g_spinning_scopes.fetch_sub(1);
+}
+
+void set_idle_spin(std::chrono::microseconds spin) {
+  KILN_CHECK(spin.count() >= 0 && spin <= kMaxIdleSpin, "idle spin must be 0 to ", kMaxIdleSpin.count() / 1000,
+             " ms, got ", spin.count() / 1000.0, " ms");
+  g_idle_spin_us.store(spin.count());
+  // A shorter spin also ends the current one sooner.
+  const int64_t until = steady_ns() + spin.count() * 1000;
+  if (g_idle_spin_until_ns.load() > until) g_idle_spin_until_ns.store(until);
+}
+
+std::chrono::microseconds idle_spin() { return std::chrono::microseconds(g_idle_spin_us.load()); }
+
+std::chrono::microseconds idle_spin_left() {
+  const int64_t left_ns = g_idle_spin_until_ns.load() - steady_ns();
+  if (g_spinning_scopes.load() > 0 || left_ns <= 0) return std::chrono::microseconds(0);
+  // Plus kSpin: a worker polls the clock every 64 pauses and then times out kSpin later.
+  return std::chrono::microseconds(left_ns / 1000 + 1) + kSpin;
+}
+
+int64_t worker_sleeps() { return Pool::get().sleeps_.load(); }
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 

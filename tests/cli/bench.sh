@@ -64,6 +64,8 @@ rl.on('line', (l) => {
     writeNpy(out + '/logits.npy', 'float32', [4, 10], new Float32Array(40));
     console.log(JSON.stringify({ outputs: [] }));
   } else {
+    // KILN_FAKE_COMMANDS: append each timing command ("run K" or "run K GAP_MS") there.
+    if (process.env.KILN_FAKE_COMMANDS) require('fs').appendFileSync(process.env.KILN_FAKE_COMMANDS, l + '\n');
     const k = Number(l.split(' ')[1]);
     const times = Array.from({ length: k }, (_, i) => (runs === 0 ? 40 : i + 1));
     runs++;
@@ -109,6 +111,22 @@ if min(d["threads"], d["cores"]) > 1:
 else:
     assert "parallel_capacity" not in d, d
 PY
+# --gap-ms: the peer is asked to idle that long before each timed run (not before the warm-up),
+# and the JSON says so; kiln's compiled backend waits out its workers' idle spin after a block.
+KILN_FAKE_COMMANDS="$T/commands.txt" "$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \
+  --runs 3 --block 2 --warmup 1 --gap-ms 7 --idle-spin-ms 30 --json --quiet >"$T/gap.json" 2>/dev/null
+check "--gap-ms: sent to the peer" $PY - "$T/gap.json" "$T/commands.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["gap_ms"] == 7 and d["idle_spin_ms"] == 30, (d["gap_ms"], d["idle_spin_ms"])
+assert open(sys.argv[2]).read().split("\n")[:3] == ["run 1", "run 2 7", "run 1 7"], open(sys.argv[2]).read()
+wait = d["backends"]["compiled"]["idle_wait_ms"]
+assert 15 <= wait <= 31, wait
+PY
+"$KILN" bench "$MODEL" --batch 4 --runs 2 --block 1 --warmup 1 --idle-spin-ms 0 --json --quiet >"$T/nospin.json" 2>/dev/null
+check "--idle-spin-ms 0: nothing to wait out" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); w=d["backends"]["compiled"]["idle_wait_ms"]; assert w < 1, w' "$T/nospin.json"
+expect_error "--gap-ms out of range" "--gap-ms must be 0 to 10000" "$KILN" bench "$MODEL" --gap-ms 10001
+expect_error "--idle-spin-ms out of range" "--idle-spin-ms must be 0 to 10000" "$KILN" bench "$MODEL" --idle-spin-ms -3
 # A peer that keeps a core busy for 300 ms after each reply: the next block waits until it is
 # idle (BenchBackend::wait_until_idle) and the JSON and the text say how long.
 KILN_FAKE_SPIN_MS=300 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \

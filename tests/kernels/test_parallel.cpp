@@ -11,12 +11,16 @@
 #include <thread>
 #include <vector>
 
+#include "kiln/ir/error.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels {
 namespace {
 
 TEST(Parallel, ManyRegionsCoverEveryIndexOnce) {
+  // No idle spin: a model run elsewhere in this binary would otherwise keep the worker
+  // spinning through the pauses below, and the sleep / wake-up path would go untested.
+  set_idle_spin(std::chrono::microseconds(0));
   std::vector<std::atomic<int>> hits(97);
   for (int region = 0; region < 20000; ++region) {
     // Every few hundred regions, pause long enough for the worker to stop spinning and sleep.
@@ -26,6 +30,50 @@ TEST(Parallel, ManyRegionsCoverEveryIndexOnce) {
     });
   }
   for (auto& h : hits) EXPECT_EQ(h.load(), 20000);
+  set_idle_spin(std::chrono::microseconds(kDefaultIdleSpinUs));
+}
+
+TEST(Parallel, IdleSpinIsCheckedAndCountsDownAfterTheLastScope) {
+  EXPECT_THROW(set_idle_spin(std::chrono::microseconds(-1)), kiln::Error);
+  EXPECT_THROW(set_idle_spin(kMaxIdleSpin + std::chrono::microseconds(1)), kiln::Error);
+  set_idle_spin(std::chrono::milliseconds(500));
+  EXPECT_EQ(idle_spin(), std::chrono::milliseconds(500));
+  {
+    const SpinningScope run;
+    EXPECT_EQ(idle_spin_left().count(), 0);  // a run is in progress
+  }
+  const auto left = idle_spin_left();
+  EXPECT_GT(left, std::chrono::milliseconds(400));
+  EXPECT_LE(left, std::chrono::milliseconds(501));
+  // A shorter idle spin also shortens the one in progress.
+  set_idle_spin(std::chrono::microseconds(0));
+  EXPECT_LE(idle_spin_left(), std::chrono::microseconds(100));
+  set_idle_spin(std::chrono::microseconds(kDefaultIdleSpinUs));
+}
+
+// The point of the idle spin: a worker that took part in a run is still awake (spinning, not
+// asleep on the condition variable) when the next run starts a few milliseconds later; without
+// it the worker sleeps between the two. A worker whose core the host takes away still goes to
+// sleep, so the spinning case gets a few tries on a loaded machine.
+TEST(Parallel, WorkersStayAwakeBetweenRunsWithinTheIdleSpin) {
+  if (hardware_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  auto run_then_pause = [](std::chrono::milliseconds pause) {
+    {
+      const SpinningScope run;
+      parallel_for(64, 2, [](int64_t, int64_t) {});
+    }
+    const int64_t before = worker_sleeps();
+    std::this_thread::sleep_for(pause);
+    return worker_sleeps() - before;
+  };
+  set_idle_spin(std::chrono::microseconds(0));
+  EXPECT_GT(run_then_pause(std::chrono::milliseconds(5)), 0);
+  set_idle_spin(std::chrono::seconds(2));
+  bool stayed_awake = false;
+  for (int attempt = 0; attempt < 5 && !stayed_awake; ++attempt)
+    stayed_awake = run_then_pause(std::chrono::milliseconds(5)) == 0;
+  set_idle_spin(std::chrono::microseconds(kDefaultIdleSpinUs));
+  EXPECT_TRUE(stayed_awake);
 }
 
 TEST(Parallel, ChunksAreDisjointAndCoverEveryIndexForAnySizeAndThreads) {

@@ -5,6 +5,7 @@
 // other core wrote are 2-4x slower to reach here); a thread that finishes early steals chunks
 // of the others, so per-chunk state must be indexed by the chunk, never by the thread.
 #pragma once
+#include <chrono>
 #include <cstdint>
 
 #include "kiln/kernels/function_ref.h"
@@ -37,7 +38,8 @@ inline int threads_for_pass(double elements, int threads) { return elements < kM
 // While at least one SpinningScope is alive, idle pool workers keep spinning between parallel
 // regions instead of going to sleep after ~50 µs: a model run opens one so that the serial
 // work between two kernels never costs a wake-up (on a virtual machine waking an idle vCPU
-// can take longer than a small kernel). A worker that loses its core still goes to sleep.
+// can take longer than a small kernel). After the last one closes they spin on for the idle
+// spin (below). A worker that loses its core still goes to sleep.
 class SpinningScope {
  public:
   SpinningScope();
@@ -45,6 +47,24 @@ class SpinningScope {
   SpinningScope(const SpinningScope&) = delete;
   SpinningScope& operator=(const SpinningScope&) = delete;
 };
+
+// The idle spin: how long workers keep spinning after a model run ends (the last SpinningScope
+// closes), so that a run arriving within it finds them awake. A worker that slept through a
+// gap between runs comes back slowly on the virtual machines measured (mobilenet_v2 at two
+// threads on Zen 5: 2.8 ms back to back, 5.8 ms with runs 5 ms apart and the workers asleep,
+// 2.9 with them spinning; docs/runtime.md). The cost is a core spinning for up to this long
+// after each run; 0 sends them to sleep ~50 µs after a run, as between unrelated regions.
+// ONNX Runtime's workers spin ~40 ms after a run by default.
+constexpr int64_t kDefaultIdleSpinUs = 50'000;
+constexpr std::chrono::microseconds kMaxIdleSpin{10'000'000};
+// Throws kiln::Error outside [0, kMaxIdleSpin]. Applies to every pool user in the process.
+void set_idle_spin(std::chrono::microseconds spin);
+std::chrono::microseconds idle_spin();
+// How much longer the workers may spin after the last run (0 while a run is in progress or
+// once the idle spin is over): `kiln bench` waits this out before another backend's turn.
+std::chrono::microseconds idle_spin_left();
+// How many times a pool worker has gone to sleep (on a condition variable) so far.
+int64_t worker_sleeps();
 
 // Pieces per thread parallel_for cuts a region into when there are more indices than threads
 // (more pieces than threads: a thread that finishes early, or a worker that was asleep or
