@@ -57,12 +57,14 @@ TEST(Parallel, IdleSpinIsCheckedAndCountsDownAfterTheLastScope) {
 // sleep, so the spinning case gets a few tries on a loaded machine.
 TEST(Parallel, WorkersStayAwakeBetweenRunsWithinTheIdleSpin) {
   if (hardware_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  // Sleeps counted from before the run (a worker woken for it does not count again), so that
+  // this thread being descheduled right after the run cannot hide the sleep that follows.
   auto run_then_pause = [](std::chrono::milliseconds pause) {
+    const int64_t before = worker_sleeps();
     {
       const SpinningScope run;
       parallel_for(64, 2, [](int64_t, int64_t) {});
     }
-    const int64_t before = worker_sleeps();
     std::this_thread::sleep_for(pause);
     return worker_sleeps() - before;
   };
