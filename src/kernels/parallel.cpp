@@ -302,13 +302,21 @@ class Pool {
 };
 
 thread_local bool t_in_parallel = false;
+// Regions this thread has handed to the pool, and the count when its outermost SpinningScope
+// opened: a run that used no worker (one thread) starts no idle spin.
+thread_local int64_t t_pool_regions = 0, t_scope_regions = 0;
+thread_local int t_scope_depth = 0;
 
 }  // namespace
 
-SpinningScope::SpinningScope() { g_spinning_scopes.fetch_add(1); }
+SpinningScope::SpinningScope() {
+  if (t_scope_depth++ == 0) t_scope_regions = t_pool_regions;
+  g_spinning_scopes.fetch_add(1);
+}
 SpinningScope::~SpinningScope() {
   // Published before the count drops, so that a worker never sees no scope and an old end.
-  g_idle_spin_until_ns.store(steady_ns() + g_idle_spin_us.load() * 1000);
+  if (--t_scope_depth == 0 && t_pool_regions != t_scope_regions)
+    g_idle_spin_until_ns.store(steady_ns() + g_idle_spin_us.load() * 1000);
   g_spinning_scopes.fetch_sub(1);
 }
 
@@ -362,6 +370,7 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
     return;
   }
   t_in_parallel = true;
+  ++t_pool_regions;
   auto wrapped = [&fn](int64_t b, int64_t e) {
     bool prev = t_in_parallel;
     t_in_parallel = true;

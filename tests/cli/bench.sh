@@ -112,9 +112,10 @@ else:
     assert "parallel_capacity" not in d, d
 PY
 # --gap-ms: the peer is asked to idle that long before each timed run (not before the warm-up),
-# and the JSON says so; kiln's compiled backend waits out its workers' idle spin after a block.
+# and the JSON says so; kiln's compiled backend waits out its workers' idle spin after a block
+# (two threads: a one-thread run starts no idle spin).
 KILN_FAKE_COMMANDS="$T/commands.txt" "$KILN" bench "$MODEL" --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \
-  --runs 3 --block 2 --warmup 1 --gap-ms 7 --idle-spin-ms 30 --json --quiet >"$T/gap.json" 2>/dev/null
+  --threads 2 --no-pin --runs 3 --block 2 --warmup 1 --gap-ms 7 --idle-spin-ms 30 --json --quiet >"$T/gap.json" 2>/dev/null
 check "--gap-ms: sent to the peer" $PY - "$T/gap.json" "$T/commands.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -123,7 +124,7 @@ assert open(sys.argv[2]).read().split("\n")[:3] == ["run 1", "run 2 7", "run 1 7
 wait = d["backends"]["compiled"]["idle_wait_ms"]
 assert 15 <= wait <= 31, wait
 PY
-"$KILN" bench "$MODEL" --batch 4 --runs 2 --block 1 --warmup 1 --idle-spin-ms 0 --json --quiet >"$T/nospin.json" 2>/dev/null
+"$KILN" bench "$MODEL" --batch 4 --threads 2 --no-pin --runs 2 --block 1 --warmup 1 --idle-spin-ms 0 --json --quiet >"$T/nospin.json" 2>/dev/null
 check "--idle-spin-ms 0: nothing to wait out" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); w=d["backends"]["compiled"]["idle_wait_ms"]; assert w < 1, w' "$T/nospin.json"
 expect_error "--gap-ms out of range" "--gap-ms must be 0 to 10000" "$KILN" bench "$MODEL" --gap-ms 10001
 expect_error "--idle-spin-ms out of range" "--idle-spin-ms must be 0 to 10000" "$KILN" bench "$MODEL" --idle-spin-ms -3

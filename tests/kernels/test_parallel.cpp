@@ -36,10 +36,16 @@ TEST(Parallel, ManyRegionsCoverEveryIndexOnce) {
 TEST(Parallel, IdleSpinIsCheckedAndCountsDownAfterTheLastScope) {
   EXPECT_THROW(set_idle_spin(std::chrono::microseconds(-1)), kiln::Error);
   EXPECT_THROW(set_idle_spin(kMaxIdleSpin + std::chrono::microseconds(1)), kiln::Error);
+  set_idle_spin(std::chrono::microseconds(0));  // ends an idle spin an earlier run left behind
   set_idle_spin(std::chrono::milliseconds(500));
   EXPECT_EQ(idle_spin(), std::chrono::milliseconds(500));
   {
+    const SpinningScope one_thread_run;  // no parallel region: no worker to keep awake
+  }
+  EXPECT_EQ(idle_spin_left().count(), 0);
+  {
     const SpinningScope run;
+    parallel_for(8, 2, [](int64_t, int64_t) {});
     EXPECT_EQ(idle_spin_left().count(), 0);  // a run is in progress
   }
   const auto left = idle_spin_left();

@@ -49,7 +49,8 @@ class SpinningScope {
 };
 
 // The idle spin: how long workers keep spinning after a model run ends (the last SpinningScope
-// closes), so that a run arriving within it finds them awake. A worker that slept through a
+// closes, on a thread that ran a parallel region inside it: a one-thread run starts none), so
+// that a run arriving within it finds them awake. A worker that slept through a
 // gap between runs comes back slowly on the virtual machines measured (mobilenet_v2 at two
 // threads on Zen 5: 2.8 ms back to back, 5.8 ms with runs 5 ms apart and the workers asleep,
 // 2.9 with them spinning; docs/runtime.md). The cost is a core spinning for up to this long
