@@ -143,7 +143,8 @@ std::string cpus_text(const std::string& cpus) {
 void apply_idle_spin_flag(const Args& a) {
   if (!a.has("--idle-spin-ms")) return;
   const int64_t ms = a.get_int("--idle-spin-ms", 0);
-  KILN_CHECK(ms >= 0 && ms <= 10'000, "--idle-spin-ms must be 0 to 10000 (whole milliseconds)");
+  constexpr int64_t kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(kernels::kMaxIdleSpin).count();
+  KILN_CHECK(ms >= 0 && ms <= kMaxMs, "--idle-spin-ms must be 0 to ", kMaxMs, " (whole milliseconds)");
   kernels::set_idle_spin(std::chrono::milliseconds(ms));
 }
 

@@ -296,9 +296,10 @@ class Pool {
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
   std::atomic<bool> spin_{true};    // whether this region's threads spin before sleeping
   std::atomic<int> backoff_{0};     // regions left to run without spinning
+  std::atomic<int64_t> sleeps_{0};  // times a worker went to sleep (worker_sleeps)
 
  public:
-  std::atomic<int64_t> sleeps_{0};  // times a worker went to sleep (worker_sleeps)
+  int64_t sleeps() const { return sleeps_.load(); }
 };
 
 thread_local bool t_in_parallel = false;
@@ -338,7 +339,7 @@ std::chrono::microseconds idle_spin_left() {
   return std::chrono::microseconds(left_ns / 1000 + 1) + kSpin;
 }
 
-int64_t worker_sleeps() { return Pool::get().sleeps_.load(); }
+int64_t worker_sleeps() { return Pool::get().sleeps(); }
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
