@@ -12,6 +12,7 @@
 #endif
 
 #include "kiln/ir/error.h"
+#include "kiln/kernels/parallel.h"
 #include "verbs.h"
 
 namespace {
@@ -40,7 +41,7 @@ const char* kUsage =
     "  prune MODEL --ratio R -o OUT (--calib DIR | --calib-random N | --no-reconstruct) [--norm l1|l2] [--residuals]\n"
     "            [--multiple M] [--exclude NODE,..] [--format onnx|kiln] [--eval DIR] [--report] [--json FILE] [--runs N]\n"
     "      structured channel pruning with least-squares reconstruction; FLOPs, params, latency, accuracy before/after\n"
-    "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE] [--ort-model FILE.onnx]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--gap-ms G] [--idle-spin-ms S] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet] [--no-pin]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first;\n      --ort-model: ORT (and interp) run that model instead, e.g. the QDQ export of an int8 artifact;\n      --gap-ms: every backend idles G ms before each timed run (intermittent requests);\n      --idle-spin-ms: kiln's workers spin S ms after a run before they sleep (default 10);\n      fewer threads than CPUs: every backend pinned to the first N CPUs (--no-pin: not)\n"
+    "  bench MODEL|ARTIFACT [--vs ort [--ort-script FILE] [--ort-model FILE.onnx]] [--threads N] [--batch B] [--backends interp,compiled]\n            [--runs R] [--warmup W] [--block K] [--gap-ms G] [--idle-spin-ms S] [--input NAME=FILE.npy ...] [--seed N] [--dim ..] [--shape ..] [--json] [--check] [--quiet] [--no-pin]\n      median/p90 latency of kiln (interpreter, compiled) and, with --vs ort, ONNX Runtime, interleaved; outputs checked first;\n      --ort-model: ORT (and interp) run that model instead, e.g. the QDQ export of an int8 artifact;\n      --gap-ms: every backend idles G ms before each timed run (intermittent requests);\n      --idle-spin-ms: kiln's workers spin S ms after a run before they sleep (default 50, or KILN_IDLE_SPIN_MS);\n      fewer threads than CPUs: every backend pinned to the first N CPUs (--no-pin: not)\n"
     "  machine [--json] [--refresh] [--cache FILE]\n"
     "      this machine's measured peaks (FP32/INT8/BF16, DRAM and cache bandwidth), cached\n"
     "  perf MODEL --chip h100|a100|l4|orin|cpu|FILE.json [--batch 1,2,4,..] [--precision fp32|bf16|fp16|int8|fp8]\n"
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    kiln::kernels::idle_spin_from_env();  // a bad KILN_IDLE_SPIN_MS fails here, whatever the verb
     if (verb == "graph") return kiln::cli::verb_graph(argc - 2, argv + 2);
     if (verb == "run") return kiln::cli::verb_run(argc - 2, argv + 2);
     if (verb == "compile") return kiln::cli::verb_compile(argc - 2, argv + 2);

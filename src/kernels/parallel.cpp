@@ -34,10 +34,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -117,7 +120,15 @@ Spin spin_until(Pred pred, std::chrono::microseconds limit, KeepGoing keep_going
 std::atomic<int> g_spinning_scopes{0};
 // The idle spin (set_idle_spin), and when the current one ends: steady_clock nanoseconds,
 // stored as the last SpinningScope closes.
-std::atomic<int64_t> g_idle_spin_us{kDefaultIdleSpinUs};
+// KILN_IDLE_SPIN_MS when it holds a usable value (the CLI has refused any other by then).
+int64_t idle_spin_at_start() {
+  try {
+    if (const auto spin = idle_spin_from_env()) return spin->count();
+  } catch (const Error&) {
+  }
+  return kDefaultIdleSpinUs;
+}
+std::atomic<int64_t> g_idle_spin_us{idle_spin_at_start()};
 std::atomic<int64_t> g_idle_spin_until_ns{0};
 
 int64_t steady_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
@@ -328,6 +339,18 @@ void set_idle_spin(std::chrono::microseconds spin) {
   // A shorter spin also ends the current one sooner.
   const int64_t until = steady_ns() + spin.count() * 1000;
   if (g_idle_spin_until_ns.load() > until) g_idle_spin_until_ns.store(until);
+}
+
+std::optional<std::chrono::microseconds> idle_spin_from_env() {
+  const char* v = std::getenv(kIdleSpinEnv);
+  if (!v) return std::nullopt;
+  const std::string_view text(v);
+  constexpr int64_t kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(kMaxIdleSpin).count();
+  int64_t ms = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  KILN_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size() && ms >= 0 && ms <= kMaxMs,
+             kIdleSpinEnv, " must be 0 to ", kMaxMs, " (whole milliseconds), got '", text, "'");
+  return std::chrono::milliseconds(ms);
 }
 
 std::chrono::microseconds idle_spin() { return std::chrono::microseconds(g_idle_spin_us.load()); }

@@ -128,6 +128,20 @@ PY
 check "--idle-spin-ms 0: nothing to wait out" $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); w=d["backends"]["compiled"]["idle_wait_ms"]; assert w < 1, w' "$T/nospin.json"
 expect_error "--gap-ms out of range" "--gap-ms must be 0 to 10000" "$KILN" bench "$MODEL" --gap-ms 10001
 expect_error "--idle-spin-ms out of range" "--idle-spin-ms must be 0 to 10000" "$KILN" bench "$MODEL" --idle-spin-ms -3
+# KILN_IDLE_SPIN_MS: the idle spin the process starts with; --idle-spin-ms still wins; a value
+# that is not whole milliseconds in range fails before any verb runs.
+KILN_IDLE_SPIN_MS=20 "$KILN" bench "$MODEL" --batch 4 --threads 2 --no-pin --runs 2 --block 1 --warmup 1 --json --quiet >"$T/envspin.json" 2>/dev/null
+KILN_IDLE_SPIN_MS=20 "$KILN" bench "$MODEL" --batch 4 --threads 2 --no-pin --runs 2 --block 1 --warmup 1 --idle-spin-ms 5 --json --quiet >"$T/envflag.json" 2>/dev/null
+check "KILN_IDLE_SPIN_MS, and --idle-spin-ms over it" $PY - "$T/envspin.json" "$T/envflag.json" <<'PY'
+import json, sys
+env, flag = (json.load(open(f)) for f in sys.argv[1:3])
+assert env["idle_spin_ms"] == 20 and flag["idle_spin_ms"] == 5, (env["idle_spin_ms"], flag["idle_spin_ms"])
+assert 5 <= env["backends"]["compiled"]["idle_wait_ms"] <= 21, env["backends"]["compiled"]["idle_wait_ms"]
+PY
+for bad in abc -1 10001 "" 5ms; do
+  expect_error "KILN_IDLE_SPIN_MS='$bad'" "KILN_IDLE_SPIN_MS must be 0 to 10000 (whole milliseconds), got '$bad'" \
+    env KILN_IDLE_SPIN_MS="$bad" "$KILN" graph "$MODEL"
+done
 # A peer that keeps a core busy for 300 ms after each reply: the next block waits until it is
 # idle (BenchBackend::wait_until_idle) and the JSON and the text say how long.
 KILN_FAKE_SPIN_MS=300 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 \

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kiln/ir/error.h"
@@ -55,6 +58,31 @@ TEST(Parallel, IdleSpinIsCheckedAndCountsDownAfterTheLastScope) {
   set_idle_spin(std::chrono::microseconds(0));
   EXPECT_LE(idle_spin_left(), std::chrono::microseconds(100));
   set_idle_spin(std::chrono::microseconds(kDefaultIdleSpinUs));
+}
+
+// KILN_IDLE_SPIN_MS (read at start-up; the CLI test checks that it takes effect): whole
+// milliseconds in range, anything else an error that names the variable.
+TEST(Parallel, IdleSpinFromEnvironment) {
+  const char* before = std::getenv(kIdleSpinEnv);
+  const std::string saved = before ? before : "";
+  ::unsetenv(kIdleSpinEnv);
+  EXPECT_FALSE(idle_spin_from_env().has_value());
+  for (const auto& [text, ms] : {std::pair{"0", 0}, {"25", 25}, {"10000", 10000}}) {
+    ::setenv(kIdleSpinEnv, text, 1);
+    ASSERT_TRUE(idle_spin_from_env().has_value()) << text;
+    EXPECT_EQ(*idle_spin_from_env(), std::chrono::milliseconds(ms)) << text;
+  }
+  for (const char* bad : {"", "-1", "10001", "2.5", "5ms", " 5", "abc", "99999999999999999999"}) {
+    ::setenv(kIdleSpinEnv, bad, 1);
+    try {
+      idle_spin_from_env();
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const kiln::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("KILN_IDLE_SPIN_MS must be 0 to 10000"), std::string::npos) << e.what();
+    }
+  }
+  if (before) ::setenv(kIdleSpinEnv, saved.c_str(), 1);
+  else ::unsetenv(kIdleSpinEnv);
 }
 
 // The point of the idle spin: a worker that took part in a run is still awake (spinning, not

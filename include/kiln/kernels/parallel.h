@@ -7,6 +7,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "kiln/kernels/function_ref.h"
 
@@ -60,6 +61,14 @@ constexpr int64_t kDefaultIdleSpinUs = 50'000;
 constexpr std::chrono::microseconds kMaxIdleSpin{10'000'000};
 // Throws kiln::Error outside [0, kMaxIdleSpin]. Applies to every pool user in the process.
 void set_idle_spin(std::chrono::microseconds spin);
+// KILN_IDLE_SPIN_MS: the idle spin a process starts with, in whole milliseconds (0 to
+// kMaxIdleSpin), for programs that link kiln and for test runs (two test processes on two
+// cores, each with a spinning worker). idle_spin_from_env() is its value: nullopt when unset;
+// kiln::Error when set to anything else than such a number. The pool reads it once, at
+// start-up, and keeps kDefaultIdleSpinUs for a value it cannot use; the CLI checks it before
+// any verb runs, so that a typo fails there with a one-line error. set_idle_spin overrides it.
+inline constexpr const char* kIdleSpinEnv = "KILN_IDLE_SPIN_MS";
+std::optional<std::chrono::microseconds> idle_spin_from_env();
 std::chrono::microseconds idle_spin();
 // How much longer the workers may spin after the last run (0 while a run is in progress or
 // once the idle spin is over): `kiln bench` waits this out before another backend's turn.
