@@ -34,10 +34,26 @@ constexpr int64_t kRows = kConv1x1Rows;   // pixels per full tile
 // prefetch: 2048 -> 512 at 7x7 1.04, 512 -> 2048 1.01, mobilenet_v2's 160 -> 960 1.00 (one
 // thread, in-process pairs), against 0.91-0.96 from 14x14 up.
 constexpr int64_t kMinTiles = 16;
+// Weights up to which the threads split the pixels even where the weight is the larger operand
+// (conv_1x1_splits_groups). Split by pixels, each thread writes the output rows that the layers
+// after it read on the same thread (the next 1x1 cuts pixels too, depthwise_wide row bands),
+// where split by output channels half of every pixel's channels came from the other core.
+// mobilenet_v2's 14x14 expands (64 -> 384 .. 96 -> 576: 96-216 KiB of weights on 0.2-0.3 MiB
+// of input) and resnet18's 128 -> 256 downsample (128 KiB) now cut pixels; resnet50's layer3
+// and layer4 1x1s (1-4 MiB on 0.2-0.8 MiB of input) keep the groups: cut by pixels there, each
+// thread reading all of the weights, resnet50 ran 1.036 of the time (docs/kernels.md). Zen 5,
+// two threads, with the row bands of depthwise_wide, the new and old binary alternated:
+// mobilenet_v2's 14x14 blocks' kernels 1.185 -> 1.126 ms (kiln profile), the model 0.982 of
+// the time (median of 10 pairs of 100 runs), efficientnet_b0 1.00 and resnet50 1.004 (even).
+constexpr int64_t kTileSplitMaxWeightBytes = 512 << 10;
 
 }  // namespace
 
 bool direct_1x1_enabled = env_switch_on("KILN_DIRECT_1X1");
+
+bool conv_1x1_splits_groups(const Conv2dShape& s) {
+  return s.K >= s.H * s.W && s.C * s.K * static_cast<int64_t>(sizeof(float)) > kTileSplitMaxWeightBytes;
+}
 
 int conv_1x1_slot(const Conv2dShape& s) {
   return (s.x_block == kConvBlockWide ? 2 : 0) + static_cast<int>(s.stride_w) - 1;
@@ -67,20 +83,21 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   const int64_t groups = s.K / kCols, batches = ceil_div(KK / bi, batch_blocks);
   const Conv1x1Kernel* const kernels = t.conv_1x1_blk[conv_1x1_slot(s)];
   // Threads split the tiles (each then reads its share of the input, once per 64 channels,
-  // from its own L2) unless the weight is the larger operand (resnet50's layer3 and layer4:
-  // 1-4 MiB of weights on 0.2-0.8 MiB of input): then the 64-channel groups, each read once.
+  // from its own L2, and writes the pixels the next layers read on that thread) unless the
+  // weight is the larger operand and large (resnet50's layer3 and layer4: 1-4 MiB of weights on
+  // 0.2-0.8 MiB of input): then the 64-channel groups, each read once (conv_1x1_splits_groups).
   int64_t tile_parts = 1, group_parts = 1;
   const UnitShares shares{groups, tiles, threads};
   bool split_rest = false;
   if (threads > 1) {
     const int64_t want = threads * kPiecesPerThread;
-    if (s.K >= s.H * s.W) group_parts = std::min(groups, want);  // C x K weights, C x H x W input
+    if (conv_1x1_splits_groups(s)) group_parts = std::min(groups, want);
     else tile_parts = std::min(tiles, want);
-    // Groups the threads cannot share evenly (mobilenet_v2's 96 -> 576 at 14x14: 9 groups, 4
-    // for one thread and 5 for the other): shared out as UnitShares says. Two threads,
-    // in-process pairs (Xeon 5th gen): those expands 0.90-0.94 inside mobilenet_v2, the
-    // depthwise layers after them 1.05-1.07 (they read more of the other core's output), the
-    // model 0.982 (100 pairs); alone, hot in cache, 0.996-1.004.
+    // Groups the threads cannot share evenly (9 groups: 4 for one thread and 5 for the other):
+    // shared out as UnitShares says. Two threads, in-process pairs (Xeon 5th gen), when
+    // mobilenet_v2's 96 -> 576 expands at 14x14 still split groups: those expands 0.90-0.94
+    // inside mobilenet_v2, the depthwise layers after them 1.05-1.07 (they read more of the
+    // other core's output), the model 0.982 (100 pairs); alone, hot in cache, 0.996-1.004.
     split_rest = group_parts > 1 && shares.uneven();
   }
   // Weights not in L2 when the layer starts (resnet50's layer3 and layer4 1x1s from DRAM,

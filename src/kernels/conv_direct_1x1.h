@@ -24,6 +24,11 @@ extern bool direct_1x1_enabled;
 // first batch adds the bias and the residual), on a table with the tile (AVX-512).
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e);
 
+// Whether threads share out the layer's 64-channel groups (each group's weights read once)
+// rather than its tiles of pixels (each thread reading all the weights): only when the weight
+// is the larger operand and more than kTileSplitMaxWeightBytes (see the .cpp).
+bool conv_1x1_splits_groups(const Conv2dShape& s);
+
 // KernelTable::conv_1x1_blk's slot for the input's blocks and stride (s.x_blocked).
 int conv_1x1_slot(const Conv2dShape& s);
 

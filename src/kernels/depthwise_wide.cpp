@@ -32,15 +32,24 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
   const DepthwisePlane g = depthwise_geometry(s);
   const int64_t RS = s.R * s.S, OHW = g.OH * g.OW, HW = s.H * s.W, blocks = s.K / kConvBlockWide;
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OHW * RS + HW), threads);
-  // Blocks of every image, each one piece; with fewer blocks than pieces for the threads (a
-  // layer of 16 or 32 channels) each block cut into bands of rows.
+  // Planes of kBandInputRowsPerThread input rows a thread or more: one band of output rows a
+  // thread, band-major (thread t, owning the t-th share of the pieces, computes band t of every
+  // block), so that each thread reads the rows the 1x1 before it wrote on that thread
+  // (conv_direct_1x1 cuts pixels) and writes those the 1x1 after it reads there. Else blocks of
+  // every image, each one piece; with fewer blocks than pieces for the threads (a layer of 16
+  // or 32 channels) each block cut into bands of rows. Zen 5, two threads, with the 1x1s'
+  // pixel split (conv_direct_1x1.cpp): mobilenet_v2's 14x14 depthwise layers 0.81-0.85 of the
+  // time in the model (one of six 1.10), while its 7x7 ones (3- and 4-row bands plus halo rows)
+  // ran 1.33-1.50, so those keep the blocks.
+  constexpr int64_t kBandInputRowsPerThread = 7;
   const int64_t units = s.N * blocks;
   const int64_t want = threads > 1 ? int64_t{threads} * kPiecesPerThread : 1;
-  const int64_t bands = units >= want ? 1 : std::min(g.OH, ceil_div(want, units));
+  const bool band_major = threads > 1 && s.H >= kBandInputRowsPerThread * threads && g.OH >= threads;
+  const int64_t bands = band_major ? threads : units >= want ? 1 : std::min(g.OH, ceil_div(want, units));
   const float* pairs = packed_w + s.K * RS;  // conv_pack_weight's pair copy (K % 8 == 0)
   parallel_for(units * bands, threads, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t unit = i / bands, band = i % bands;
+      const int64_t unit = band_major ? i % units : i / bands, band = band_major ? i / units : i % bands;
       const int64_t n = unit / blocks, c0 = unit % blocks * kConvBlockWide;
       DepthwiseWideOut out;
       out.alpha = epi.alpha;

@@ -462,9 +462,11 @@ TEST(Conv, DirectTacticOnBlockedActivations) {
 // The direct tactic's 1x1 schedule over channel batches (conv_direct_1x1.cpp), where the host
 // table has its tile (AVX-512): tiles of 7 pixels and a short one at each row's end (10-, 9- and
 // 15-wide rows), one batch, two (200 channels: 128 + 72) and five (520), batch 2, the
-// 64-channel groups split by pixels (192 channels on 28x28) or, the weight the larger operand,
-// by groups (256 -> 512 on 14x14; 3 and 9 groups: whole groups and shares of the last's tiles), bias, residual and the fused activations, 1 and 2 threads,
-// against the reference; stride 2 on odd widths. With one batch the floats are the general
+// threads splitting pixels (192 channels on 28x28; mobilenet_v2's expands, whose weights
+// outweigh their input but are small) or, the weight larger than the input and over 512 KiB,
+// 64-channel groups (512 -> 512 on 14x14; 3 and 9 groups: whole groups and shares of the
+// last's tiles), bias, residual and the fused activations, 1 and 2 threads, against the
+// reference; stride 2 on odd widths. With one batch the floats are the general
 // schedule's; the output written over its residual (as the planner lays out resnet50's last 1x1
 // of a block) holds the very floats of a separate one.
 TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
@@ -473,8 +475,12 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
       {shape(2, 200, 9, 9, 128, 1, 1, 1, 0), Act::Clip, true, true},
       {shape(1, 64, 28, 28, 192, 1, 1, 1, 0), Act::None, true, false},
       {shape(1, 256, 14, 14, 512, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 512, 14, 14, 512, 1, 1, 1, 0), Act::Relu, true, true},
       // Groups the threads cannot share evenly: a whole group each and half the tiles of the
-      // last (3 groups), four each and half of the ninth (mobilenet_v2's 96 -> 576 at 14x14).
+      // last (3 groups), four each and half of the ninth.
+      {shape(1, 768, 12, 12, 192, 1, 1, 1, 0), Act::Relu, true, true},
+      {shape(1, 256, 14, 14, 576, 1, 1, 1, 0), Act::Clip, true, false},
+      // mobilenet_v2's 96 -> 576 and 64 -> 192 on 12x12: pixels.
       {shape(1, 64, 12, 12, 192, 1, 1, 1, 0), Act::Relu, true, true},
       {shape(1, 96, 14, 14, 576, 1, 1, 1, 0), Act::Clip, true, false},
       {shape(1, 520, 15, 15, 64, 1, 1, 1, 0), Act::LeakyRelu, false, true},
@@ -494,6 +500,16 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
     for (const KernelTable* t : test::all_tables())
       for (int threads : {1, 2}) check(*t, ConvTactic::Direct, c, threads, threads == 2);
   }
+  // Which split the threads take: groups for the weights over 512 KiB that outweigh the input.
+  auto splits_groups = [](int64_t C, int64_t H, int64_t K) {
+    return detail::conv_1x1_splits_groups(shape(1, C, H, H, K, 1, 1, 1, 0));
+  };
+  EXPECT_FALSE(splits_groups(96, 14, 576));   // 216 KiB
+  EXPECT_FALSE(splits_groups(256, 14, 512));  // 512 KiB: not over
+  EXPECT_TRUE(splits_groups(256, 14, 576));
+  EXPECT_TRUE(splits_groups(512, 14, 512));
+  EXPECT_TRUE(splits_groups(768, 12, 192));
+  EXPECT_FALSE(splits_groups(512, 28, 512));  // 1 MiB, but 784 pixels of input outweigh it
   // Not for alpha != 1 (the first batch adds the bias), K not a multiple of 64, or 7x7 outputs
   // (7 tiles).
   Conv2dShape s = shape(1, 64, 14, 14, 64, 1, 1, 1, 0);
