@@ -143,8 +143,8 @@ std::string cpus_text(const std::string& cpus) {
 void apply_idle_spin_flag(const Args& a) {
   if (!a.has("--idle-spin-ms")) return;
   const int64_t ms = a.get_int("--idle-spin-ms", 0);
-  constexpr int64_t kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(kernels::kMaxIdleSpin).count();
-  KILN_CHECK(ms >= 0 && ms <= kMaxMs, "--idle-spin-ms must be 0 to ", kMaxMs, " (whole milliseconds)");
+  KILN_CHECK(ms >= 0 && ms <= kernels::kMaxIdleSpinMs, "--idle-spin-ms must be 0 to ", kernels::kMaxIdleSpinMs,
+             " (whole milliseconds)");
   kernels::set_idle_spin(std::chrono::milliseconds(ms));
 }
 

@@ -39,9 +39,9 @@ constexpr int64_t kMinTiles = 16;
 // after it read on the same thread (the next 1x1 cuts pixels too, depthwise_wide row bands),
 // where split by output channels half of every pixel's channels came from the other core.
 // mobilenet_v2's 14x14 expands (64 -> 384 .. 96 -> 576: 96-216 KiB of weights on 0.2-0.3 MiB
-// of input) and resnet18's 128 -> 256 downsample (128 KiB) now cut pixels; resnet50's layer3
-// and layer4 1x1s (1-4 MiB on 0.2-0.8 MiB of input) keep the groups: cut by pixels there, each
-// thread reading all of the weights, resnet50 ran 1.036 of the time (docs/kernels.md). Zen 5,
+// of input) cut pixels; resnet50's layer3 and layer4 1x1s (1-4 MiB on 0.2-0.8 MiB of input)
+// keep the groups: cut by pixels there, each thread reading all of the weights, resnet50 ran
+// 1.036 of the time (docs/kernels.md). Zen 5,
 // two threads, with the row bands of depthwise_wide, the new and old binary alternated:
 // mobilenet_v2's 14x14 blocks' kernels 1.185 -> 1.126 ms (kiln profile), the model 0.982 of
 // the time (median of 10 pairs of 100 runs), efficientnet_b0 1.00 and resnet50 1.004 (even).

@@ -118,8 +118,6 @@ Spin spin_until(Pred pred, std::chrono::microseconds limit, KeepGoing keep_going
 }
 
 std::atomic<int> g_spinning_scopes{0};
-// The idle spin (set_idle_spin), and when the current one ends: steady_clock nanoseconds,
-// stored as the last SpinningScope closes.
 // KILN_IDLE_SPIN_MS when it holds a usable value (the CLI has refused any other by then).
 int64_t idle_spin_at_start() {
   try {
@@ -128,6 +126,8 @@ int64_t idle_spin_at_start() {
   }
   return kDefaultIdleSpinUs;
 }
+// The idle spin (set_idle_spin), and when the current one ends: steady_clock nanoseconds,
+// stored as the last SpinningScope closes.
 std::atomic<int64_t> g_idle_spin_us{idle_spin_at_start()};
 std::atomic<int64_t> g_idle_spin_until_ns{0};
 
@@ -345,11 +345,11 @@ std::optional<std::chrono::microseconds> idle_spin_from_env() {
   const char* v = std::getenv(kIdleSpinEnv);
   if (!v) return std::nullopt;
   const std::string_view text(v);
-  constexpr int64_t kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(kMaxIdleSpin).count();
   int64_t ms = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  KILN_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size() && ms >= 0 && ms <= kMaxMs,
-             kIdleSpinEnv, " must be 0 to ", kMaxMs, " (whole milliseconds), got '", text, "'");
+  KILN_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size() && ms >= 0 &&
+                 ms <= kMaxIdleSpinMs,
+             kIdleSpinEnv, " must be 0 to ", kMaxIdleSpinMs, " (whole milliseconds), got '", text, "'");
   return std::chrono::milliseconds(ms);
 }
 

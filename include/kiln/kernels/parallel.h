@@ -59,6 +59,8 @@ class SpinningScope {
 // ONNX Runtime's workers spin ~40 ms after a run by default.
 constexpr int64_t kDefaultIdleSpinUs = 50'000;
 constexpr std::chrono::microseconds kMaxIdleSpin{10'000'000};
+// kMaxIdleSpin in the whole milliseconds KILN_IDLE_SPIN_MS and --idle-spin-ms take.
+constexpr int64_t kMaxIdleSpinMs = std::chrono::duration_cast<std::chrono::milliseconds>(kMaxIdleSpin).count();
 // Throws kiln::Error outside [0, kMaxIdleSpin]. Applies to every pool user in the process.
 void set_idle_spin(std::chrono::microseconds spin);
 // KILN_IDLE_SPIN_MS: the idle spin a process starts with, in whole milliseconds (0 to
