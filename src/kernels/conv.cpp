@@ -221,7 +221,13 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
   threads = threads_for_work(static_cast<double>(s.N * s.K) * (OH * OW * RS + s.H * s.W), threads);
   const DepthwiseSplit split = depthwise_split(s, threads, units);
   const int64_t slot = depthwise_slot(s, split, t.simd_width, true);
-  const bool fetch_out = write_prefetch_pays(std::min<int64_t>(threads, split.parts()));
+  const int part_threads = static_cast<int>(std::min<int64_t>(threads, split.parts()));
+  // Each part claims its bands of the output before it writes them (claim_output_pays), unless
+  // they overlap what the kernel reads (a depthwise layer planned in place).
+  const bool claim = s.y_blocked && claim_output_pays(part_threads) &&
+                     !ranges_overlap(y, s.N * s.K * OH * OW, x, s.N * s.C * s.H * s.W) &&
+                     !(epi.residual && ranges_overlap(y, s.N * s.K * OH * OW, epi.residual, s.N * s.K * OH * OW));
+  const bool fetch_out = write_prefetch_pays(part_threads);
   // One input channel: every lane reads image n's plane. Channel-blocked input / output
   // ([N][C/8][H][W][8]): a block's channels start at its 8-channel block, whose pixels are 8
   // floats apart, and x_plane / out_plane are the strides between 8-channel blocks.
@@ -244,6 +250,14 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
     // The part's blocks share one padded plane, whose padding the first block that copies into
     // it zeroes (KernelTable::depthwise_block).
     bool padding_zeroed = false;
+    // Whole planes: the part's blocks are one run of the output, claimed at once (a longer run
+    // claims faster); bands: each block's rows of the band, below.
+    bool claimed_run = false;
+    if (claim && bd.g.OH == OH && ue > ub) {
+      const int64_t first = (ub / blocks) * s.K + (ub % blocks) * lanes;
+      const int64_t last = ((ue - 1) / blocks) * s.K + std::min(s.K, ((ue - 1) % blocks + 1) * lanes);
+      claimed_run = claim_for_write(y + first * OH * OW, static_cast<int64_t>(sizeof(float)) * (last - first) * OH * OW);
+    }
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;
       const int nc = static_cast<int>(std::min(lanes, s.K - c0));
@@ -255,7 +269,14 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
       if (depthwise_has_pair_copy(s))
         te.pair_weights = w + depthwise_pair_copy_at(s) + c0 / kConvBlock * RS * 2 * kConvBlock;
-      te.fetch_for_write = fetch_out;
+      // The band's rows of each 8-channel block (a unit of 16 lanes is two blocks), claimed when
+      // they are long enough, else fetched for writing as the kernel goes.
+      bool claimed = claimed_run;
+      if (claim && !claimed_run)
+        for (int64_t c = 0; c < nc; c += kConvBlock)
+          claimed = claim_for_write(y + yo + c / kConvBlock * out_plane,
+                                    static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW);
+      te.fetch_for_write = fetch_out && !claimed;
       double* const part_sums = epi.channel_means ? &sums[bd.index * s.N * s.K + first] : nullptr;
       // The kernel sums a blocked output as it writes it; an NCHW one is summed after it.
       if (s.y_blocked) te.sums = part_sums;

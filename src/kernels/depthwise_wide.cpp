@@ -8,6 +8,7 @@
 #include "depthwise_parts.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::detail {
@@ -47,7 +48,16 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
   const bool band_major = threads > 1 && s.H >= kBandInputRowsPerThread * threads && g.OH >= threads;
   const int64_t bands = band_major ? threads : units >= want ? 1 : std::min(g.OH, ceil_div(want, units));
   const float* pairs = packed_w + s.K * RS;  // conv_pack_weight's pair copy (K % 8 == 0)
+  // Each piece claims its rows of the output before it writes them (claim_output_pays): its
+  // run of whole planes at once, or each block's band.
+  const int64_t out_floats = s.N * s.K * OHW;
+  const bool claim = claim_output_pays(static_cast<int>(std::min<int64_t>(threads, units * bands))) &&
+                     !ranges_overlap(y, out_floats, x, s.N * s.C * HW) &&
+                     !(epi.residual && ranges_overlap(y, out_floats, epi.residual, out_floats));
   parallel_for(units * bands, threads, [&](int64_t i0, int64_t i1) {
+    const bool claimed_run = claim && bands == 1 &&
+                             claim_for_write(y + i0 * kConvBlockWide * OHW,
+                                             static_cast<int64_t>(sizeof(float)) * (i1 - i0) * kConvBlockWide * OHW);
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t unit = band_major ? i % units : i / bands, band = band_major ? i / units : i % bands;
       const int64_t n = unit / blocks, c0 = unit % blocks * kConvBlockWide;
@@ -56,8 +66,13 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
       if (epi.bias) out.bias = epi.bias + c0;
       if (epi.residual) out.residual = epi.residual + (n * s.K + c0) * OHW;
       out.act = epi.act, out.act_alpha = epi.act_alpha, out.act_beta = epi.act_beta;
-      depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pairs + c0 / kConvBlock * RS * 2 * kConvBlock,
-                                 y + (n * s.K + c0) * OHW, g.OH * band / bands, g.OH * (band + 1) / bands, out);
+      const int64_t oh0 = g.OH * band / bands, oh1 = g.OH * (band + 1) / bands;
+      float* const yb = y + (n * s.K + c0) * OHW;
+      if (claim && !claimed_run)
+        claim_for_write(yb + oh0 * g.OW * kConvBlockWide,
+                        static_cast<int64_t>(sizeof(float)) * (oh1 - oh0) * g.OW * kConvBlockWide);
+      depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pairs + c0 / kConvBlock * RS * 2 * kConvBlock, yb, oh0,
+                                 oh1, out);
     }
   });
 }

@@ -82,13 +82,35 @@ bool cpu_has_prefetchw() {
 #endif
 }
 
+// CPUID's ERMS bit (leaf 7, EBX bit 9): string stores that move whole lines.
+bool cpu_has_erms() {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 9)) != 0;
+  }();
+  return kSimdKernelsAllowed && has;
+#else
+  return false;
+#endif
+}
+
+// Off / On / Auto as the environment variable says "0" / "1" / anything else (or nothing).
+template <class Mode>
+Mode mode_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (env && std::strcmp(env, "0") == 0) return Mode::Off;
+  if (env && std::strcmp(env, "1") == 0) return Mode::On;
+  return Mode::Auto;
+}
+
+std::atomic<ClaimOutput>& claim_output_mode() {
+  static std::atomic<ClaimOutput> mode{mode_from_env<ClaimOutput>("KILN_CLAIM_OUTPUT")};
+  return mode;
+}
+
 std::atomic<WritePrefetch>& write_prefetch_mode() {
-  static std::atomic<WritePrefetch> mode{[] {
-    const char* env = std::getenv("KILN_WRITE_PREFETCH");
-    if (env && std::strcmp(env, "0") == 0) return WritePrefetch::Off;
-    if (env && std::strcmp(env, "1") == 0) return WritePrefetch::On;
-    return WritePrefetch::Auto;
-  }()};
+  static std::atomic<WritePrefetch> mode{mode_from_env<WritePrefetch>("KILN_WRITE_PREFETCH")};
   return mode;
 }
 // How often Auto mode measures the cores' distance, and how soon it tries again after finding
@@ -139,8 +161,34 @@ bool write_prefetch_pays(int threads) {
 
 void set_write_prefetch(WritePrefetch mode) { write_prefetch_mode().store(mode); }
 
-void refresh_write_prefetch(int threads) {
-  if (threads <= 1 || !cpu_has_prefetchw() || write_prefetch_mode().load() != WritePrefetch::Auto) return;
+bool claim_output_pays(int threads) {
+  switch (claim_output_mode().load(std::memory_order_relaxed)) {
+    case ClaimOutput::On: return true;
+    case ClaimOutput::Off: return false;
+    case ClaimOutput::Auto: return threads > 1 && cpu_has_erms() && g_far_cores.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+void set_claim_output(ClaimOutput mode) { claim_output_mode().store(mode); }
+
+bool claim_for_write(void* p, int64_t bytes) {
+  if (bytes < kMinClaimBytes) return false;
+#if defined(__x86_64__)
+  if (cpu_has_erms()) {
+    size_t count = static_cast<size_t>(bytes);
+    asm volatile("rep stosb" : "+D"(p), "+c"(count) : "a"(0) : "memory");
+    return true;
+  }
+#endif
+  std::memset(p, 0, static_cast<size_t>(bytes));
+  return true;
+}
+
+void refresh_core_distance(int threads) {
+  const bool prefetch_asks = cpu_has_prefetchw() && write_prefetch_mode().load() == WritePrefetch::Auto;
+  const bool claim_asks = cpu_has_erms() && claim_output_mode().load() == ClaimOutput::Auto;
+  if (threads <= 1 || !(prefetch_asks || claim_asks)) return;
   const int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   int64_t last = g_far_cores_measured_ns.load();

@@ -299,8 +299,8 @@ void ShapeInstance::run(const std::vector<const Tensor*>& inputs, std::vector<Te
   if (trace) trace->start = std::chrono::steady_clock::now();
   // The kernels run back to back: keep the pool's workers spinning between them.
   const kernels::SpinningScope spinning;
-  // Whether the cores are far apart this minute (the kernels' write fetches pay only then).
-  kernels::refresh_write_prefetch(threads);
+  // Whether the cores are far apart this minute (the write fetches and output claims pay only then).
+  kernels::refresh_core_distance(threads);
   for (size_t k = 0; k < borrowed_.size(); ++k)
     if (borrowed_[k]) borrowed_[k]->set(const_cast<void*>(inputs[k]->raw()));
   // An output buffer still held by the caller (other than through `outputs` itself, which is

@@ -1325,5 +1325,88 @@ TEST(Conv, WritePrefetchLeavesOutputsUnchanged) {
   set_write_prefetch(WritePrefetch::Auto);
 }
 
+// Claiming is a hint too: a run of kMinClaimBytes or more is zeroed and reported, a shorter
+// one left alone; the depthwise kernels write the same floats with claims as without, touch
+// nothing outside their output (guards on both sides), and claim nothing they still read (a
+// layer planned in place, whose input the claim would have zeroed first).
+TEST(Conv, ClaimedOutputsAreTheUnclaimedFloats) {
+  std::vector<float> run(kMinClaimBytes / sizeof(float) + 32, 5.f);
+  EXPECT_FALSE(claim_for_write(run.data() + 16, kMinClaimBytes - 64));
+  EXPECT_EQ(run[16], 5.f);
+  EXPECT_TRUE(claim_for_write(run.data() + 16, kMinClaimBytes));
+  EXPECT_EQ(run[15], 5.f);
+  EXPECT_EQ(run[16], 0.f);
+  EXPECT_EQ(run[16 + kMinClaimBytes / sizeof(float) - 1], 0.f);
+  EXPECT_EQ(run[16 + kMinClaimBytes / sizeof(float)], 5.f);
+  set_claim_output(ClaimOutput::Off);
+  EXPECT_FALSE(claim_output_pays(2));
+  set_claim_output(ClaimOutput::On);
+  EXPECT_TRUE(claim_output_pays(1));
+
+  const KernelTable& t = kernel_table();
+  if (!t.depthwise_block || t.simd_width < 8) {
+    set_claim_output(ClaimOutput::Auto);
+    GTEST_SKIP() << "no blocked depthwise kernel on this CPU";
+  }
+  const bool wide = t.isa == Isa::Avx512;
+  // Two 28-row bands of 8-channel blocks (50 KiB a block's band); whole 28x28 planes (a part's
+  // run of blocks); a stride-2 layer in bands; 16-channel blocks in two bands (28 KiB) and in
+  // whole 7x7 planes (a piece's run of eight 16-channel blocks: 25 KiB).
+  struct Case {
+    Conv2dShape s;
+    int64_t block;
+  };
+  std::vector<Case> cases = {{shape(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 64), kConvBlock},
+                             {shape(1, 192, 28, 28, 192, 3, 3, 1, 1, 1, 192), kConvBlock},
+                             {shape(1, 144, 56, 56, 144, 3, 3, 2, 1, 1, 144), kConvBlock}};
+  if (wide) {
+    cases.push_back({shape(1, 32, 56, 16, 32, 3, 3, 1, 1, 1, 32), kConvBlockWide});
+    cases.push_back({shape(1, 1024, 7, 7, 1024, 3, 3, 1, 1, 1, 1024), kConvBlockWide});
+  }
+  constexpr int64_t kGuard = 64;
+  for (Case c : cases) {
+    Conv2dShape& s = c.s;
+    s.x_blocked = s.y_blocked = true, s.x_block = s.y_block = c.block;
+    ASSERT_EQ(conv_tactic_unsupported(ConvTactic::Depthwise, s), "") << "C=" << s.C << " H=" << s.H;
+    const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
+    const auto x = blocked(random_vec(s.C * HW, 41), 1, s.C, HW, false, c.block);
+    const auto w = random_vec(s.K * s.R * s.S, 42), bias = random_vec(s.K, 43);
+    std::vector<float> packed(conv_packed_weight_floats_on(t, ConvTactic::Depthwise, s));
+    conv_pack_weight_on(t, ConvTactic::Depthwise, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+    for (int threads : {1, 2}) {
+      std::vector<float> plain(s.K * OHW + 2 * kGuard, 777.f), claimed(plain.size(), -777.f);
+      set_claim_output(ClaimOutput::Off);
+      conv2d_on(t, ConvTactic::Depthwise, s, x.data(), packed.data(), plain.data() + kGuard, e, nullptr, threads);
+      set_claim_output(ClaimOutput::On);
+      conv2d_on(t, ConvTactic::Depthwise, s, x.data(), packed.data(), claimed.data() + kGuard, e, nullptr, threads);
+      for (int64_t i = 0; i < kGuard; ++i) {
+        ASSERT_EQ(claimed[i], -777.f) << "C=" << s.C << " guard before, at " << i;
+        ASSERT_EQ(claimed[claimed.size() - 1 - i], -777.f) << "C=" << s.C << " guard after, at " << i;
+      }
+      for (size_t i = kGuard; i + kGuard < plain.size(); ++i)
+        ASSERT_EQ(claimed[i], plain[i]) << "C=" << s.C << " H=" << s.H << " stride " << s.stride_h << " threads "
+                                        << threads << " at " << i - kGuard;
+    }
+  }
+  // In place: the parts' runs are long enough to claim, and claiming them would zero the input.
+  Conv2dShape in_place = shape(1, 384, 12, 12, 384, 3, 3, 1, 1, 1, 384);
+  in_place.x_blocked = in_place.y_blocked = true;
+  ASSERT_TRUE(conv_depthwise_in_place(in_place));
+  const int64_t HW = in_place.H * in_place.W;
+  const auto x = blocked(random_vec(in_place.C * HW, 44), 1, in_place.C, HW);
+  const auto w = random_vec(in_place.K * 9, 45);
+  std::vector<float> packed(conv_packed_weight_floats_on(t, ConvTactic::Depthwise, in_place));
+  conv_pack_weight_on(t, ConvTactic::Depthwise, in_place, w.data(), packed.data());
+  std::vector<float> apart(x.size()), same = x;
+  set_claim_output(ClaimOutput::Off);
+  conv2d_on(t, ConvTactic::Depthwise, in_place, x.data(), packed.data(), apart.data(), Epilogue{}, nullptr, 2);
+  set_claim_output(ClaimOutput::On);
+  conv2d_on(t, ConvTactic::Depthwise, in_place, same.data(), packed.data(), same.data(), Epilogue{}, nullptr, 2);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(same[i], apart[i]) << "in place, at " << i;
+  set_claim_output(ClaimOutput::Auto);
+}
+
 }  // namespace
 }  // namespace kiln::kernels

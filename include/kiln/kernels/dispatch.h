@@ -413,17 +413,56 @@ const KernelTable* kernel_table_for(Isa isa);
 // host, vCPUs in different core complexes: mobilenet_v2 0.94 of the time at two threads) and
 // costs when they are close (the same host minutes later, one complex: 1.03) or on one thread
 // (its own lines: 1.025). So only on more than one thread, only on CPUs with PREFETCHW, and in
-// Auto mode only while the last refresh_write_prefetch measured far cores.
+// Auto mode only while the last refresh_core_distance measured far cores.
 bool write_prefetch_pays(int threads);
 enum class WritePrefetch { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto; KILN_WRITE_PREFETCH=0 / =1 in the
 // environment starts Off / On. Never on for CPUs without PREFETCHW.
 void set_write_prefetch(WritePrefetch mode);
-// Auto mode: measures core_round_trip_ns (parallel.h) when the last measurement is 50 ms old or
-// more, and takes cores as far apart above kFarCoresNs. The runtime calls it as each run starts
-// (outside any parallel region); costs ~2-10 µs a measurement.
-void refresh_write_prefetch(int threads);
+// For the Auto modes of the write prefetch and the output claims (below): measures
+// core_round_trip_ns (parallel.h) when the last measurement is 50 ms old or more, and takes
+// cores as far apart above kFarCoresNs. The runtime calls it as each run starts (outside any
+// parallel region); costs ~2-10 µs a measurement.
+void refresh_core_distance(int threads);
 constexpr double kFarCoresNs = 250;
+
+// Whether a depthwise kernel call on `threads` threads claims its output lines before it writes
+// them (claim_for_write). On more than one thread an output usually lands on arena lines the
+// other core wrote or read last: the arena lays each tensor over earlier ones, and a line both
+// threads read sits in both cores' caches. A vector store to such a line waits for the other
+// core to give it up; a string store (rep stosb) of a long run takes the lines without fetching
+// them. Zen 5 host, cores far apart, 1 MiB overwritten (bench/cache_affinity_bench
+// BM_OverwriteAfterTouch): after the other core wrote it or read it 14-15 GB/s with vector
+// stores, 32-39 GB/s with a string store; the core's own lines 54-70 and 95-99 GB/s. (A loop
+// of aligned 64-byte stores, with or without a prefetch for writing, read 26-38 and 7-8 GB/s
+// in the same two cases.) So the depthwise kernels, whose stores have few FMAs to hide
+// behind, zero each run of output just before they compute it and then store to lines this
+// core holds: with the cores far apart (vCPUs in different core complexes), on top of the
+// write prefetch, mobilenet_v2 at two threads 0.976-0.980 of the time (in-process pairs, 500 a
+// side), its 56x56 layer 0.75 and 112x112 one 0.87; efficientnet_b0 0.993-0.998. (The direct
+// convolutions claiming theirs ran 1.02-1.15x slower: their tiles' FMAs already hide the
+// stores, and the claim is one more pass.) With the cores close the other core's lines come
+// cheaply and the claim is only a pass more, as the write prefetch was (1.00-1.04 there). So
+// in Auto mode only on more than one thread, only on CPUs with fast string stores (ERMS), only
+// while the last refresh_core_distance measured far cores; KILN_CLAIM_OUTPUT=0 / =1 pins it
+// off / on (on: any thread count, memset where there is no ERMS).
+bool claim_output_pays(int threads);
+enum class ClaimOutput { Auto, On, Off };
+// For every later call (tests, A/B runs). Starts Auto, or as KILN_CLAIM_OUTPUT says.
+void set_claim_output(ClaimOutput mode);
+// Runs shorter than this are not claimed (claim_for_write returns false): a string store moves
+// lines without fetching them only on long runs. Overwriting the other core's lines in runs of
+// 8-20 KiB it was slower than vector stores, from ~48 KiB on even; over lines the other core had
+// read it paid from 8 KiB. mobilenet_v2 at two threads: 0.975-0.980 with 8-24 KiB, 0.987 with 48.
+constexpr int64_t kMinClaimBytes = 24 << 10;
+// Zeroes [p, p + bytes) with a string store (memset without ERMS) when bytes >= kMinClaimBytes
+// and says whether it did; else the caller fetches its lines for writing as before. Callers
+// write every byte of the range right after it, and never claim a range the kernel still reads.
+bool claim_for_write(void* p, int64_t bytes);
+// Whether floats [a, a + na) and [b, b + nb) share an address (an output planned over an input).
+inline bool ranges_overlap(const float* a, int64_t na, const float* b, int64_t nb) {
+  return a < b + nb && b < a + na;
+}
 
 // ---- The public kernels on an explicit table (see gemm_packed.h, conv.h) ------------------
 size_t packed_b_floats_on(const KernelTable& t, int64_t K, int64_t N);
