@@ -192,13 +192,15 @@ void segments(const Conv2dShape& s, const Plan& p, int64_t q0, int64_t q1, std::
 // around it. Cut by rows, like the tiles that read them (see conv_direct), so that each thread
 // copies (and then reads) the rows of its own share of the output. `borders`: also write the
 // padding (the first image of a call; the later ones reuse it, since only the interior changes:
-// for small images, e.g. digits_cnn's 8x8, the padding took as long as the copy).
+// for small images, e.g. digits_cnn's 8x8, the padding took as long as the copy). `claim`:
+// each group's rows are claimed first (claim_for_write; their padding is zeros either way).
 void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p, const float* x, int64_t r0,
-                      int64_t r1, float* planes, bool borders) {
+                      int64_t r1, float* planes, bool borders, bool claim) {
   // Planar: groups of one channel, one float per pixel. Blocked: groups of p.bi channels,
   // whose rows are transposed pixel-major.
   const int64_t lanes = p.blocked ? p.bi : 1, row = p.Wp * lanes;
-  for (int64_t g = 0; g < s.C / lanes; ++g)
+  for (int64_t g = 0; g < s.C / lanes; ++g) {
+    if (claim) claim_for_write(planes + (g * p.Hp + r0) * row, static_cast<int64_t>(sizeof(float)) * (r1 - r0) * row);
     for (int64_t r = r0; r < r1; ++r) {
       float* dst = planes + (g * p.Hp + r) * row;
       const int64_t h = r - s.pad_top;
@@ -228,6 +230,7 @@ void copy_padded_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p,
         std::memcpy(at, src, sizeof(float) * s.W);
       }
     }
+  }
 }
 
 // epilogue_blocks for outputs of `block` channels per block: 8 as the table writes them; 16
@@ -558,7 +561,13 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       // (a line the other one wrote reads 2x slower, parallel.cpp), and the tiles then read half
       // the copy from the other core. Those layers 0.78-0.80 -> 0.66 ms, resnet18 12.4 -> 11.3 ms
       // (kiln profile, 2 threads).
-      parallel_for(p.Hp, threads, [&](int64_t r0, int64_t r1) { copy_padded_rows(t, s, p, xn, r0, r1, planes, n == 0); });
+      // A copy has no FMAs to hide its stores behind: like the depthwise outputs, its rows are
+      // claimed where that pays (claim_output_pays). mobilenet_v2's stem (3 x 226 x 226 padded
+      // planes), two threads, cores far apart: the model 0.990-0.996 in-process (three runs of
+      // 500 pairs), resnet18 0.999.
+      const bool claim = claim_output_pays(threads);
+      parallel_for(p.Hp, threads,
+                   [&](int64_t r0, int64_t r1) { copy_padded_rows(t, s, p, xn, r0, r1, planes, n == 0, claim); });
       in = planes;
     }
     Epilogue e = epi;

@@ -1390,6 +1390,23 @@ TEST(Conv, ClaimedOutputsAreTheUnclaimedFloats) {
                                         << threads << " at " << i - kGuard;
     }
   }
+  // The direct tactic's padded copy claims its rows too: a stem's planes (25 KiB runs of rows a
+  // piece), two images (the second reuses the first's padding, which the claim zeroes again).
+  {
+    const Conv2dShape stem = shape(2, 3, 224, 224, 32, 3, 3, 2, 1);
+    const int64_t OHW = stem.out_h() * stem.out_w();
+    const auto x = random_vec(stem.N * stem.C * stem.H * stem.W, 46), w = random_vec(32 * 27, 47);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, stem));
+    conv_pack_weight(ConvTactic::Direct, stem, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Relu;
+    std::vector<float> plain(stem.N * stem.K * OHW, 777.f), claimed(plain.size(), -777.f);
+    set_claim_output(ClaimOutput::Off);
+    conv2d(ConvTactic::Direct, stem, x.data(), packed.data(), plain.data(), e, nullptr, 2);
+    set_claim_output(ClaimOutput::On);
+    conv2d(ConvTactic::Direct, stem, x.data(), packed.data(), claimed.data(), e, nullptr, 2);
+    for (size_t i = 0; i < plain.size(); ++i) ASSERT_EQ(claimed[i], plain[i]) << "stem, at " << i;
+  }
   // In place: the parts' runs are long enough to claim, and claiming them would zero the input.
   Conv2dShape in_place = shape(1, 384, 12, 12, 384, 3, 3, 1, 1, 1, 384);
   in_place.x_blocked = in_place.y_blocked = true;

@@ -426,8 +426,8 @@ void set_write_prefetch(WritePrefetch mode);
 void refresh_core_distance(int threads);
 constexpr double kFarCoresNs = 250;
 
-// Whether a depthwise kernel call on `threads` threads claims its output lines before it writes
-// them (claim_for_write). On more than one thread an output usually lands on arena lines the
+// Whether a depthwise kernel call (or the direct tactic's padded copy) on `threads` threads
+// claims its output lines before it writes them (claim_for_write). On more than one thread an output usually lands on arena lines the
 // other core wrote or read last: the arena lays each tensor over earlier ones, and a line both
 // threads read sits in both cores' caches. A vector store to such a line waits for the other
 // core to give it up; a string store (rep stosb) of a long run takes the lines without fetching
