@@ -33,16 +33,19 @@ int auto_block_size(double slowest_run_ms) {
 
 Measured measure_interleaved(const std::vector<BenchBackend*>& backends, const MeasurePlan& plan) {
   KILN_CHECK(plan.runs >= 1 && plan.warmup >= 0 && plan.block >= 0, "bench: bad runs/warm-up/block");
+  Measured m;
+  // The slowest backend's fastest warm-up run sizes the blocks.
   double slowest_ms = 0;
-  for (BenchBackend* b : backends) {
+  m.warmup_fastest_ms.assign(backends.size(), 0);
+  for (size_t i = 0; i < backends.size(); ++i) {
     if (plan.warmup > 0) {
-      std::vector<double> ms = b->time_runs(plan.warmup);
-      slowest_ms = std::max(slowest_ms, *std::min_element(ms.begin(), ms.end()));
+      std::vector<double> ms = backends[i]->time_runs(plan.warmup);
+      m.warmup_fastest_ms[i] = *std::min_element(ms.begin(), ms.end());
+      slowest_ms = std::max(slowest_ms, m.warmup_fastest_ms[i]);
     }
-    b->wait_until_idle();
+    backends[i]->wait_until_idle();
     std::this_thread::sleep_for(kSettle);
   }
-  Measured m;
   m.block = plan.block > 0 ? plan.block : plan.warmup > 0 ? auto_block_size(slowest_ms) : kDefaultBlock;
   m.times.resize(backends.size());
   m.idle_waits_ms.resize(backends.size());

@@ -22,6 +22,7 @@ struct MeasurePlan {
 struct Measured {
   std::vector<std::vector<double>> times;  // timed runs per backend, in the order of `backends`
   std::vector<std::vector<double>> idle_waits_ms;  // per backend: BenchBackend::wait_until_idle after each block
+  std::vector<double> warmup_fastest_ms;   // per backend: its fastest warm-up run (0: none ran)
   int block = 0;                           // the block size used
 };
 

@@ -33,6 +33,7 @@ json::Value stats_json(const BackendResult& b, bool with_times) {
   o.set("runs", b.stats.runs);
   if (b.compile_s) o.set("compile_s", round3(*b.compile_s));
   o.set("idle_wait_ms", round3(b.idle_wait_ms));
+  if (b.warmup_fastest_ms) o.set("warmup_fastest_ms", round3(*b.warmup_fastest_ms));
   if (with_times) {
     json::Value& times = o.set("times_ms", json::Array{});
     for (double t : b.times_ms) times.push(round3(t));

@@ -25,6 +25,7 @@ struct BackendResult {
   LatencyStats stats;
   std::optional<double> compile_s;  // when the backend compiled in this run
   double idle_wait_ms = 0;           // median wait for it to go idle after its blocks
+  std::optional<double> warmup_fastest_ms;  // its fastest warm-up run, when it warmed up
 };
 
 struct OutputCheck {

@@ -287,6 +287,7 @@ int verb_bench(int argc, char** argv) {
     const auto& t = measured.times[i];
     r.backends.push_back({backends[i]->name(), t, summarize(t), backends[i]->compile_seconds(),
                           summarize(measured.idle_waits_ms[i]).median_ms});
+    if (plan.warmup > 0) r.backends.back().warmup_fastest_ms = measured.warmup_fastest_ms[i];
   }
 
   std::fputs(a.has("--json") ? (render_json(r) + "\n").c_str() : render_text(r).c_str(), stdout);

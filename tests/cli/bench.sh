@@ -88,20 +88,36 @@ assert d["backends"]["ort"]["times_ms"] == [1, 2, 3, 4], d["backends"]["ort"]
 c = d["check"]
 assert not c["ok"] and not c["outputs"][0]["ok"] and c["outputs"][0]["rel_diff"] > 1e-4, c
 PY
-# No --block: the slowest warm-up run (40 ms) sets blocks of floor(100 / 40) = 2 runs.
+# No --block: the slowest backend's fastest warm-up run sets blocks of floor(100 / ms) runs
+# (1 to 10). The fake peer's warm-up runs take 40 ms (blocks of 2) unless the interpreter's
+# fastest one took longer (a loaded machine): the block is checked against both reported times.
 "$KILN" bench "$MODEL" --backends interp --vs ort --ort-script "$T/fake/ort_bench.js" --batch 4 --runs 5 --warmup 3 --json --quiet >"$T/f2.json" 2>/dev/null
 check "fake peer: blocks sized from the warm-up" $PY - "$T/f2.json" <<'PY'
-import json, sys
+import json, math, sys
 d = json.loads(open(sys.argv[1]).read())
-assert d["block"] == 2 and d["backends"]["ort"]["times_ms"] == [1, 2, 1, 2, 1], (d["block"], d["backends"]["ort"])
-# The block-by-block ratio: each round's kiln block median over ORT's (1.5, 1.5, 1 ms), then
-# the median and quartiles of those three ratios.
-k = d["backends"]["interp"]["times_ms"]
-ratios = sorted([(k[0] + k[1]) / 2 / 1.5, (k[2] + k[3]) / 2 / 1.5, k[4] / 1])
+b = d["backends"]
+assert b["ort"]["warmup_fastest_ms"] == 40, b["ort"]
+slowest = max(b["ort"]["warmup_fastest_ms"], b["interp"]["warmup_fastest_ms"])
+block = d["block"]
+assert block == min(max(math.floor(100 / slowest), 1), 10) and block <= 2, (block, slowest)
+# The fake answers each block of n runs with 1, 2, ..., n ms.
+ort = b["ort"]["times_ms"]
+assert ort == [i % block + 1 for i in range(5)], (block, ort)
+# The block-by-block ratio: each round's kiln block median over ORT's, then the median and
+# quartiles of those ratios (linear interpolation).
+k = b["interp"]["times_ms"]
+def median(v):
+    v = sorted(v)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+ratios = sorted(median(k[i:i + block]) / median(ort[i:i + block]) for i in range(0, 5, block))
+def quantile(q):
+    x = q * (len(ratios) - 1)
+    lo = math.floor(x)
+    return ratios[lo] + (ratios[min(lo + 1, len(ratios) - 1)] - ratios[lo]) * (x - lo)
 p = d["ratio_paired"]
-assert p["blocks"] == 3, p
-for key, want in (("median", ratios[1]), ("q25", (ratios[0] + ratios[1]) / 2), ("q75", (ratios[1] + ratios[2]) / 2)):
-    assert abs(p[key] - want) <= 2e-3 * want, (key, p, ratios)
+assert p["blocks"] == len(ratios), p
+for key, q in (("median", 0.5), ("q25", 0.25), ("q75", 0.75)):
+    assert abs(p[key] - quantile(q)) <= 2e-3 * quantile(q), (key, p, ratios)
 assert len(d["load_avg"]) == 2 and d["cores"] >= 1, d
 # Several threads on several cores: the FMA rate of the threads together over one alone, before
 # and after; it cannot exceed the thread count by more than timing noise.
