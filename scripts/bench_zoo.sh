@@ -8,7 +8,10 @@
 # of minimums, which a shared machine disturbs less), the 1-minute load average at the start
 # and end of the pair of runs, the parallel capacity before and after (with several threads: the
 # FMA rate the threads got together over one alone; well under the thread count means the host
-# was running other work on the same cores and that row's timings show the host), and how far
+# was running other work on the same cores and that row's timings show the host), with several
+# threads a cache line's round trip between kiln's two threads before and after (above 250 ns the
+# cores are far apart: the host's slower placement, in which kiln claims its outputs' lines; "?"
+# where it could not be measured), and how far
 # kiln's outputs are from ORT's (max|diff| / max|ref|). With fewer threads than CPUs, kiln and ORT
 # run pinned to the same first CPUs (`kiln bench` does it), named in the threads column.
 # A model whose kiln median comes out under 1 ms is measured again with SMALL_FACTOR times the
@@ -35,8 +38,8 @@ ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').ve
 SMALL_FACTOR=25
 echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count ($((RUNS * SMALL_FACTOR)) for models under 1 ms)"
 echo
-echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | block by block (quartiles) | load | capacity | max\|diff\| / max\|ref\| |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | block by block (quartiles) | load | capacity | core trip ns | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 # bench_json MODEL_DIR THREADS RUNS: `kiln bench --vs ort --json` of the model (stderr kept for the error row).
 bench_json() {
   "$KILN" bench "$1/model.onnx" --vs ort --json --quiet --backends "$BACKEND" --runs "$3" \
@@ -57,13 +60,14 @@ flag = "" if d["check"]["ok"] else " (over 1e-4)"
 k, o = d["kiln"]["median_ms"], d["ort"]["median_ms"]
 load = "–".join("%.1f" % x for x in d.get("load_avg", []))
 cap = "–".join("%.2f" % x for x in d.get("parallel_capacity", [])) or "–"
+trip = "–".join("%.0f" % x if x > 0 else "?" for x in d.get("core_round_trip_ns", [])) or "–"
 p = d.get("ratio_paired")
 paired = "%.2f (%.2f–%.2f)" % (p["median"], p["q25"], p["q75"]) if p else "–"
 threads = sys.argv[2] + (" (CPU %s)" % d["pinned_cpus"] if d.get("pinned_cpus") else "")
-print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %.1e%s |" % (sys.argv[1], threads, k, o, d["ratio"],
-      d.get("ratio_min", float("nan")), paired, load, cap, worst, flag))' "$m" "$t" "$json"
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s | %.1e%s |" % (sys.argv[1], threads, k, o, d["ratio"],
+      d.get("ratio_min", float("nan")), paired, load, cap, trip, worst, flag))' "$m" "$t" "$json"
     else
-      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | |"
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | | |"
       status=1
     fi
   done

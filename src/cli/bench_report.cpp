@@ -8,6 +8,7 @@
 #include "common.h"
 #include "kiln/analysis/machine.h"
 #include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/plan/json.h"
 
 namespace kiln::cli {
@@ -136,6 +137,12 @@ std::string render_text(const BenchResult& r) {
                    " threads less than their cores' worth of compute (other work on the same physical cores?): "
                    "multi-thread timings show the host, not the code\n");
   }
+  if (r.core_trip_before_ns > 0 || r.core_trip_after_ns > 0) {
+    auto trip = [](double ns) { return ns > 0 ? fmt("%.0f ns", ns) : std::string("not measured"); };
+    s += str_cat("cores: a cache line's round trip ", trip(r.core_trip_before_ns), " before, ", trip(r.core_trip_after_ns),
+                 " after (far apart above ", fmt("%.0f", kernels::kFarCoresNs),
+                 " ns: kiln then fetches and claims its outputs' lines before writing them)\n");
+  }
   s += "inputs:\n";
   for (const auto& i : r.inputs) s += "  " + i + "\n";
   if (r.random_integers)
@@ -202,6 +209,10 @@ std::string render_json(const BenchResult& r) {
   j.set("pinned_cpus", r.pinned_cpus.empty() ? json::Value() : json::Value(r.pinned_cpus));
   json::Value& load = j.set("load_avg", json::Array{});
   for (double l : {r.load_before, r.load_after}) load.push(l >= 0 ? json::Value(l) : json::Value());
+  if (r.core_trip_before_ns > 0 || r.core_trip_after_ns > 0) {
+    json::Value& trip = j.set("core_round_trip_ns", json::Array{});
+    for (double ns : {r.core_trip_before_ns, r.core_trip_after_ns}) trip.push(ns > 0 ? std::round(ns) : -1.0);
+  }
   if (r.capacity_before > 0) {
     json::Value& cap = j.set("parallel_capacity", json::Array{});
     for (double c : {r.capacity_before, r.capacity_after}) cap.push(round3(c));

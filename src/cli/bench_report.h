@@ -61,6 +61,11 @@ struct BenchResult {
   // one alone, before and after the timed runs (analysis::parallel_capacity); 0 = not measured.
   int capacity_threads = 1;
   double capacity_before = 0, capacity_after = 0;
+  // With more than one thread: a cache line's round trip between kiln's calling thread and its
+  // pool worker (kernels::core_round_trip_ns), before and after the timed runs; -1 = not
+  // measured (one thread, or the worker was not running). Above kernels::kFarCoresNs the cores
+  // are far apart and kiln's write prefetch and output claims run (kernels/dispatch.h).
+  double core_trip_before_ns = -1, core_trip_after_ns = -1;
   std::vector<std::string> inputs;  // where each input came from
   bool random_integers = false;
   std::vector<BackendResult> backends;  // kiln backends in --backends order, then "ort"

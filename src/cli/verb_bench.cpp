@@ -186,6 +186,17 @@ InputRequest input_request(const Args& a, const ShapeFlags& sf, Subject& subject
   return req;
 }
 
+// The calling thread's round trip to pool worker 1 (kernels::core_round_trip_ns), with the
+// worker woken and kept spinning first: a sleeping one would come too late to answer. -1 when
+// it still did not (a loaded machine).
+double core_trip_ns(int threads) {
+  const kernels::SpinningScope spinning;
+  kernels::parallel_for(threads, threads, [](int64_t, int64_t) {});
+  for (int attempt = 0; attempt < 3; ++attempt)
+    if (const double ns = kernels::core_round_trip_ns(); ns > 0) return ns;
+  return -1;
+}
+
 }  // namespace
 
 int verb_bench(int argc, char** argv) {
@@ -275,9 +286,11 @@ int verb_bench(int argc, char** argv) {
   const int capacity_threads = std::min(threads, r.cores);
   const analysis::MeasureOptions capacity_opt{3, 0.01};
   if (capacity_threads > 1) r.capacity_before = analysis::parallel_capacity(capacity_threads, capacity_opt);
+  if (threads > 1) r.core_trip_before_ns = core_trip_ns(threads);
   progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
   Measured measured = measure_interleaved(raw, plan);
   r.load_after = load_average();
+  if (threads > 1) r.core_trip_after_ns = core_trip_ns(threads);
   if (capacity_threads > 1) r.capacity_after = analysis::parallel_capacity(capacity_threads, capacity_opt);
   r.capacity_threads = capacity_threads;
   r.block = measured.block;

@@ -126,6 +126,13 @@ if min(d["threads"], d["cores"]) > 1:
     assert len(cap) == 2 and all(0.2 < c <= 1.15 * min(d["threads"], d["cores"]) for c in cap), cap
 else:
     assert "parallel_capacity" not in d, d
+# Several threads: the cores' round trip before and after, in ns (-1 where the pool's worker did
+# not answer in time, as on a loaded machine; the field is left out when neither did).
+if d["threads"] > 1 and "core_round_trip_ns" in d:
+    trip = d["core_round_trip_ns"]
+    assert len(trip) == 2 and any(t > 0 for t in trip) and all(t == -1 or 10 < t < 1e5 for t in trip), trip
+if d["threads"] == 1:
+    assert "core_round_trip_ns" not in d, d
 PY
 # --gap-ms: the peer is asked to idle that long before each timed run (not before the warm-up),
 # and the JSON says so; kiln's compiled backend waits out its workers' idle spin after a block
