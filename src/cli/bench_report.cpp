@@ -139,8 +139,8 @@ std::string render_text(const BenchResult& r) {
   }
   if (r.core_trip_before_ns > 0 || r.core_trip_after_ns > 0) {
     auto trip = [](double ns) { return ns > 0 ? fmt("%.0f ns", ns) : std::string("not measured"); };
-    s += str_cat("cores: a cache line's round trip ", trip(r.core_trip_before_ns), " before, ", trip(r.core_trip_after_ns),
-                 " after (far apart above ", fmt("%.0f", kernels::kFarCoresNs),
+    s += str_cat("cores: a cache line's round trip ", trip(r.core_trip_before_ns), " before, ",
+                 trip(r.core_trip_after_ns), " after (far apart above ", fmt("%.0f", kernels::kFarCoresNs),
                  " ns: kiln then fetches and claims its outputs' lines before writing them)\n");
   }
   s += "inputs:\n";

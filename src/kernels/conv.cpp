@@ -256,7 +256,8 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
     if (claim && bd.g.OH == OH && ue > ub) {
       const int64_t first = (ub / blocks) * s.K + (ub % blocks) * lanes;
       const int64_t last = ((ue - 1) / blocks) * s.K + std::min(s.K, ((ue - 1) % blocks + 1) * lanes);
-      claimed_run = claim_for_write(y + first * OH * OW, static_cast<int64_t>(sizeof(float)) * (last - first) * OH * OW);
+      claimed_run =
+          claim_for_write(y + first * OH * OW, static_cast<int64_t>(sizeof(float)) * (last - first) * OH * OW);
     }
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t n = u / blocks, c0 = (u % blocks) * lanes;

@@ -426,26 +426,26 @@ void set_write_prefetch(WritePrefetch mode);
 void refresh_core_distance(int threads);
 constexpr double kFarCoresNs = 250;
 
-// Whether a depthwise kernel call (or the direct tactic's padded copy) on `threads` threads
-// claims its output lines before it writes them (claim_for_write). On more than one thread an output usually lands on arena lines the
-// other core wrote or read last: the arena lays each tensor over earlier ones, and a line both
-// threads read sits in both cores' caches. A vector store to such a line waits for the other
-// core to give it up; a string store (rep stosb) of a long run takes the lines without fetching
-// them. Zen 5 host, cores far apart, 1 MiB overwritten (bench/cache_affinity_bench
-// BM_OverwriteAfterTouch): after the other core wrote it or read it 14-15 GB/s with vector
-// stores, 32-39 GB/s with a string store; the core's own lines 54-70 and 95-99 GB/s. (A loop
-// of aligned 64-byte stores, with or without a prefetch for writing, read 26-38 and 7-8 GB/s
-// in the same two cases.) So the depthwise kernels, whose stores have few FMAs to hide
-// behind, zero each run of output just before they compute it and then store to lines this
-// core holds: with the cores far apart (vCPUs in different core complexes), on top of the
-// write prefetch, mobilenet_v2 at two threads 0.976-0.980 of the time (in-process pairs, 500 a
-// side), its 56x56 layer 0.75 and 112x112 one 0.87; efficientnet_b0 0.993-0.998. (The direct
-// convolutions claiming theirs ran 1.02-1.15x slower: their tiles' FMAs already hide the
-// stores, and the claim is one more pass.) With the cores close the other core's lines come
-// cheaply and the claim is only a pass more, as the write prefetch was (1.00-1.04 there). So
-// in Auto mode only on more than one thread, only on CPUs with fast string stores (ERMS), only
-// while the last refresh_core_distance measured far cores; KILN_CLAIM_OUTPUT=0 / =1 pins it
-// off / on (on: any thread count, memset where there is no ERMS).
+// Whether a depthwise kernel call (or the direct tactic's padded copy) on `threads` threads claims
+// its output lines before it writes them (claim_for_write). On more than one thread an output
+// usually lands on arena lines the other core wrote or read last: the arena lays each tensor over
+// earlier ones, and a line both threads read sits in both cores' caches. A vector store to such a
+// line waits for the other core to give it up; a string store (rep stosb) of a long run takes the
+// lines without fetching them. Zen 5 host, cores far apart, 1 MiB overwritten
+// (bench/cache_affinity_bench BM_OverwriteAfterTouch): after the other core wrote it or read it
+// 14-15 GB/s with vector stores, 32-39 GB/s with a string store; the core's own lines 54-70 and
+// 95-99 GB/s. (A loop of aligned 64-byte stores, with or without a prefetch for writing, read 26-38
+// and 7-8 GB/s in the same two cases.) So the depthwise kernels, whose stores have few FMAs to hide
+// behind, zero each run of output just before they compute it and then store to lines this core
+// holds: with the cores far apart (vCPUs in different core complexes), on top of the write
+// prefetch, mobilenet_v2 at two threads 0.976-0.980 of the time (in-process pairs, 500 a side), its
+// 56x56 layer 0.75 and 112x112 one 0.87; efficientnet_b0 0.993-0.998. (The direct convolutions
+// claiming theirs ran 1.02-1.15x slower: their tiles' FMAs already hide the stores, and the claim
+// is one more pass.) With the cores close the other core's lines come cheaply and the claim is only
+// a pass more, as the write prefetch was (1.00-1.04 there). So in Auto mode only on more than one
+// thread, only on CPUs with fast string stores (ERMS), only while the last refresh_core_distance
+// measured far cores; KILN_CLAIM_OUTPUT=0 / =1 pins it off / on (on: any thread count, memset where
+// there is no ERMS).
 bool claim_output_pays(int threads);
 enum class ClaimOutput { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_CLAIM_OUTPUT says.
