@@ -49,7 +49,7 @@ const char* kUsage =
     "  perf --llm layers=L,hidden=H,heads=A,kv_heads=K,ffn=F,vocab=V | --llm MODEL --context N --chip ..\n"
     "       [--tp 1,2,4,8] [--batch ..] [--precision ..(bf16)] [--link nvlink|pcie|GBPS] [--json]\n"
     "      analytic latency, memory and throughput per batch; LLM prefill/decode, KV cache, tensor parallelism\n"
-    "  profile MODEL|ARTIFACT [-O0..3] [--threads N] [--runs R] [--top N] [--trace FILE.json] [--html FILE.html] [--json] [--explain] [--scaling] [--vs ort [--ort-script FILE]] [--batch B] [--input NAME=FILE.npy ..] [--no-pin]\n      time per compiled kernel against the measured roofline: verdicts, ONNX nodes covered, suggestions; --scaling: each kernel at 1 thread against N;\n      --vs ort: each kernel against ONNX Runtime's nodes for the same ONNX nodes (ORT's own profiler, runs interleaved)\n"
+    "  profile MODEL|ARTIFACT [-O0..3] [--threads N] [--runs R] [--top N] [--trace FILE.json] [--html FILE.html] [--json] [--explain] [--scaling] [--rerun] [--vs ort [--ort-script FILE]] [--batch B] [--input NAME=FILE.npy ..] [--no-pin]\n      time per compiled kernel against the measured roofline: verdicts, ONNX nodes covered, suggestions; --scaling: each kernel at 1 thread against N;\n      --rerun: each kernel against a second call of itself right after (its data then in cache): what reaching its data cost;\n      --vs ort: each kernel against ONNX Runtime's nodes for the same ONNX nodes (ORT's own profiler, runs interleaved)\n"
     "  ops\n"
     "      list the op table\n"
     "  opt MODEL [-O0..3] [--passes a,b*,c] [--disable-pass NAME] [--print-after-all] [--dump-dir DIR]\n"

@@ -1,7 +1,8 @@
 // kiln profile MODEL|ARTIFACT: where the time of the compiled model goes, kernel by kernel, against
 // this machine's measured roofline; suggestions; --trace (Chrome/Perfetto), --html (roofline page),
 // --json, --explain (measured against the perf model's prediction for the compiled graph),
-// --scaling (each kernel at one thread against --threads N), --vs ort (each kernel against ONNX
+// --scaling (each kernel at one thread against --threads N), --rerun (each kernel against a second
+// call of itself right after, its data then in cache), --vs ort (each kernel against ONNX
 // Runtime's nodes for the same original nodes, from ORT's own profiler).
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
 #include "kiln/analysis/profile_peer.h"
+#include "kiln/analysis/profile_rerun.h"
 #include "kiln/analysis/profile_scaling.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/frontend/load.h"
@@ -53,7 +55,7 @@ int verb_profile(int argc, char** argv) {
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
           "--shape", "--cache", "--vs", "--ort-script"},
-         {"--json", "--explain", "--scaling", "--quiet", "--no-pin"});
+         {"--json", "--explain", "--scaling", "--rerun", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
   KILN_CHECK(fs::exists(path), "kiln profile: ", path, ": cannot open");
@@ -181,6 +183,13 @@ int verb_profile(int argc, char** argv) {
         analysis::profile_model(*exe, ordered, costed, sources, analysis::roof_for(machine, 1), one), p);
   }
 
+  // --rerun: runs of their own in which every kernel runs twice in a row.
+  std::optional<analysis::Rerun> rerun;
+  if (a.has("--rerun")) {
+    progress(str_cat(opt.runs, " more runs, each kernel run a second time right after itself (--rerun)"));
+    rerun = analysis::profile_rerun(*exe, ordered, opt);
+  }
+
   std::optional<analysis::Diagnosis> diag;
   if (a.has("--explain")) {
     // The perf model for kiln's runtime on these threads, on the graph as compiled.
@@ -191,10 +200,12 @@ int verb_profile(int argc, char** argv) {
   }
   std::string out;
   if (a.has("--json")) {
-    out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr, peer ? &*peer : nullptr);
+    out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr, peer ? &*peer : nullptr,
+                                    rerun ? &*rerun : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
     if (scaling) out += analysis::scaling_to_text(*scaling, static_cast<size_t>(top));
+    if (rerun) out += analysis::rerun_to_text(*rerun, static_cast<size_t>(top));
     if (peer) out += analysis::peer_to_text(*peer, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
   }

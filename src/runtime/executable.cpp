@@ -87,11 +87,11 @@ class CompiledExecutable final : public Executable {
   }
 
   std::vector<StepTiming> profile_run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-                                      const RunOptions& opt) override {
+                                      const RunOptions& opt, bool rerun) override {
     std::lock_guard<std::mutex> lk(mu_);
     int threads = 0;
     ShapeInstance* inst = begin_run(inputs, opt, threads);
-    return runtime::timed_run(*inst, resolved_, outputs, threads);
+    return runtime::timed_run(*inst, resolved_, outputs, threads, rerun);
   }
 
   size_t cached_plans() const override { return instances_.size(); }

@@ -7,8 +7,9 @@
 namespace kiln::runtime {
 
 std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const Tensor*>& inputs,
-                                  std::vector<Tensor>& outputs, int threads) {
+                                  std::vector<Tensor>& outputs, int threads, bool rerun) {
   StepTrace trace;
+  trace.rerun = rerun;
   trace.entries.reserve(256);
   inst.run(inputs, outputs, threads, &trace);
   // One clock read between steps: a step's time runs from the end of the one before it. An If's
@@ -26,7 +27,8 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
     steps[i].fast = e.fast;
     steps[i].start_ms = prev;
     steps[i].ms = e.end_ms - prev;
-    prev = e.end_ms;
+    steps[i].again_ms = e.again_ms;
+    prev = e.resume_ms;  // a step run again: the next one's time counts from the end of that
   }
   return steps;
 }

@@ -46,12 +46,18 @@ inline bool bytes_stay_put(plan::ValueKind k) {
 
 // What profile_run records: every step that ran, branch steps included, with the time since the
 // start of the run at which it ended (an If's own entry comes after its branch's steps).
+// rerun: each fast step that writes nothing it reads runs a second time right after itself,
+// timed on its own (again_ms; -1 where it did not run again); resume_ms is when that ended, from
+// where the next step's time counts.
 struct StepTrace {
   std::chrono::steady_clock::time_point start;
+  bool rerun = false;
   struct Entry {
     const Node* node = nullptr;
     bool fast = false;
     double end_ms = 0;
+    double again_ms = -1;
+    double resume_ms = 0;
   };
   std::vector<Entry> entries;
 };
@@ -142,8 +148,9 @@ plan::Plan prepare_and_plan(const Model& model, const Graph& g, const KernelLibr
                             std::unordered_map<const Node*, ShapeInstance::Prepared>& prepared,
                             std::function<bool(const Value*)> outer_view_ok = nullptr);
 
-// One run of `inst` with every step timed (src/runtime/profile_run.cpp; Executable::profile_run).
+// One run of `inst` with every step timed (src/runtime/profile_run.cpp; Executable::profile_run);
+// rerun: StepTrace::rerun.
 std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const Tensor*>& inputs,
-                                  std::vector<Tensor>& outputs, int threads);
+                                  std::vector<Tensor>& outputs, int threads, bool rerun = false);
 
 }  // namespace kiln::runtime

@@ -393,5 +393,33 @@ TEST(ProfileCli, ScalingJsonPairsEveryKernelWithItsOneThreadTime) {
   EXPECT_TRUE(sc->find("slower_kernels")->is_array());
 }
 
+// --rerun --json on digits_cnn: a "rerun" member whose kernels are the profile's (less those that
+// write what they read), each with its second call and cold_ms = ms - again_ms; the text form
+// has its section.
+TEST(ProfileCli, RerunPairsEachKernelWithItsSecondCall) {
+  if (!fs::exists(fs::path(KILN_BINARY_DIR) / "bin" / "kiln")) GTEST_SKIP() << "kiln CLI not built";
+  std::string digits = std::string(KILN_SOURCE_DIR) + "/build/zoo/digits_cnn/model.onnx";
+  if (!fs::exists(digits)) GTEST_SKIP() << "zoo not prepared";
+  auto [rc, out] = run_cli(digits + " --batch 4 --threads 1 --runs 3 --warmup 1 --rerun --json");
+  ASSERT_EQ(rc, 0) << out;
+  json::Value j = json::parse(out.substr(out.find('{')), "profile json");
+  const json::Value* rr = j.find("rerun");
+  ASSERT_TRUE(rr && rr->find("kernels") && rr->find("not_rerun")) << out;
+  const auto& ks = rr->find("kernels")->as_array("kernels");
+  EXPECT_EQ(ks.size() + rr->find("not_rerun")->as_array("not_rerun").size(),
+            j.find("kernels")->as_array("kernels").size());
+  ASSERT_FALSE(ks.empty());
+  for (const auto& k : ks) {
+    const double ms = k.find("ms")->as_double("ms"), again = k.find("again_ms")->as_double("again_ms");
+    EXPECT_GT(ms, 0);
+    EXPECT_GT(again, 0);
+    EXPECT_NEAR(k.find("cold_ms")->as_double("cold_ms"), ms - again, 1e-12);
+  }
+  auto [rc2, text] = run_cli(digits + " --batch 4 --threads 1 --runs 2 --warmup 0 --rerun");
+  ASSERT_EQ(rc2, 0) << text;
+  EXPECT_NE(text.find("data movement (--rerun, 1 threads, median of 2 runs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernels run again"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kiln::analysis

@@ -134,12 +134,14 @@ std::string profile_to_text(const Profile& p, size_t top);
 //               "gflops","gbs","roof_ms","roof_fraction","verdict"}], "nodes": [...], "suggestions": [...]}
 // With `explain` (kiln profile --explain), the perf model's diagnosis is a member "explain"; with
 // `scaling` (kiln profile --scaling, profile_scaling.h), the comparison with one thread is a
-// member "scaling"; with `peer` (kiln profile --vs ort, profile_peer.h), the comparison with ONNX
-// Runtime is the last member, "ort".
+// member "scaling"; with `rerun` (kiln profile --rerun, profile_rerun.h), each kernel's second
+// call is a member "rerun"; with `peer` (kiln profile --vs ort, profile_peer.h), the comparison
+// with ONNX Runtime is the last member, "ort".
 struct Scaling;
 struct PeerComparison;
+struct Rerun;
 std::string profile_to_json(const Profile& p, const Diagnosis* explain = nullptr, const Scaling* scaling = nullptr,
-                            const PeerComparison* peer = nullptr);
+                            const PeerComparison* peer = nullptr, const Rerun* rerun = nullptr);
 // Chrome / Perfetto trace: one complete ("X") event per step per run on the run's thread.
 std::string profile_to_trace(const Profile& p);
 // A self-contained page: the roofline (SVG; one circle per costed kernel, the memory and compute

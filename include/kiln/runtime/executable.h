@@ -39,6 +39,10 @@ struct StepTiming {
   bool fast = false;     // a fast kernel ran it (false: the op table's reference kernel)
   double start_ms = 0;   // since the start of the run
   double ms = 0;         // wall time of the step, steady_clock around the kernel call
+  // profile_run(..., rerun): the step run a second time right after itself, its data where the
+  // first call left it (in cache, on the cores that wrote it); -1 where it was not run again (a
+  // step that writes what it reads, a reference kernel, an If).
+  double again_ms = -1;
 };
 
 class Executable {
@@ -62,8 +66,10 @@ class Executable {
   // steps' times add up to the run's). Steps whose outputs are all views are skipped by the
   // runtime and do not appear. The original ONNX nodes a step covers are not in the artifact:
   // kiln profile derives them from the source model (analysis/source_map.h).
+  // rerun: every fast step whose outputs share no bytes with its inputs runs twice in a row, the
+  // second call timed as StepTiming::again_ms (the outputs are the same; kiln profile --rerun).
   virtual std::vector<StepTiming> profile_run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-                                              const RunOptions& opt = {}) = 0;
+                                              const RunOptions& opt = {}, bool rerun = false) = 0;
 
   // Plans made so far, one per distinct set of input shapes (least recently used dropped past
   // a small limit), and the plan of the last run (nullptr before the first).

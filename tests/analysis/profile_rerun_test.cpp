@@ -1,0 +1,115 @@
+// kiln profile --rerun on mobilenet_v2: every kernel that writes nothing it reads runs a second
+// time inside the profiled run without changing the outputs, the layers planned in place (the
+// projections that add their residual into it) are left out, and the sums, the text and the
+// JSON agree with the kernels'.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_rerun.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/runtime/artifact.h"
+
+namespace kiln::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ProfileRerun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string onnx = std::string(KILN_SOURCE_DIR) + "/build/zoo/mobilenet_v2/model.onnx";
+    if (!fs::exists(onnx)) GTEST_SKIP() << "zoo not prepared";
+    dir_ = fs::temp_directory_path() / ("kiln_profile_rerun_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    compiler::CompileOptions copt;
+    copt.cache_dir = (dir_ / "cache").string();
+    copt.inputs.dims["N"] = 1;
+    const std::string art = (dir_ / "mb.kiln").string();
+    compiler::compile_file(onnx, art, copt);
+    exe_ = Executable::load(art);
+    Tensor x(DType::f32, {1, 3, 224, 224});
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-2.f, 2.f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    inputs_ = {x};
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+  std::unique_ptr<Executable> exe_;
+  std::vector<Tensor> inputs_;
+};
+
+TEST_F(ProfileRerun, SecondCallsLeaveTheOutputsAsTheyWere) {
+  std::vector<Tensor> plain, profiled;
+  exe_->run(inputs_, plain, {});
+  const Tensor expect = plain.at(0).clone();
+  const std::vector<StepTiming> steps = exe_->profile_run(inputs_, profiled, {}, true);
+  ASSERT_EQ(profiled.at(0).nbytes(), expect.nbytes());
+  // Bit for bit: a residual added into its own output a second time would change them.
+  EXPECT_EQ(std::memcmp(profiled.at(0).raw(), expect.raw(), expect.nbytes()), 0);
+  size_t again = 0, in_place = 0;
+  for (const StepTiming& s : steps) {
+    if (s.again_ms >= 0) ++again;
+    else if (s.fast) ++in_place;
+  }
+  // Most kernels run again; the ten projections with a residual, planned in place, do not.
+  EXPECT_GT(again, 30u);
+  EXPECT_GE(in_place, 1u);
+  for (const StepTiming& s : steps) {
+    if (s.node == "/features/features.3/conv/conv.2/Conv") {
+      EXPECT_LT(s.again_ms, 0) << "it adds into its residual";
+    } else if (s.node == "/features/features.0/features.0.0/Conv") {
+      EXPECT_GE(s.again_ms, 0) << "the stem reads the input";
+    }
+  }
+  // Without rerun no step runs again.
+  for (const StepTiming& s : exe_->profile_run(inputs_, profiled, {})) EXPECT_LT(s.again_ms, 0) << s.node;
+}
+
+TEST_F(ProfileRerun, SumsTextAndJsonFollowTheKernels) {
+  ProfileOptions opt;
+  opt.runs = 3;
+  opt.warmup = 1;
+  const Rerun r = profile_rerun(*exe_, inputs_, opt);
+  ASSERT_FALSE(r.kernels.empty());
+  double ms = 0, again = 0, skipped = 0;
+  size_t not_rerun = 0, rerun = 0;
+  for (const KernelRerun& k : r.kernels) {
+    EXPECT_GT(k.ms, 0) << k.name;
+    if (k.again_ms < 0) {
+      ++not_rerun, skipped += k.ms;
+      EXPECT_EQ(k.cold_ms, 0) << k.name;
+      continue;
+    }
+    ++rerun, ms += k.ms, again += k.again_ms;
+    EXPECT_GT(k.again_ms, 0) << k.name;
+    EXPECT_DOUBLE_EQ(k.cold_ms, k.ms - k.again_ms) << k.name;
+  }
+  EXPECT_EQ(r.not_rerun, not_rerun);
+  EXPECT_NEAR(r.ms, ms, 1e-9);
+  EXPECT_NEAR(r.again_ms, again, 1e-9);
+  EXPECT_NEAR(r.cold_ms, ms - again, 1e-9);
+  EXPECT_NEAR(r.not_rerun_ms, skipped, 1e-9);
+  const std::string text = rerun_to_text(r, 5);
+  EXPECT_NE(text.find("data movement (--rerun, 1 threads, median of 3 runs)"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::to_string(rerun) + " kernels run again"), std::string::npos) << text;
+  EXPECT_NE(text.find("not run again (they write what they read): " + std::to_string(not_rerun) + " kernels"),
+            std::string::npos)
+      << text;
+  const json::Value j = rerun_json(r);
+  EXPECT_EQ(j.find("kernels")->as_array("kernels").size(), rerun);
+  EXPECT_EQ(j.find("not_rerun")->as_array("not_rerun").size(), not_rerun);
+  EXPECT_NEAR(j.find("cold_ms")->as_double("cold_ms"), r.cold_ms, 1e-9);
+}
+
+}  // namespace
+}  // namespace kiln::analysis
