@@ -89,8 +89,10 @@ std::string rerun_to_text(const Rerun& r, size_t top) {
                 v.size(), r.ms, r.again_ms, r.cold_ms, r.ms > 0 ? 100 * r.cold_ms / r.ms : 0.0);
   o << buf;
   if (r.not_rerun > 0) {
-    std::snprintf(buf, sizeof buf, "  not run again (they write what they read): %zu kernels, %.3f ms:", r.not_rerun,
-                  r.not_rerun_ms);
+    std::snprintf(buf, sizeof buf,
+                  "  not run again (they write what they read, or are an If or a reference kernel): %zu kernels, "
+                  "%.3f ms:",
+                  r.not_rerun, r.not_rerun_ms);
     o << buf;
     size_t listed = 0;
     for (const auto& k : r.kernels)

@@ -102,7 +102,7 @@ TEST_F(ProfileRerun, SumsTextAndJsonFollowTheKernels) {
   const std::string text = rerun_to_text(r, 5);
   EXPECT_NE(text.find("data movement (--rerun, 1 threads, median of 3 runs)"), std::string::npos) << text;
   EXPECT_NE(text.find(std::to_string(rerun) + " kernels run again"), std::string::npos) << text;
-  EXPECT_NE(text.find("not run again (they write what they read): " + std::to_string(not_rerun) + " kernels"),
+  EXPECT_NE(text.find("reference kernel): " + std::to_string(not_rerun) + " kernels"),
             std::string::npos)
       << text;
   const json::Value j = rerun_json(r);

@@ -5,8 +5,8 @@
 // bringing them in cost the first time: lines from L3 or DRAM, and lines the other core wrote
 // last (on a host whose two vCPUs sit on different core complexes, the larger share at two
 // threads). Kernels that write what they read (a layer planned in place, a residual added into
-// its own output) are not run again and are listed apart. The main profile's numbers come from
-// runs without the second calls.
+// its own output) are not run again, nor are If steps and the op table's reference kernels;
+// they are listed apart. The main profile's numbers come from runs without the second calls.
 #pragma once
 #include <string>
 #include <vector>
