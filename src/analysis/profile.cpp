@@ -16,16 +16,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t h = v.size() / 2;
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
 
 Roof roof_for(const MachinePeaks& m, int threads) {
   KILN_CHECK(threads >= 1, "profile: threads must be at least 1");

@@ -8,6 +8,7 @@
 #include "kiln/analysis/profile.h"
 #include "kiln/analysis/profile_peer.h"
 #include "kiln/analysis/profile_scaling.h"
+#include "kiln/analysis/profile_balance.h"
 #include "kiln/analysis/profile_rerun.h"
 #include "kiln/plan/json.h"
 
@@ -96,7 +97,7 @@ std::string profile_to_text(const Profile& p, size_t top) {
 }
 
 std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Scaling* scaling,
-                            const PeerComparison* peer, const Rerun* rerun) {
+                            const PeerComparison* peer, const Rerun* rerun, const Balance* balance) {
   json::Value j;
   j.set("model", p.model);
   j.set("threads", p.threads);
@@ -151,6 +152,7 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Sc
   if (explain) j.set("explain", diagnosis_json(*explain));
   if (scaling) j.set("scaling", scaling_json(*scaling));
   if (rerun) j.set("rerun", rerun_json(*rerun));
+  if (balance) j.set("balance", balance_json(*balance));
   if (peer) j.set("ort", peer_json(*peer));
   return j.dump() + "\n";
 }

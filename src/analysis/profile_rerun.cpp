@@ -9,17 +9,6 @@
 
 namespace kiln::analysis {
 
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-}  // namespace
-
 Rerun profile_rerun(Executable& exe, const std::vector<Tensor>& inputs, const ProfileOptions& opt) {
   KILN_CHECK(opt.runs >= 1, "profile --rerun: runs must be at least 1");
   KILN_CHECK(opt.threads >= 1, "profile --rerun: threads must be at least 1");

@@ -3,7 +3,8 @@
 // --json, --explain (measured against the perf model's prediction for the compiled graph),
 // --scaling (each kernel at one thread against --threads N), --rerun (each kernel against a second
 // call of itself right after, its data then in cache), --vs ort (each kernel against ONNX
-// Runtime's nodes for the same original nodes, from ORT's own profiler).
+// Runtime's nodes for the same original nodes, from ORT's own profiler), --balance (each kernel's
+// work per thread against its wall time).
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "kiln/analysis/chip.h"
 #include "kiln/analysis/perf_diagnose.h"
 #include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_balance.h"
 #include "kiln/analysis/profile_peer.h"
 #include "kiln/analysis/profile_rerun.h"
 #include "kiln/analysis/profile_scaling.h"
@@ -55,7 +57,7 @@ int verb_profile(int argc, char** argv) {
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
           "--shape", "--cache", "--vs", "--ort-script"},
-         {"--json", "--explain", "--scaling", "--rerun", "--quiet", "--no-pin"});
+         {"--json", "--explain", "--scaling", "--rerun", "--balance", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
   KILN_CHECK(fs::exists(path), "kiln profile: ", path, ": cannot open");
@@ -71,6 +73,8 @@ int verb_profile(int argc, char** argv) {
   KILN_CHECK(a.get_int("--batch", 1) >= 1, "--batch must be >= 1");
   KILN_CHECK(!a.has("--scaling") || opt.threads >= 2,
              "--scaling compares --threads N with one thread: give --threads 2 or more");
+  KILN_CHECK(!a.has("--balance") || opt.threads >= 2,
+             "--balance splits each kernel's time across its threads: give --threads 2 or more");
   const std::optional<std::string> vs = a.get("--vs");
   KILN_CHECK(!vs || *vs == "ort", "kiln profile: --vs takes 'ort', got '", vs ? *vs : "", "'");
   KILN_CHECK(vs || !a.has("--ort-script"), "kiln profile: --ort-script needs --vs ort");
@@ -190,6 +194,13 @@ int verb_profile(int argc, char** argv) {
     rerun = analysis::profile_rerun(*exe, ordered, opt);
   }
 
+  // --balance: runs of their own with the pool's per-thread stats on.
+  std::optional<analysis::Balance> balance;
+  if (a.has("--balance")) {
+    progress(str_cat(opt.runs, " more runs, the time each thread spends in each kernel's pieces (--balance)"));
+    balance = analysis::profile_balance(*exe, ordered, opt);
+  }
+
   std::optional<analysis::Diagnosis> diag;
   if (a.has("--explain")) {
     // The perf model for kiln's runtime on these threads, on the graph as compiled.
@@ -201,11 +212,12 @@ int verb_profile(int argc, char** argv) {
   std::string out;
   if (a.has("--json")) {
     out = analysis::profile_to_json(p, diag ? &*diag : nullptr, scaling ? &*scaling : nullptr, peer ? &*peer : nullptr,
-                                    rerun ? &*rerun : nullptr);
+                                    rerun ? &*rerun : nullptr, balance ? &*balance : nullptr);
   } else {
     out = analysis::profile_to_text(p, static_cast<size_t>(top));
     if (scaling) out += analysis::scaling_to_text(*scaling, static_cast<size_t>(top));
     if (rerun) out += analysis::rerun_to_text(*rerun, static_cast<size_t>(top));
+    if (balance) out += analysis::balance_to_text(*balance, static_cast<size_t>(top));
     if (peer) out += analysis::peer_to_text(*peer, static_cast<size_t>(top));
     if (diag) out += "\nexplain (perf model --chip cpu on the compiled graph):\n" + analysis::diagnosis_to_text(*diag);
   }

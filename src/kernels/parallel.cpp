@@ -141,6 +141,40 @@ bool keep_spinning() {
          steady_ns() < g_idle_spin_until_ns.load(std::memory_order_relaxed);
 }
 
+// PoolStats while collection is on (set_pool_stats): each thread's counts on a line of their
+// own, so that collecting them moves no line between the cores while a region runs.
+std::atomic<bool> g_stats_on{false};
+struct alignas(64) ThreadStats {
+  std::atomic<int64_t> busy_ns{0}, pieces{0}, stolen{0};
+};
+ThreadStats g_thread_stats[PoolStats::kThreads];
+struct alignas(64) RegionStats {
+  std::atomic<int64_t> regions{0};
+  std::atomic<int> threads{0};
+} g_region_stats;
+
+// Runs one piece; with the stats on, counts it for thread `self` (owning pieces [lo, hi)).
+template <class Fn>
+inline void run_piece(Fn&& fn, int self, int64_t piece, int64_t lo, int64_t hi, int64_t b, int64_t e) {
+  if (!g_stats_on.load(std::memory_order_relaxed)) {
+    fn(b, e);
+    return;
+  }
+  const int64_t t0 = steady_ns();
+  fn(b, e);
+  // Before the piece is counted done: the caller reads these once every piece is.
+  ThreadStats& ts = g_thread_stats[std::min(self, PoolStats::kThreads - 1)];
+  ts.busy_ns.fetch_add(steady_ns() - t0, std::memory_order_relaxed);
+  ts.pieces.fetch_add(1, std::memory_order_relaxed);
+  if (piece < lo || piece >= hi) ts.stolen.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_region(int threads) {
+  if (!g_stats_on.load(std::memory_order_relaxed)) return;
+  g_region_stats.regions.fetch_add(1, std::memory_order_relaxed);
+  if (threads > g_region_stats.threads.load(std::memory_order_relaxed)) g_region_stats.threads.store(threads);
+}
+
 class Pool {
  public:
   static Pool& get() {
@@ -181,8 +215,9 @@ class Pool {
     }
     std::exception_ptr mine;
     try {
+      const int64_t own_hi = total / threads;  // thread 0 owns pieces [0, total / threads)
       for (int64_t piece; (piece = next_piece(0, threads, gen)) >= 0;) {
-        fn(piece * per_, std::min(n, (piece + 1) * per_));
+        run_piece(fn, 0, piece, 0, own_hi, piece * per_, std::min(n, (piece + 1) * per_));
         done_.fetch_add(1);
       }
     } catch (...) {
@@ -276,7 +311,8 @@ class Pool {
       for (int64_t piece; (piece = next_piece(id, helpers + 1, seen)) >= 0;) {
         const int64_t total = total_;
         try {
-          fn_(piece * per_, std::min(n_, (piece + 1) * per_));
+          run_piece(fn_, id, piece, total * id / (helpers + 1), total * (id + 1) / (helpers + 1), piece * per_,
+                    std::min(n_, (piece + 1) * per_));
         } catch (...) {
           std::lock_guard<std::mutex> lk(mu_);
           if (!error_) error_ = std::current_exception();
@@ -364,6 +400,26 @@ std::chrono::microseconds idle_spin_left() {
 
 int64_t worker_sleeps() { return Pool::get().sleeps(); }
 
+void set_pool_stats(bool on) {
+  if (on && !g_stats_on.load()) (void)take_pool_stats();
+  g_stats_on.store(on);
+}
+
+bool pool_stats_on() { return g_stats_on.load(); }
+
+PoolStats take_pool_stats() {
+  PoolStats s;
+  s.regions = g_region_stats.regions.exchange(0);
+  s.threads = g_region_stats.threads.exchange(0);
+  for (int t = 0; t < PoolStats::kThreads; ++t) {
+    ThreadStats& ts = g_thread_stats[t];
+    s.busy_ns[t] = ts.busy_ns.exchange(0);
+    s.pieces += ts.pieces.exchange(0);
+    s.stolen += ts.stolen.exchange(0);
+  }
+  return s;
+}
+
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 void set_default_threads(int n) { g_default_threads = n; }
@@ -389,10 +445,16 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
   if (threads <= 0) threads = default_threads();
   int chunks = static_cast<int>(std::min<int64_t>(threads, n));
   // Nested regions (a kernel called from inside another's chunk) run inline.
-  if (chunks <= 1 || t_in_parallel) {
+  if (t_in_parallel) {
     fn(0, n);
     return;
   }
+  if (chunks <= 1) {
+    count_region(1);
+    run_piece(fn, 0, 0, 0, 1, 0, n);
+    return;
+  }
+  count_region(chunks);
   t_in_parallel = true;
   ++t_pool_regions;
   auto wrapped = [&fn](int64_t b, int64_t e) {

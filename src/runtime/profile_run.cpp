@@ -1,4 +1,5 @@
 // Executable::profile_run: one run of a shape instance with the time of every step.
+#include <algorithm>
 #include <vector>
 
 #include "kiln/runtime/executable.h"
@@ -11,6 +12,7 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
   StepTrace trace;
   trace.rerun = rerun;
   trace.entries.reserve(256);
+  if (kernels::pool_stats_on()) (void)kernels::take_pool_stats();  // what ran before this run
   inst.run(inputs, outputs, threads, &trace);
   // One clock read between steps: a step's time runs from the end of the one before it. An If's
   // entry follows its branch's steps, so it keeps only its own work (the condition, copies out).
@@ -28,6 +30,11 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
     steps[i].start_ms = prev;
     steps[i].ms = e.end_ms - prev;
     steps[i].again_ms = e.again_ms;
+    if (e.has_pool) {
+      const int used = std::min(std::max(e.pool.threads, 1), kernels::PoolStats::kThreads);
+      for (int t = 0; t < used; ++t) steps[i].busy_ms.push_back(e.pool.busy_ns[t] * 1e-6);
+      steps[i].regions = e.pool.regions, steps[i].pieces = e.pool.pieces, steps[i].stolen = e.pool.stolen;
+    }
     prev = e.resume_ms;  // a step run again: the next one's time counts from the end of that
   }
   return steps;

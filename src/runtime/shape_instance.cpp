@@ -313,10 +313,17 @@ void ShapeInstance::run_steps(int threads, StepTrace* trace) {
       StepTrace::Entry e{st.ctx.node, st.fast != nullptr || st.branch[0] != nullptr,
                          std::chrono::duration<double, std::milli>(end - trace->start).count()};
       e.resume_ms = e.end_ms;
+      if (kernels::pool_stats_on()) {
+        // Taken off the clock: the next step's time starts after it.
+        e.has_pool = true;
+        e.pool = kernels::take_pool_stats();
+        e.resume_ms = std::chrono::duration<double, std::milli>(Clock::now() - trace->start).count();
+      }
       if (trace->rerun && st.fast && !st.branch[0] && !writes_what_it_reads(st.ctx)) {
         st.fast->run(st.ctx);  // the same outputs again, its data now where the first call left it
         const Clock::time_point again = Clock::now();
         e.again_ms = std::chrono::duration<double, std::milli>(again - end).count();
+        if (e.has_pool) (void)kernels::take_pool_stats();  // the second call's: not the step's
         e.resume_ms = std::chrono::duration<double, std::milli>(again - trace->start).count();
       }
       trace->entries.push_back(e);

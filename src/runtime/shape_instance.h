@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/kernels/parallel.h"
 #include "kiln/ops/op.h"
 #include "kiln/plan/plan.h"
 #include "kiln/runtime/executable.h"
@@ -58,6 +59,8 @@ struct StepTrace {
     double end_ms = 0;
     double again_ms = -1;
     double resume_ms = 0;
+    bool has_pool = false;  // kernels::pool_stats_on() during the run: `pool` is the step's
+    kernels::PoolStats pool;
   };
   std::vector<Entry> entries;
 };

@@ -4,49 +4,17 @@
 // JSON agree with the kernels'.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "kiln/analysis/profile.h"
 #include "kiln/analysis/profile_rerun.h"
-#include "kiln/compiler/compile.h"
-#include "kiln/runtime/artifact.h"
+#include "mobilenet_artifact.h"
 
 namespace kiln::analysis {
 namespace {
 
-namespace fs = std::filesystem;
-
-class ProfileRerun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string onnx = std::string(KILN_SOURCE_DIR) + "/build/zoo/mobilenet_v2/model.onnx";
-    if (!fs::exists(onnx)) GTEST_SKIP() << "zoo not prepared";
-    dir_ = fs::temp_directory_path() / ("kiln_profile_rerun_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    compiler::CompileOptions copt;
-    copt.cache_dir = (dir_ / "cache").string();
-    copt.inputs.dims["N"] = 1;
-    const std::string art = (dir_ / "mb.kiln").string();
-    compiler::compile_file(onnx, art, copt);
-    exe_ = Executable::load(art);
-    Tensor x(DType::f32, {1, 3, 224, 224});
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-2.f, 2.f);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
-    inputs_ = {x};
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
-  std::unique_ptr<Executable> exe_;
-  std::vector<Tensor> inputs_;
-};
+using ProfileRerun = MobilenetArtifact;
 
 TEST_F(ProfileRerun, SecondCallsLeaveTheOutputsAsTheyWere) {
   std::vector<Tensor> plain, profiled;

@@ -421,5 +421,35 @@ TEST(ProfileCli, RerunPairsEachKernelWithItsSecondCall) {
   EXPECT_NE(text.find("kernels run again"), std::string::npos) << text;
 }
 
+// --balance needs two threads or more; at two, --json has a "balance" member whose kernels are
+// the profile's, each with a busy time per thread, and the text form has its section.
+TEST(ProfileCli, BalanceSplitsEachKernelsTimeAcrossTheThreads) {
+  if (!fs::exists(fs::path(KILN_BINARY_DIR) / "bin" / "kiln")) GTEST_SKIP() << "kiln CLI not built";
+  std::string digits = std::string(KILN_SOURCE_DIR) + "/build/zoo/digits_cnn/model.onnx";
+  if (!fs::exists(digits)) GTEST_SKIP() << "zoo not prepared";
+  auto [rc0, err] = run_cli(digits + " --threads 1 --balance");
+  EXPECT_NE(rc0, 0);
+  EXPECT_NE(err.find("--balance splits each kernel's time across its threads: give --threads 2 or more"),
+            std::string::npos)
+      << err;
+  auto [rc, out] = run_cli(digits + " --batch 4 --threads 2 --runs 3 --warmup 1 --balance --json");
+  ASSERT_EQ(rc, 0) << out;
+  json::Value j = json::parse(out.substr(out.find('{')), "profile json");
+  const json::Value* b = j.find("balance");
+  ASSERT_TRUE(b && b->find("kernels")) << out;
+  EXPECT_EQ(b->find("threads")->as_int("threads"), 2);
+  const auto& ks = b->find("kernels")->as_array("kernels");
+  EXPECT_EQ(ks.size(), j.find("kernels")->as_array("kernels").size());
+  for (const auto& k : ks) {
+    const auto& busy = k.find("busy_ms")->as_array("busy_ms");
+    ASSERT_EQ(busy.size(), 2u);
+    for (const auto& x : busy) EXPECT_LE(x.as_double("busy"), k.find("ms")->as_double("ms") + 1e-9);
+  }
+  auto [rc2, text] = run_cli(digits + " --batch 4 --threads 2 --runs 2 --warmup 0 --balance");
+  ASSERT_EQ(rc2, 0) << text;
+  EXPECT_NE(text.find("threads (--balance, 2 threads, median of 2 runs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("busy ms per thread"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kiln::analysis

@@ -178,6 +178,69 @@ TEST(Parallel, NestedRegionsRunInline) {
   EXPECT_EQ(inner.load(), 40);
 }
 
+// Busy-waits `us` microseconds (a piece of known length; sleeping would leave the core idle
+// but still count as inside the piece, which is what the stats measure too).
+void spin_for_us(int64_t us) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// set_pool_stats / take_pool_stats (kiln profile --balance): with collection on, a region's
+// pieces are counted with the time each thread spent in them; an inline region is one piece on
+// thread 0; a nested region is part of its piece, not a region of its own; taking the stats
+// starts them again; with collection off nothing is counted.
+TEST(Parallel, StatsCountEachThreadsPiecesWhileOn) {
+  set_pool_stats(true);
+  ASSERT_TRUE(pool_stats_on());
+  (void)take_pool_stats();
+  const auto start = std::chrono::steady_clock::now();
+  parallel_for(8, 2, [&](int64_t b, int64_t e) { spin_for_us(300 * (e - b)); });
+  const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  PoolStats s = take_pool_stats();
+  EXPECT_EQ(s.regions, 1);
+  EXPECT_EQ(s.threads, 2);
+  EXPECT_EQ(s.pieces, 8);  // 8 indices on 2 threads: 4 pieces a thread, one index each
+  EXPECT_LE(s.stolen, 8);
+  const int64_t busy = s.busy_ns[0] + s.busy_ns[1];
+  EXPECT_GE(busy, 8 * 300'000);  // every piece spun 300 µs inside fn
+  // No thread is busy longer than the region ran (the worker's time is its own, not the caller's).
+  EXPECT_LE(s.busy_ns[0], wall_ns);
+  EXPECT_LE(s.busy_ns[1], wall_ns);
+  for (int t = 2; t < PoolStats::kThreads; ++t) EXPECT_EQ(s.busy_ns[t], 0) << t;
+
+  // Taken: nothing left.
+  s = take_pool_stats();
+  EXPECT_EQ(s.regions, 0);
+  EXPECT_EQ(s.pieces, 0);
+  EXPECT_EQ(s.busy_ns[0] + s.busy_ns[1], 0);
+
+  // Inline on one thread: one region, one piece on the caller.
+  parallel_for(5, 1, [&](int64_t b, int64_t e) { spin_for_us(100 * (e - b)); });
+  s = take_pool_stats();
+  EXPECT_EQ(s.regions, 1);
+  EXPECT_EQ(s.pieces, 1);
+  EXPECT_EQ(s.threads, 1);
+  EXPECT_GE(s.busy_ns[0], 500'000);
+  EXPECT_EQ(s.busy_ns[1], 0);
+
+  // Nested regions run inside their piece: two regions' worth of pieces, not more.
+  parallel_for(2, 2, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) parallel_for(4, 2, [&](int64_t, int64_t) { spin_for_us(50); });
+  });
+  s = take_pool_stats();
+  EXPECT_EQ(s.regions, 1);
+  EXPECT_EQ(s.pieces, 2);
+
+  set_pool_stats(false);
+  EXPECT_FALSE(pool_stats_on());
+  parallel_for(8, 2, [&](int64_t b, int64_t e) { spin_for_us(10 * (e - b)); });
+  s = take_pool_stats();
+  EXPECT_EQ(s.regions, 0);
+  EXPECT_EQ(s.pieces, 0);
+  EXPECT_EQ(s.busy_ns[0] + s.busy_ns[1], 0);
+}
+
 }  // namespace
 }  // namespace kiln::kernels
 

@@ -127,6 +127,10 @@ std::vector<Suggestion> suggest(const Profile& p, const Graph& g);
 // Fills kernels[].predicted_ms from a perf-model row computed with keep_ops on `costed`.
 void attach_predictions(Profile& p, const PerfRow& row);
 
+// The median of the values (the mean of the middle two for an even count); 0 for none. The
+// profile's per-kernel times and those of --rerun and --balance.
+double median(std::vector<double> v);
+
 // Top-N kernels by time, then the suggestions.
 std::string profile_to_text(const Profile& p, size_t top);
 // {"model", "threads", "runs", "roof", "total_ms", "profiled_ms", "plain_ms", "overhead_fraction",
@@ -135,13 +139,16 @@ std::string profile_to_text(const Profile& p, size_t top);
 // With `explain` (kiln profile --explain), the perf model's diagnosis is a member "explain"; with
 // `scaling` (kiln profile --scaling, profile_scaling.h), the comparison with one thread is a
 // member "scaling"; with `rerun` (kiln profile --rerun, profile_rerun.h), each kernel's second
-// call is a member "rerun"; with `peer` (kiln profile --vs ort, profile_peer.h), the comparison
+// call is a member "rerun"; with `balance` (kiln profile --balance, profile_balance.h), each
+// kernel's work per thread is a member "balance"; with `peer` (kiln profile --vs ort, profile_peer.h), the comparison
 // with ONNX Runtime is the last member, "ort".
 struct Scaling;
 struct PeerComparison;
 struct Rerun;
+struct Balance;
 std::string profile_to_json(const Profile& p, const Diagnosis* explain = nullptr, const Scaling* scaling = nullptr,
-                            const PeerComparison* peer = nullptr, const Rerun* rerun = nullptr);
+                            const PeerComparison* peer = nullptr, const Rerun* rerun = nullptr,
+                            const Balance* balance = nullptr);
 // Chrome / Perfetto trace: one complete ("X") event per step per run on the run's thread.
 std::string profile_to_trace(const Profile& p);
 // A self-contained page: the roofline (SVG; one circle per costed kernel, the memory and compute

@@ -90,6 +90,27 @@ constexpr int64_t kPiecesPerThread = 4;
 // after every chunk has run.
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
+// What the pool's threads did inside parallel regions, for the profiler (`kiln profile
+// --balance`): while collection is on, every top-level parallel_for (one that runs inline on one
+// thread too) adds its pieces' time inside fn per thread, so that a kernel's wall time at T
+// threads splits into the work each thread did and the rest (waiting at the join for the
+// slowest thread, waking the workers, the kernel's serial code between its regions). Off by
+// default: then a region pays one relaxed load. Nested regions count inside the piece that ran
+// them.
+struct PoolStats {
+  static constexpr int kThreads = 16;  // threads from the 16th on are added to the last slot
+  int64_t regions = 0;                 // parallel_for calls
+  int64_t pieces = 0;                  // pieces run (an inline region is one)
+  int64_t stolen = 0;                  // pieces a thread took from another thread's share
+  int threads = 0;                     // most threads a region was cut for
+  int64_t busy_ns[kThreads] = {};      // per thread (0: the caller), time inside fn
+};
+void set_pool_stats(bool on);
+bool pool_stats_on();
+// The stats since the last call (or since collection was turned on), and starts them again.
+// Call it between regions, from the thread that runs them.
+PoolStats take_pool_stats();
+
 // The thread that runs index i of parallel_for(n, threads, ...) as its own (0 when the region
 // runs inline): kernels that fetch the next index's data ahead ask whether the same thread runs
 // it. A thread that finishes early may still steal the piece; that only wastes the fetch.

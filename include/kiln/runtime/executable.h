@@ -43,6 +43,11 @@ struct StepTiming {
   // first call left it (in cache, on the cores that wrote it); -1 where it was not run again (a
   // step that writes what it reads, a reference kernel, an If).
   double again_ms = -1;
+  // With the pool's stats on around the run (kernels::set_pool_stats; kiln profile --balance):
+  // the step's parallel regions, per thread (0: the caller) the time inside their pieces, and
+  // the pieces run and stolen (busy_ms empty when the stats are off).
+  std::vector<double> busy_ms;
+  int64_t regions = 0, pieces = 0, stolen = 0;
 };
 
 class Executable {

@@ -1,0 +1,108 @@
+// kiln profile --balance: each kernel's wall time split into the threads' work inside its pieces,
+// the wait for the slowest thread and the time outside the pieces (profile_balance.h). The
+// arithmetic on runs of known steps, and on mobilenet_v2 at two threads: every kernel's threads
+// worked no longer than it ran, its convolutions split into pieces, and the text and JSON
+// follow the kernels.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kiln/analysis/profile.h"
+#include "kiln/analysis/profile_balance.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/parallel.h"
+#include "mobilenet_artifact.h"
+
+namespace kiln::analysis {
+namespace {
+
+StepTiming step(const std::string& name, double ms, std::vector<double> busy, int64_t pieces = 8,
+                int64_t stolen = 0) {
+  StepTiming s;
+  s.node = name, s.op = "kiln.FusedConv", s.tactic = "direct", s.fast = true, s.ms = ms;
+  s.busy_ms = std::move(busy);
+  s.regions = 1, s.pieces = pieces, s.stolen = stolen;
+  return s;
+}
+
+TEST(ProfileBalance, SplitsEachKernelsThreadTimeIntoWorkWaitAndOutside) {
+  const std::vector<std::vector<StepTiming>> runs = {
+      {step("a", 1.0, {0.9, 0.6}, 8, 1), step("b", 0.5, {0.4, 0.0}, 1)},
+      {step("a", 1.2, {1.1, 0.8}, 8, 0), step("b", 0.6, {0.5, 0.0}, 1)},
+      {step("a", 1.1, {1.0, 0.7}, 8, 2), step("b", 0.55, {0.45, 0.0}, 1)},
+  };
+  const Balance b = balance_from_runs(runs, 2);
+  ASSERT_EQ(b.kernels.size(), 2u);
+  const KernelBalance& a = b.kernels[0];
+  // Medians: ms 1.1, busy 1.0 and 0.7.
+  EXPECT_DOUBLE_EQ(a.ms, 1.1);
+  ASSERT_EQ(a.busy_ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(a.busy_ms[0], 1.0);
+  EXPECT_DOUBLE_EQ(a.busy_ms[1], 0.7);
+  EXPECT_NEAR(a.work_ms, 1.7, 1e-12);
+  EXPECT_NEAR(a.imbalance_ms, 0.3, 1e-12);  // thread 1 waited 0.3 for thread 0
+  EXPECT_NEAR(a.overhead_ms, 0.2, 1e-12);   // 2 x (1.1 - 1.0)
+  EXPECT_NEAR(a.work_ms + a.imbalance_ms + a.overhead_ms, 2 * a.ms, 1e-12);
+  EXPECT_DOUBLE_EQ(a.pieces, 8);
+  EXPECT_DOUBLE_EQ(a.stolen, 1);  // (1 + 0 + 2) / 3
+  EXPECT_TRUE(a.split());
+  // b ran on one thread: the other idled for its whole time.
+  const KernelBalance& k = b.kernels[1];
+  EXPECT_FALSE(k.split());
+  EXPECT_NEAR(k.imbalance_ms, 0.45, 1e-12);
+  EXPECT_NEAR(k.overhead_ms, 0.2, 1e-12);
+  EXPECT_EQ(b.one_thread, 1u);
+  EXPECT_DOUBLE_EQ(b.one_thread_ms, 0.55);
+  EXPECT_NEAR(b.ms, 1.65, 1e-12);
+  EXPECT_NEAR(b.work_ms, 2.15, 1e-12);
+  EXPECT_NEAR(b.lost_ms(), 0.3 + 0.2 + 0.45 + 0.2, 1e-12);
+
+  const std::string text = balance_to_text(b, 10);
+  EXPECT_NE(text.find("threads (--balance, 2 threads, median of 3 runs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 kernels ran on one thread"), std::string::npos) << text;
+  // Sorted by lost thread-ms: b (0.65) before a (0.5).
+  EXPECT_LT(text.find("\n  b "), text.find("\n  a ")) << text;
+  const json::Value j = balance_json(b);
+  EXPECT_DOUBLE_EQ(j.find("work_ms")->as_double("work_ms"), b.work_ms);
+  const auto& ks = j.find("kernels")->as_array("kernels");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0].find("busy_ms")->as_array("busy_ms").size(), 2u);
+  EXPECT_NEAR(ks[0].find("imbalance_ms")->as_double("imbalance_ms"), 0.3, 1e-12);
+}
+
+TEST(ProfileBalance, RunsWithoutStatsOrWithDifferentStepsAreErrors) {
+  StepTiming bare = step("a", 1.0, {});
+  EXPECT_THROW(balance_from_runs({{bare}}, 2), Error);
+  EXPECT_THROW(balance_from_runs({{step("a", 1, {1, 1})}, {step("b", 1, {1, 1})}}, 2), Error);
+  EXPECT_THROW(balance_from_runs({}, 2), Error);
+}
+
+using ProfileBalanceModel = MobilenetArtifact;
+
+TEST_F(ProfileBalanceModel, ThreadsWorkNoLongerThanTheirKernelsRun) {
+  ProfileOptions opt;
+  opt.runs = 3, opt.warmup = 1, opt.threads = 2;
+  const Balance b = profile_balance(*exe_, inputs_, opt);
+  EXPECT_FALSE(kernels::pool_stats_on()) << "collection is turned off after the runs";
+  ASSERT_GT(b.kernels.size(), 50u);
+  size_t convs = 0;
+  for (const KernelBalance& k : b.kernels) {
+    ASSERT_EQ(k.busy_ms.size(), 2u) << k.name;
+    // Each thread's pieces run inside the kernel's call (a little slack: two clocks' medians).
+    for (double busy : k.busy_ms) EXPECT_LE(busy, k.ms * 1.02 + 1e-3) << k.name;
+    EXPECT_NEAR(k.work_ms + k.imbalance_ms + k.overhead_ms, 2 * k.ms, 2 * k.ms * 0.02 + 2e-3) << k.name;
+    if (k.op == "kiln.FusedConv") {
+      ++convs;
+      EXPECT_GE(k.regions, 1) << k.name;
+      EXPECT_GE(k.pieces, k.regions) << k.name;
+      EXPECT_GT(k.work_ms, 0) << k.name;
+    }
+  }
+  EXPECT_GT(convs, 40u);
+  // Plain runs count nothing.
+  std::vector<Tensor> out;
+  for (const StepTiming& s : exe_->profile_run(inputs_, out, {})) EXPECT_TRUE(s.busy_ms.empty()) << s.node;
+}
+
+}  // namespace
+}  // namespace kiln::analysis
