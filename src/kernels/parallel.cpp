@@ -148,8 +148,8 @@ struct alignas(64) ThreadStats {
   std::atomic<int64_t> busy_ns{0}, pieces{0}, stolen{0};
 };
 ThreadStats g_thread_stats[PoolStats::kThreads];
-struct alignas(64) RegionStats {
-  std::atomic<int64_t> regions{0};
+struct alignas(64) RegionStats {  // the calling thread's alone
+  std::atomic<int64_t> regions{0}, region_ns{0};
   std::atomic<int> threads{0};
 } g_region_stats;
 
@@ -169,10 +169,17 @@ inline void run_piece(Fn&& fn, int self, int64_t piece, int64_t lo, int64_t hi, 
   if (piece < lo || piece >= hi) ts.stolen.fetch_add(1, std::memory_order_relaxed);
 }
 
-void count_region(int threads) {
-  if (!g_stats_on.load(std::memory_order_relaxed)) return;
+// A top-level region starts: counted, and its start time returned (0 with the stats off).
+int64_t count_region(int threads) {
+  if (!g_stats_on.load(std::memory_order_relaxed)) return 0;
   g_region_stats.regions.fetch_add(1, std::memory_order_relaxed);
   if (threads > g_region_stats.threads.load(std::memory_order_relaxed)) g_region_stats.threads.store(threads);
+  return steady_ns();
+}
+
+// It ended (every piece done, as the caller sees it).
+void region_done(int64_t start) {
+  if (start != 0) g_region_stats.region_ns.fetch_add(steady_ns() - start, std::memory_order_relaxed);
 }
 
 class Pool {
@@ -410,6 +417,7 @@ bool pool_stats_on() { return g_stats_on.load(); }
 PoolStats take_pool_stats() {
   PoolStats s;
   s.regions = g_region_stats.regions.exchange(0);
+  s.region_ns = g_region_stats.region_ns.exchange(0);
   s.threads = g_region_stats.threads.exchange(0);
   for (int t = 0; t < PoolStats::kThreads; ++t) {
     ThreadStats& ts = g_thread_stats[t];
@@ -450,11 +458,12 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
     return;
   }
   if (chunks <= 1) {
-    count_region(1);
+    const int64_t start = count_region(1);
     run_piece(fn, 0, 0, 0, 1, 0, n);
+    region_done(start);
     return;
   }
-  count_region(chunks);
+  const int64_t start = count_region(chunks);
   t_in_parallel = true;
   ++t_pool_regions;
   auto wrapped = [&fn](int64_t b, int64_t e) {
@@ -470,6 +479,7 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
     throw;
   }
   t_in_parallel = false;
+  region_done(start);
 }
 
 double core_round_trip_ns() {

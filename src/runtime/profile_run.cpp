@@ -34,6 +34,8 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
       const int used = std::min(std::max(e.pool.threads, 1), kernels::PoolStats::kThreads);
       for (int t = 0; t < used; ++t) steps[i].busy_ms.push_back(e.pool.busy_ns[t] * 1e-6);
       steps[i].regions = e.pool.regions, steps[i].pieces = e.pool.pieces, steps[i].stolen = e.pool.stolen;
+      steps[i].region_ms = e.pool.region_ns * 1e-6;
+      steps[i].region_threads = e.pool.threads;
     }
     prev = e.resume_ms;  // a step run again: the next one's time counts from the end of that
   }

@@ -207,6 +207,9 @@ TEST(Parallel, StatsCountEachThreadsPiecesWhileOn) {
   // No thread is busy longer than the region ran (the worker's time is its own, not the caller's).
   EXPECT_LE(s.busy_ns[0], wall_ns);
   EXPECT_LE(s.busy_ns[1], wall_ns);
+  // The region's wall time holds every thread's pieces and fits in the call.
+  EXPECT_GE(s.region_ns, std::max(s.busy_ns[0], s.busy_ns[1]));
+  EXPECT_LE(s.region_ns, wall_ns);
   for (int t = 2; t < PoolStats::kThreads; ++t) EXPECT_EQ(s.busy_ns[t], 0) << t;
 
   // Taken: nothing left.
@@ -222,6 +225,7 @@ TEST(Parallel, StatsCountEachThreadsPiecesWhileOn) {
   EXPECT_EQ(s.pieces, 1);
   EXPECT_EQ(s.threads, 1);
   EXPECT_GE(s.busy_ns[0], 500'000);
+  EXPECT_GE(s.region_ns, s.busy_ns[0]);
   EXPECT_EQ(s.busy_ns[1], 0);
 
   // Nested regions run inside their piece: two regions' worth of pieces, not more.
@@ -238,6 +242,7 @@ TEST(Parallel, StatsCountEachThreadsPiecesWhileOn) {
   s = take_pool_stats();
   EXPECT_EQ(s.regions, 0);
   EXPECT_EQ(s.pieces, 0);
+  EXPECT_EQ(s.region_ns, 0);
   EXPECT_EQ(s.busy_ns[0] + s.busy_ns[1], 0);
 }
 

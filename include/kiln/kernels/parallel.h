@@ -100,6 +100,7 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
 struct PoolStats {
   static constexpr int kThreads = 16;  // threads from the 16th on are added to the last slot
   int64_t regions = 0;                 // parallel_for calls
+  int64_t region_ns = 0;               // their wall time, from the call to the last piece seen done
   int64_t pieces = 0;                  // pieces run (an inline region is one)
   int64_t stolen = 0;                  // pieces a thread took from another thread's share
   int threads = 0;                     // most threads a region was cut for

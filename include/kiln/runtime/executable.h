@@ -45,9 +45,12 @@ struct StepTiming {
   double again_ms = -1;
   // With the pool's stats on around the run (kernels::set_pool_stats; kiln profile --balance):
   // the step's parallel regions, per thread (0: the caller) the time inside their pieces, and
-  // the pieces run and stolen (busy_ms empty when the stats are off).
+  // the pieces run and stolen, and the regions' wall time (the rest of `ms` is the step's serial
+  // code; busy_ms empty when the stats are off).
   std::vector<double> busy_ms;
   int64_t regions = 0, pieces = 0, stolen = 0;
+  int region_threads = 0;  // most threads a region of the step was cut for (1: all ran inline)
+  double region_ms = 0;
 };
 
 class Executable {
