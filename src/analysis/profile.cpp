@@ -27,6 +27,26 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
+std::vector<std::vector<StepTiming>> extra_profiled_runs(
+    Executable& exe, const std::vector<Tensor>& inputs, const ProfileOptions& opt, const std::string& what,
+    const std::function<std::vector<StepTiming>(std::vector<Tensor>& outputs, const RunOptions& ro)>& profiled_run) {
+  KILN_CHECK(opt.runs >= 1, "profile ", what, ": runs must be at least 1");
+  KILN_CHECK(opt.threads >= 1, "profile ", what, ": threads must be at least 1");
+  RunOptions ro;
+  ro.threads = opt.threads;
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < opt.warmup; ++i) {
+    exe.run(inputs, outputs, ro);
+    profiled_run(outputs, ro);
+  }
+  std::vector<std::vector<StepTiming>> runs;
+  for (int r = 0; r < opt.runs; ++r) {
+    exe.run(inputs, outputs, ro);  // as profile_model: each profiled run after a plain one
+    runs.push_back(profiled_run(outputs, ro));
+  }
+  return runs;
+}
+
 Roof roof_for(const MachinePeaks& m, int threads) {
   KILN_CHECK(threads >= 1, "profile: threads must be at least 1");
   KILN_CHECK(m.fp32_gflops_per_core > 0 && m.dram_gbs_one_core > 0, "profile: the machine numbers are not measured");

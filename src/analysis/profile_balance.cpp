@@ -66,24 +66,11 @@ Balance balance_from_runs(const std::vector<std::vector<StepTiming>>& runs, int 
 }
 
 Balance profile_balance(Executable& exe, const std::vector<Tensor>& inputs, const ProfileOptions& opt) {
-  KILN_CHECK(opt.runs >= 1, "profile --balance: runs must be at least 1");
-  KILN_CHECK(opt.threads >= 1, "profile --balance: threads must be at least 1");
-  RunOptions ro;
-  ro.threads = opt.threads;
-  std::vector<Tensor> outputs;
-  auto counted_run = [&] {
-    const PoolStatsOn on;
-    return exe.profile_run(inputs, outputs, ro);
-  };
-  for (int i = 0; i < opt.warmup; ++i) {
-    exe.run(inputs, outputs, ro);
-    counted_run();
-  }
-  std::vector<std::vector<StepTiming>> runs;
-  for (int r = 0; r < opt.runs; ++r) {
-    exe.run(inputs, outputs, ro);  // as profile_model: each profiled run after a plain one
-    runs.push_back(counted_run());
-  }
+  const std::vector<std::vector<StepTiming>> runs =
+      extra_profiled_runs(exe, inputs, opt, "--balance", [&](std::vector<Tensor>& outputs, const RunOptions& ro) {
+        const PoolStatsOn on;
+        return exe.profile_run(inputs, outputs, ro);
+      });
   return balance_from_runs(runs, opt.threads);
 }
 

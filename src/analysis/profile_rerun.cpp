@@ -10,20 +10,10 @@
 namespace kiln::analysis {
 
 Rerun profile_rerun(Executable& exe, const std::vector<Tensor>& inputs, const ProfileOptions& opt) {
-  KILN_CHECK(opt.runs >= 1, "profile --rerun: runs must be at least 1");
-  KILN_CHECK(opt.threads >= 1, "profile --rerun: threads must be at least 1");
-  RunOptions ro;
-  ro.threads = opt.threads;
-  std::vector<Tensor> outputs;
-  for (int i = 0; i < opt.warmup; ++i) {
-    exe.run(inputs, outputs, ro);
-    exe.profile_run(inputs, outputs, ro, true);
-  }
-  std::vector<std::vector<StepTiming>> runs;
-  for (int r = 0; r < opt.runs; ++r) {
-    exe.run(inputs, outputs, ro);  // as profile_model: each profiled run after a plain one
-    runs.push_back(exe.profile_run(inputs, outputs, ro, true));
-  }
+  const std::vector<std::vector<StepTiming>> runs =
+      extra_profiled_runs(exe, inputs, opt, "--rerun", [&](std::vector<Tensor>& outputs, const RunOptions& ro) {
+        return exe.profile_run(inputs, outputs, ro, true);
+      });
   Rerun out;
   out.threads = opt.threads, out.runs = opt.runs;
   const std::vector<StepTiming>& steps = runs.front();

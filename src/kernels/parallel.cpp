@@ -70,6 +70,9 @@ PieceLayout piece_layout(int64_t n, int threads) {
   return {per, (n + per - 1) / per};
 }
 
+// The first of the `total` pieces thread t of `threads` owns (its last is owned_from(t + 1) - 1).
+inline int64_t owned_from(int64_t total, int t, int threads) { return total * t / threads; }
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -209,8 +212,8 @@ class Pool {
     total_ = total;
     // Thread t owns pieces [total*t/T, total*(t+1)/T).
     for (int t = 0; t < threads; ++t)
-      slots_[t].range.store(gen << kGenShift | uint64_t(total * t / threads) << kFrontShift |
-                            uint64_t(total * (t + 1) / threads));
+      slots_[t].range.store(gen << kGenShift | uint64_t(owned_from(total, t, threads)) << kFrontShift |
+                            uint64_t(owned_from(total, t + 1, threads)));
     // Publishes the fields above to the workers.
     state_.store(gen << kGenShift | uint64_t(threads - 1));
     if (sleepers_.load() > 0) {
@@ -222,9 +225,9 @@ class Pool {
     }
     std::exception_ptr mine;
     try {
-      const int64_t own_hi = total / threads;  // thread 0 owns pieces [0, total / threads)
+      const int64_t own_end = owned_from(total, 1, threads);
       for (int64_t piece; (piece = next_piece(0, threads, gen)) >= 0;) {
-        run_piece(fn, 0, piece, 0, own_hi, piece * per_, std::min(n, (piece + 1) * per_));
+        run_piece(fn, 0, piece, 0, own_end, piece * per_, std::min(n, (piece + 1) * per_));
         done_.fetch_add(1);
       }
     } catch (...) {
@@ -318,8 +321,8 @@ class Pool {
       for (int64_t piece; (piece = next_piece(id, helpers + 1, seen)) >= 0;) {
         const int64_t total = total_;
         try {
-          run_piece(fn_, id, piece, total * id / (helpers + 1), total * (id + 1) / (helpers + 1), piece * per_,
-                    std::min(n_, (piece + 1) * per_));
+          run_piece(fn_, id, piece, owned_from(total, id, helpers + 1), owned_from(total, id + 1, helpers + 1),
+                    piece * per_, std::min(n_, (piece + 1) * per_));
         } catch (...) {
           std::lock_guard<std::mutex> lk(mu_);
           if (!error_) error_ = std::current_exception();
@@ -444,7 +447,7 @@ int parallel_owner(int64_t n, int threads, int64_t i) {
   const PieceLayout layout = piece_layout(n, chunks);
   const int64_t piece = i / layout.per;
   int t = 0;
-  while (t + 1 < chunks && layout.total * (t + 1) / chunks <= piece) ++t;
+  while (t + 1 < chunks && owned_from(layout.total, t + 1, chunks) <= piece) ++t;
   return t;
 }
 

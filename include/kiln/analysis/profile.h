@@ -18,6 +18,7 @@
 // proportion to its own roof time in the source graph.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -126,6 +127,13 @@ std::vector<Suggestion> suggest(const Profile& p, const Graph& g);
 
 // Fills kernels[].predicted_ms from a perf-model row computed with keep_ops on `costed`.
 void attach_predictions(Profile& p, const PerfRow& row);
+
+// The runs of their own that --rerun and --balance time: opt.warmup, then opt.runs, each a plain
+// run followed by one of `profiled_run` (an Executable::profile_run on opt.threads, with what it
+// needs around it); the timed ones' steps. `what` names the option in errors.
+std::vector<std::vector<StepTiming>> extra_profiled_runs(
+    Executable& exe, const std::vector<Tensor>& inputs, const ProfileOptions& opt, const std::string& what,
+    const std::function<std::vector<StepTiming>(std::vector<Tensor>& outputs, const RunOptions& ro)>& profiled_run);
 
 // The median of the values (the mean of the middle two for an even count); 0 for none. The
 // profile's per-kernel times and those of --rerun and --balance.

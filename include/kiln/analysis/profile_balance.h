@@ -61,9 +61,9 @@ Balance profile_balance(Executable& exe, const std::vector<Tensor>& inputs, cons
 // The sums, then the top kernels by lost thread-ms.
 std::string balance_to_text(const Balance& b, size_t top);
 // {"threads", "runs", "ms", "work_ms", "imbalance_ms", "overhead_ms", "serial_ms",
-//  "serial_thread_ms", "sync_ms", "one_thread_ms", "kernels": [{"name", "op", "tactic", "ms",
-//  "busy_ms": [..], "work_ms", "imbalance_ms", "overhead_ms", "serial_ms", "regions", "pieces",
-//  "stolen"}]}
+//  "serial_thread_ms", "sync_ms", "one_thread_ms", "caller_alone_ms", "kernels": [{"name", "op",
+//  "tactic", "ms", "busy_ms": [..], "work_ms", "imbalance_ms", "overhead_ms", "serial_ms",
+//  "region_threads", "regions", "pieces", "stolen"}]}
 json::Value balance_json(const Balance& b);
 
 }  // namespace kiln::analysis
