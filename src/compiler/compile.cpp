@@ -209,6 +209,9 @@ static CompileReport compile_without_trim(const std::string& model_path, const s
     s << "; " << lowered.folded_means
       << (lowered.folded_means == 1 ? " global average folded into its depthwise convolution"
                                     : " global averages folded into their depthwise convolutions");
+  if (lowered.expand_depthwise > 0)
+    s << "; " << lowered.expand_depthwise << " expand 1x1 + depthwise pair" << (lowered.expand_depthwise == 1 ? "" : "s")
+      << " run band by band";
   s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")

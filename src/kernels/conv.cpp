@@ -33,6 +33,10 @@ using detail::depthwise_split;
 using detail::depthwise_units;
 using detail::DepthwiseBand;
 using detail::DepthwiseSplit;
+using detail::depthwise_blocked;
+using detail::depthwise_epilogue;
+using detail::depthwise_has_pair_copy;
+using detail::depthwise_pair_copy_at;
 using detail::for_depthwise_parts;
 
 std::string shape_problem(const Conv2dShape& s) {
@@ -128,18 +132,6 @@ size_t depthwise_slot_floats(const Conv2dShape& s) {
   return static_cast<size_t>(g.per_channel + g.grid);
 }
 
-// The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
-// epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.
-TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bias bias_mode, int64_t res_offset,
-                                int64_t ldr) {
-  TileEpilogue te;
-  te.alpha = epi.alpha;
-  if (epi.bias) te.bias = epi.bias + c, te.bias_mode = bias_mode;
-  if (epi.residual) te.residual = epi.residual + res_offset, te.ldr = ldr;
-  te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
-  return te;
-}
-
 // Stride_w 1 or 2: KernelTable::depthwise_plane per plane, the epilogue fused, its zero-padded
 // copy in this part's scratch (zeroed once per part).
 bool depthwise_by_plane(const Conv2dShape& s) { return s.stride_w <= 2; }
@@ -168,16 +160,6 @@ void depthwise_planes(const KernelTable& t, const Conv2dShape& s, const float* x
   });
 }
 
-// Channel-blocked (KernelTable::depthwise_block) on tables of 8 or more lanes, for any stride
-// and dilation; the plane kernel (and the phase planes past stride 2) on narrower ones. On Zen 3
-// (conv_bench) every mobilenet_v2 and efficientnet_b0 depthwise layer ran faster blocked: 0.4-0.9x
-// the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
-// With 16 lanes (AVX-512, Zen 5) the same holds once the 16x16 register transpose is inlined
-// and unrolled (it was an out-of-line call through memory, and outputs of 28x28 and up then ran
-// faster on planes): blocked ran 0.65-1.0x the plane kernel's time on every layer of both nets at
-// one thread (112x112 3x3 166 -> 142 us, 56x56 189 -> 150, 28x28 5x5 147 -> 95; conv_bench), and
-// within the two-thread runs' noise (0.76-1.1x) at two.
-bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
 
 }  // namespace
 
@@ -205,11 +187,6 @@ void channel_means_after(const KernelTable& t, const Conv2dShape& s, const float
   else global_average_pool_on(t, y, s.N * s.K, OHW, means, threads);
 }
 
-// A depthwise weight's packing (conv_pack_weight): [K][RS], then, when K is a multiple of 8, the
-// pair kernels' copy (TileEpilogue::pair_weights) from here on: per 8-channel block, per tap,
-// the block's 8 weights twice.
-bool depthwise_has_pair_copy(const Conv2dShape& s) { return s.K % kConvBlock == 0; }
-int64_t depthwise_pair_copy_at(const Conv2dShape& s) { return s.K * s.R * s.S; }
 
 // Parts as depthwise_planes's (bands of output rows x groups), over blocks of simd_width
 // channels of an image instead of planes.

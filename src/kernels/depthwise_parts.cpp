@@ -11,6 +11,18 @@ DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
   return g;
 }
 
+// The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
+// epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.
+TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bias bias_mode, int64_t res_offset,
+                                int64_t ldr) {
+  TileEpilogue te;
+  te.alpha = epi.alpha;
+  if (epi.bias) te.bias = epi.bias + c, te.bias_mode = bias_mode;
+  if (epi.residual) te.residual = epi.residual + res_offset, te.ldr = ldr;
+  te.act = epi.act, te.act_alpha = epi.act_alpha, te.act_beta = epi.act_beta;
+  return te;
+}
+
 namespace {
 constexpr int64_t kDepthwisePartsPerThread = 4, kMinBandRows = 16;
 // Input rows per thread from which planes whose output is too short for two kMinBandRows bands

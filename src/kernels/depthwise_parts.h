@@ -14,6 +14,28 @@ namespace kiln::kernels::detail {
 
 DepthwisePlane depthwise_geometry(const Conv2dShape& s);
 
+// Channel-blocked (KernelTable::depthwise_block) on tables of 8 or more lanes, for any stride
+// and dilation; the plane kernel (and the phase planes past stride 2) on narrower ones. On Zen 3
+// (conv_bench) every mobilenet_v2 and efficientnet_b0 depthwise layer ran faster blocked: 0.4-0.9x
+// the plane kernel's time at one thread (the 7x7 and 14x14 maps gained most), 0.4-0.85x at two.
+// With 16 lanes (AVX-512, Zen 5) the same holds once the 16x16 register transpose is inlined
+// and unrolled (it was an out-of-line call through memory, and outputs of 28x28 and up then ran
+// faster on planes): blocked ran 0.65-1.0x the plane kernel's time on every layer of both nets at
+// one thread (112x112 3x3 166 -> 142 us, 56x56 189 -> 150, 28x28 5x5 147 -> 95; conv_bench), and
+// within the two-thread runs' noise (0.76-1.1x) at two.
+inline bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block && t.simd_width >= 8; }
+
+// A depthwise weight's packing (conv_pack_weight): [K][RS], then, when K is a multiple of 8, the
+// pair kernels' copy (TileEpilogue::pair_weights) from here on: per 8-channel block, per tap,
+// the block's 8 weights twice.
+inline bool depthwise_has_pair_copy(const Conv2dShape& s) { return s.K % kConvBlock == 0; }
+inline int64_t depthwise_pair_copy_at(const Conv2dShape& s) { return s.K * s.R * s.S; }
+
+// The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
+// epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.
+TileEpilogue depthwise_epilogue(const Epilogue& epi, int64_t c, TileEpilogue::Bias bias_mode, int64_t res_offset,
+                                int64_t ldr);
+
 // Depthwise here also covers one input channel feeding K output channels (digits_cnn's first
 // layer, 1 -> 16): output plane `out_plane` (image n, channel k) reads input plane n * C + k,
 // or image n's only plane.

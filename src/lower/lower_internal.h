@@ -66,6 +66,13 @@ void mark_in_place_convs(Graph& g);
 // KILN_FOLD_MEANS=0 turns it off (for A/B runs; fold_means_enabled in lower.h).
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels);
 
+// Fuses each expand 1x1 (direct) and the strided depthwise convolution that alone reads its output
+// into one kiln.ExpandDepthwise (expand_depthwise.cpp), after Winograd: the depthwise node takes
+// the expand in and keeps its entry of `kernels` (noted), the expand's goes; the depthwise
+// convolutions left as they were get a note saying why. Returns how many pairs.
+// KILN_EXPAND_DEPTHWISE=0 turns it off (for A/B runs; expand_depthwise_enabled in lower.h).
+int fuse_expand_depthwise(Graph& g, std::vector<KernelChoice>& kernels);
+
 // Turns the direct convolutions that can into F(2x2, 3x3) Winograd tiles (winograd.cpp), after the
 // layouts (they need 16-channel blocks on both sides): packs their weights again from the ONNX
 // weights in `weights` (each FusedConv's before lower_conv packed it), sets attribute

@@ -50,18 +50,6 @@ std::string block(bool second_average) {
 
 Model parse_block(const std::string& text) { return parse_sines(text, 0.2f); }
 
-// The printed lines that hold `needle`.
-std::string lines_with(const std::string& text, const std::string& needle) {
-  std::string out, line;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    line = text.substr(at, end - at);
-    if (line.find(needle) != std::string::npos) out += line + "\n";
-    at = end + 1;
-  }
-  return out;
-}
-
 TEST(ChannelMeans, TheDepthwiseAverageBecomesTheConvolutionsSecondOutput) {
   Model m = parse_block(block(false));
   const std::string before = print_model(m);

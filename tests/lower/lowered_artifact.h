@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -64,6 +65,18 @@ inline void expect_lowered_matches(const Model& ref, Executable& exe, const Tens
       EXPECT_TRUE(c.ok) << what << " " << name << " " << c.str() << " threads=" << threads;
     }
   }
+}
+
+// The lines of printed IR `text` that hold `needle`.
+inline std::string lines_with(const std::string& text, const std::string& needle) {
+  std::string out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    if (line.find(needle) != std::string::npos) out += line + "\n";
+    at = end + 1;
+  }
+  return out;
 }
 
 // Whether this CPU's kernel table is AVX-512's (the lowering's AVX-512-only layouts and tactics).

@@ -144,4 +144,26 @@ size_t conv_workspace_floats(ConvTactic t, const Conv2dShape& s, int threads);
 void conv2d(ConvTactic t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
             const Epilogue& epi, float* workspace, int threads);
 
+// An expanding 1x1 convolution and the depthwise one that reads only its output (mobilenet_v2's
+// inverted residual blocks), run together band by band of the depthwise output's rows: each
+// thread expands the input rows its band's windows reach into its own scratch, where the
+// depthwise windows read them while they are in L2, instead of the whole expanded tensor going
+// out to L3 or DRAM and back (lower/expand_depthwise.cpp picks the pairs). `expand`: 1x1,
+// stride 1, unpadded, one group, direct tactic, output in 8-channel blocks; `depthwise`: its
+// output's channels in and out of 8-channel blocks. Same floats as the two calls one after the
+// other (the kernels and their order of sums are theirs). "" when the pair can run this way,
+// else why not.
+std::string expand_depthwise_unsupported(const Conv2dShape& expand, const Conv2dShape& depthwise);
+// Whether running the pair band by band pays (the lowering's rule; conv_expand_depthwise.cpp has
+// the measurements): a strided depthwise layer on maps of 28 rows or more.
+bool expand_depthwise_pays(const Conv2dShape& expand, const Conv2dShape& depthwise);
+// Workspace floats: the whole expanded tensor, for one thread, which runs the two convolutions
+// one after the other (banded, one thread ran them 1.04-1.14x slower: conv_expand_depthwise.cpp).
+size_t expand_depthwise_workspace_floats(const Conv2dShape& expand, const Conv2dShape& depthwise);
+// y = depthwise_epi(depthwise(expand_epi(expand(x)))); packed weights as conv_pack_weight packs
+// them for the direct and the depthwise tactic.
+void expand_depthwise(const Conv2dShape& expand, const Conv2dShape& depthwise, const float* x, const float* packed_w1,
+                      const Epilogue& epi1, const float* packed_w2, const Epilogue& epi2, float* y, float* workspace,
+                      int threads);
+
 }  // namespace kiln::kernels

@@ -35,6 +35,7 @@ struct LowerReport {
   int folded_means = 0;          // GlobalAveragePools folded into their depthwise convolution (channel_means.cpp)
   int padded_tensors = 0;        // blocked activations written into their reader's padded planes (padded_layout.cpp)
   int winograd_convs = 0;        // direct convolutions run as F(2x2, 3x3) Winograd tiles (winograd.cpp)
+  int expand_depthwise = 0;      // expand 1x1 + strided depthwise pairs run band by band (expand_depthwise.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 
@@ -61,6 +62,9 @@ bool int8_nhwc_enabled();
 bool padded_planes_enabled();
 // False when KILN_FOLD_MEANS=0 is set: global averages stay pools (channel_means.cpp; for A/B runs).
 bool fold_means_enabled();
+// False when KILN_EXPAND_DEPTHWISE=0 is set: expand 1x1 + depthwise pairs stay two kernels
+// (expand_depthwise.cpp; for A/B runs, the compile cache keys on it).
+bool expand_depthwise_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);

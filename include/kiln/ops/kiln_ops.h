@@ -78,6 +78,16 @@ ActivationSpec activation_of(const Node& n);
 // Shared by the lowering (tactic choice, packing) and the runtime (each input shape).
 kernels::Conv2dShape fused_conv_shape(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w);
 
+// A lowered kiln.ExpandDepthwise node's two convolutions for input dims x [N, C, H, W]: the
+// expand (1x1 into E = expand_w_shape[0] channels, in the depthwise input's blocks) and the
+// depthwise one over [N, E, H, W] (the node's Conv attributes, `w_shape`). The expand's
+// activation is its `expand_` prefixed attributes'. Shared by the lowering and the runtime.
+struct ExpandDepthwiseShapes {
+  kernels::Conv2dShape expand, depthwise;
+};
+ExpandDepthwiseShapes expand_depthwise_shapes(const Node& n, const std::vector<int64_t>& x);
+ActivationSpec expand_activation_of(const Node& n);
+
 // Bytes a value takes in memory when that is more than its dims say: the output of a kiln.FusedConv
 // written into padded planes (`y_pad`, lower/padded_layout.cpp), its border included. 0 for every
 // other value, and for one whose shape is not static yet. The memory planner's

@@ -1,0 +1,168 @@
+// An expanding 1x1 convolution and the depthwise convolution after it, band by band (conv.h,
+// expand_depthwise). Apart, the 1x1 writes its whole expanded output (mobilenet_v2's 112x112 x
+// 96 channels: 4.8 MB) and the depthwise layer reads it back from L3 or DRAM; here each band of
+// depthwise output rows expands the input rows its windows reach into the thread's own scratch
+// and the depthwise windows read them from there, in L2. The kernels are the two tactics' own
+// (KernelTable's direct 1x1 tiles, depthwise_block), called on a band at a time, so the floats
+// are theirs: each expanded value is the same sum over the same channels, each window the same
+// taps in the same order.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "depthwise_parts.h"
+#include "gemm_driver.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels {
+namespace {
+
+using detail::ceil_div;
+
+// v's floats from its first 64-byte line on, grown to hold `floats` past it.
+float* aligned_floats(std::vector<float>& v, int64_t floats) {
+  if (static_cast<int64_t>(v.size()) < floats + kLineFloats) v.resize(floats + kLineFloats);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+}
+
+// Expanded bytes a band keeps (its input rows x all the expanded channels): under L2 (1-2 MiB
+// on the hosts measured) beside the depthwise block's scratch. mobilenet_v2 on the 2-vCPU Zen 5
+// host, two threads, against the two calls (median of 100-200 alternated pairs, in process):
+// 112 -> 56 (96 channels) in bands of 2 / 4 / 7 output rows 0.83 / 0.72 / 0.75; 56 -> 28 (144)
+// in 4 / 7 / 14 0.72 / 0.79 / 0.82; 28 -> 14 (192) in 7 0.69. 384 KiB makes those 4, 5 and 8.
+constexpr double kBandBytes = 384 << 10;
+
+// Output rows per band: as many as keep the band's expanded input rows within kBandBytes.
+int64_t band_rows(const Conv2dShape& d) {
+  const double row_bytes = 4.0 * static_cast<double>(d.C) * static_cast<double>(d.W);
+  const int64_t rows_in = std::max<int64_t>(1, static_cast<int64_t>(kBandBytes / row_bytes));
+  const int64_t reach = (d.R - 1) * d.dil_h + 1;  // input rows one output row's windows read
+  return std::max<int64_t>(1, (rows_in - reach) / d.stride_h + 1);
+}
+
+// Floats between the 8-channel blocks (or planes) of an input in its own layout, and how many.
+struct InputBlocks {
+  int64_t count = 0, lanes = 1;  // lanes: channels per block (1: planar)
+};
+InputBlocks input_blocks(const Conv2dShape& e) {
+  InputBlocks b;
+  b.lanes = e.x_blocked ? e.x_block : 1;
+  b.count = ceil_div(e.C, b.lanes);
+  return b;
+}
+
+}  // namespace
+
+std::string expand_depthwise_unsupported(const Conv2dShape& e, const Conv2dShape& d) {
+  if (std::string why = conv_tactic_unsupported(ConvTactic::Direct, e); !why.empty()) return "the expand: " + why;
+  if (std::string why = conv_tactic_unsupported(ConvTactic::Depthwise, d); !why.empty())
+    return "the depthwise convolution: " + why;
+  if (e.R != 1 || e.S != 1 || e.stride_h != 1 || e.stride_w != 1 || e.padded() || e.group != 1)
+    return "the expand is not a 1x1, stride-1, unpadded convolution of one group";
+  if (e.x_padded || e.y_padded() || e.x_nhwc || e.y_nhwc || e.winograd || e.p64)
+    return "the expand reads or writes padded planes or pixel-major activations";
+  if (!e.y_blocked || e.y_block != kConvBlock || !d.x_blocked || !d.y_blocked || d.x_block != kConvBlock ||
+      d.y_block != kConvBlock)
+    return "the expanded tensor and the depthwise output are not in 8-channel blocks";
+  if (e.N != d.N || e.K != d.C || e.H != d.H || e.W != d.W || d.C != d.K || d.group != d.C)
+    return "the depthwise convolution does not read the expand's output channel by channel";
+  if (!detail::depthwise_blocked(kernel_table())) return "this CPU's table has no channel-blocked depthwise kernel";
+  return "";
+}
+
+// Two threads against the two calls (the pairs in kBandBytes's comment, same runs): strided
+// layers gain 0.69-0.83 on maps of 28 rows or more; mobilenet_v2's 14 -> 7 (576 channels)
+// 0.92-1.01. At stride 1 the bands re-expand the rows their windows share with the next band's,
+// and 56x56 (144 channels) in bands of 4 / 7 / 14 rows ran 1.07 / 1.05 / 1.03; 28x28 (192) 1.04.
+bool expand_depthwise_pays(const Conv2dShape& e, const Conv2dShape& d) {
+  (void)e;
+  return d.stride_h >= 2 && d.H >= 28;
+}
+
+size_t expand_depthwise_workspace_floats(const Conv2dShape& e, const Conv2dShape& d) {
+  const size_t mid = static_cast<size_t>(e.N * e.K * e.H * e.W);
+  return mid + kLineFloats + conv_workspace_floats(ConvTactic::Direct, e, 1) +
+         conv_workspace_floats(ConvTactic::Depthwise, d, 1);
+}
+
+void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x, const float* w1,
+                      const Epilogue& epi1, const float* w2, const Epilogue& epi2, float* y, float* workspace,
+                      int threads) {
+  std::string bad = expand_depthwise_unsupported(e, d);
+  KILN_CHECK(bad.empty(), "expand + depthwise: ", bad);
+  KILN_CHECK(!epi1.residual && !epi1.channel_means && !epi2.residual && !epi2.channel_means,
+             "expand + depthwise: no residual or channel means on either convolution");
+  if (threads <= 0) threads = default_threads();
+  const KernelTable& t = kernel_table();
+  const int64_t OH = d.out_h(), OW = d.out_w();
+  const int64_t rows_each = band_rows(d);
+  // Bands a multiple of the threads, so that each takes as many.
+  int64_t bands = ceil_div(OH, rows_each);
+  if (threads > 1 && bands > 1) bands = std::min(OH, detail::round_up(bands, threads));
+  const int64_t parts = d.N * bands;
+  if ((threads == 1 || parts == 1) && workspace) {
+    // One thread: the two calls, the expanded tensor in the workspace (expand_depthwise_workspace_floats).
+    float* mid = workspace;
+    float* rest = mid + static_cast<size_t>(e.N * e.K * e.H * e.W) + kLineFloats;
+    conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, 1);
+    conv2d(ConvTactic::Depthwise, d, mid, w2, y, epi2, rest, 1);
+    return;
+  }
+  const DepthwisePlane whole = detail::depthwise_geometry(d);
+  const InputBlocks in = input_blocks(e);
+  const int64_t lanes = t.simd_width, RS = d.R * d.S;
+  const int64_t out_plane = kConvBlock * OH * OW;  // floats between the output's 8-channel blocks
+  const bool fetch_out = write_prefetch_pays(threads), claim = claim_output_pays(threads);
+  Epilogue e1 = epi1;
+  e1.bias_per_row = true;
+  parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+    // This thread's: the band's input rows (when the input has more than one block), its
+    // expanded rows, and the depthwise block's scratch. Kept between calls.
+    thread_local std::vector<float> own_in, own_mid, own_scratch;
+    for (int64_t part = p0; part < p1; ++part) {
+      const int64_t n = part / bands, b = part % bands;
+      detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands);
+      const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
+      // The expand's input rows [r0, r0 + rows): in place when they are one run.
+      const float* xn = x + n * e.x_image_floats();
+      const int64_t run = rows * e.W * in.lanes;
+      const float* xb = xn + r0 * e.W * in.lanes;
+      if (in.count > 1) {
+        float* copy = aligned_floats(own_in, in.count * run);
+        for (int64_t k = 0; k < in.count; ++k)
+          std::memcpy(copy + k * run, xb + k * e.H * e.W * in.lanes, sizeof(float) * run);
+        xb = copy;
+      }
+      Conv2dShape eb = e;
+      eb.N = 1, eb.H = rows;
+      const int64_t x_plane = kConvBlock * rows * e.W;  // floats between the expanded 8-channel blocks
+      float* mid = aligned_floats(own_mid, e.K * rows * e.W);
+      conv2d(ConvTactic::Direct, eb, xb, w1, mid, e1, nullptr, 1);
+      // The band's depthwise windows over the expanded rows (depthwise_blocks, on one band).
+      float* scratch = aligned_floats(own_scratch, depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats);
+      bool padding_zeroed = false;
+      float* yn = y + n * d.K * OH * OW;
+      for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
+        const int nc = static_cast<int>(std::min(lanes, d.K - c0));
+        const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
+        TileEpilogue te = detail::depthwise_epilogue(epi2, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
+        if (detail::depthwise_has_pair_copy(d))
+          te.pair_weights = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+        bool claimed = claim;
+        for (int64_t c = 0; claim && c < nc; c += kConvBlock)
+          claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
+                                    static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
+        te.fetch_for_write = fetch_out && !claimed;
+        t.depthwise_block(bd.g, mid + c0 * rows * e.W, x_plane, nc, w2 + c0 * RS, scratch,
+                          &padding_zeroed, yn + yo, out_plane, te, true, true);
+      }
+    }
+  });
+}
+
+}  // namespace kiln::kernels

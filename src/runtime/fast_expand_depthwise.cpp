@@ -1,0 +1,54 @@
+// kiln.ExpandDepthwise (lower/expand_depthwise.cpp): the expand 1x1 and the depthwise
+// convolution band by band (kernels::expand_depthwise), both weights packed by the lowering, each
+// convolution's bias and activation in its own epilogue. The workspace holds the whole expanded
+// tensor for runs on one thread, which take the two convolutions one after the other.
+#include "fast_common.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/gemm_packed.h"
+
+namespace kiln::runtime {
+namespace {
+
+struct ExpandDepthwiseState {
+  ops::ExpandDepthwiseShapes shapes;
+  kernels::Epilogue expand, depthwise;  // bias pointers filled per run
+};
+
+bool prepare(StepContext& ctx) {
+  const Node& n = *ctx.node;
+  KILN_CHECK(n.has_attr("packed"), n.describe(), ": the expand + depthwise node needs the lowering's packed weights");
+  KILN_CHECK(n.attr_s("isa", "") == kernels::gemm_isa(), n.describe(), ": weights packed for ", n.attr_s("isa", "?"),
+             ", but this CPU's micro-kernel is ", kernels::gemm_isa(), "; compile the model again here");
+  const Value* x = n.input(0);
+  KILN_CHECK(x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() == 4, n.describe(),
+             ": needs a static f32 NCHW input, got ", dtype_name(x->dtype), x->shape.str());
+  auto st = std::make_shared<ExpandDepthwiseState>();
+  st->shapes = ops::expand_depthwise_shapes(n, x->shape.static_dims());
+  const std::string bad = kernels::expand_depthwise_unsupported(st->shapes.expand, st->shapes.depthwise);
+  KILN_CHECK(bad.empty(), n.describe(), ": cannot run input ", x->shape.str(), ": ", bad);
+  st->depthwise = epilogue_of(n);
+  st->depthwise.bias_per_row = true;
+  const ops::ActivationSpec a = ops::expand_activation_of(n);
+  st->expand.act = static_cast<kernels::Act>(a.act), st->expand.act_alpha = a.alpha, st->expand.act_beta = a.beta;
+  st->expand.bias_per_row = true;
+  ctx.workspace_bytes = static_cast<int64_t>(
+      kernels::expand_depthwise_workspace_floats(st->shapes.expand, st->shapes.depthwise) * sizeof(float));
+  ctx.state = st;
+  return true;
+}
+
+void run(StepContext& ctx) {
+  const ExpandDepthwiseState& st = *static_cast<const ExpandDepthwiseState*>(ctx.state.get());
+  kernels::Epilogue expand = st.expand, depthwise = st.depthwise;
+  expand.bias = ctx.in(2).data<float>();
+  depthwise.bias = ctx.in(4).data<float>();
+  kernels::expand_depthwise(st.shapes.expand, st.shapes.depthwise, ctx.in(0).data<float>(), ctx.in(1).data<float>(),
+                            expand, ctx.in(3).data<float>(), depthwise, ctx.out(0).data<float>(),
+                            static_cast<float*>(ctx.workspace), ctx.threads);
+}
+
+}  // namespace
+
+FastKernel fast_ExpandDepthwise() { return FastKernel{prepare, run}; }
+
+}  // namespace kiln::runtime

@@ -1,0 +1,116 @@
+// kernels::expand_depthwise (src/kernels/conv_expand_depthwise.cpp): an expanding 1x1 and the
+// depthwise convolution after it, band by band, against the two convolutions one after the other.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels {
+namespace {
+
+using test::random_vec;
+
+struct Pair {
+  Conv2dShape e, d;
+};
+
+// x [N, C, H, W] (blocked as `x_block` says, 0: planar) -> 1x1 -> E channels -> R x R depthwise at `stride`.
+Pair pair(int64_t N, int64_t C, int64_t H, int64_t W, int64_t E, int64_t R, int64_t stride, int64_t x_block) {
+  Pair p;
+  p.e.N = N, p.e.C = C, p.e.H = H, p.e.W = W, p.e.K = E;
+  p.e.x_blocked = x_block > 0, p.e.x_block = x_block > 0 ? x_block : kConvBlock;
+  p.e.y_blocked = true;
+  p.d.N = N, p.d.C = p.d.K = p.d.group = E, p.d.H = H, p.d.W = W, p.d.R = p.d.S = R;
+  p.d.stride_h = p.d.stride_w = stride;
+  p.d.pad_top = p.d.pad_left = p.d.pad_bottom = p.d.pad_right = R / 2;
+  p.d.x_blocked = p.d.y_blocked = true;
+  return p;
+}
+
+// Both ways from the same inputs: the fused call's output must be the two calls' exactly.
+void check(const Pair& p, int threads, bool workspace) {
+  SCOPED_TRACE(std::to_string(p.e.C) + " -> " + std::to_string(p.e.K) + " at " + std::to_string(p.e.H) + "x" +
+               std::to_string(p.e.W) + ", " + std::to_string(p.d.R) + "x" + std::to_string(p.d.R) + "/" +
+               std::to_string(p.d.stride_h) + ", N " + std::to_string(p.e.N) + ", threads " + std::to_string(threads) +
+               (workspace ? ", workspace" : ""));
+  ASSERT_EQ(expand_depthwise_unsupported(p.e, p.d), "");
+  const std::vector<float> x = random_vec(p.e.N * p.e.C * p.e.H * p.e.W, 31);
+  const std::vector<float> w1 = random_vec(p.e.K * p.e.C, 32, -0.5f, 0.5f), b1 = random_vec(p.e.K, 33);
+  const std::vector<float> w2 = random_vec(p.d.K * p.d.R * p.d.S, 34, -0.5f, 0.5f), b2 = random_vec(p.d.K, 35);
+  std::vector<float> pw1(conv_packed_weight_floats(ConvTactic::Direct, p.e));
+  std::vector<float> pw2(conv_packed_weight_floats(ConvTactic::Depthwise, p.d));
+  conv_pack_weight(ConvTactic::Direct, p.e, w1.data(), pw1.data());
+  conv_pack_weight(ConvTactic::Depthwise, p.d, w2.data(), pw2.data());
+  Epilogue e1, e2;
+  e1.bias = b1.data(), e1.bias_per_row = true, e1.act = Act::Clip, e1.act_alpha = 0.f, e1.act_beta = 6.f;
+  e2.bias = b2.data(), e2.bias_per_row = true, e2.act = Act::Relu;
+  const size_t out = static_cast<size_t>(p.d.N * p.d.K * p.d.out_h() * p.d.out_w());
+  // Apart.
+  std::vector<float> mid(p.e.N * p.e.K * p.e.H * p.e.W), apart(out);
+  std::vector<float> ws(std::max(conv_workspace_floats(ConvTactic::Direct, p.e, threads),
+                                 conv_workspace_floats(ConvTactic::Depthwise, p.d, threads)) + 16);
+  conv2d(ConvTactic::Direct, p.e, x.data(), pw1.data(), mid.data(), e1, ws.data(), threads);
+  conv2d(ConvTactic::Depthwise, p.d, mid.data(), pw2.data(), apart.data(), e2, ws.data(), threads);
+  // Together, over an output holding garbage.
+  std::vector<float> together(out, -123.f);
+  std::vector<float> fused_ws(workspace ? expand_depthwise_workspace_floats(p.e, p.d) : 0);
+  expand_depthwise(p.e, p.d, x.data(), pw1.data(), e1, pw2.data(), e2, together.data(),
+                   workspace ? fused_ws.data() : nullptr, threads);
+  size_t differ = 0;
+  for (size_t i = 0; i < out; ++i) differ += std::memcmp(&apart[i], &together[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << "of " << out << " outputs";
+  // Not a vacuous match: the activations leave most outputs nonzero.
+  size_t nonzero = 0;
+  for (float v : together) nonzero += v != 0.f;
+  EXPECT_GT(nonzero, out / 4);
+}
+
+TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
+  const std::vector<Pair> pairs = {
+      pair(1, 16, 112, 112, 96, 3, 2, kConvBlock),  // mobilenet_v2's features.2
+      pair(2, 24, 56, 55, 144, 3, 2, kConvBlock),   // three input blocks, two images of 6 bands, odd width
+      pair(1, 32, 28, 28, 192, 3, 2, kConvBlockWide),  // 16-channel input blocks
+      pair(1, 16, 30, 30, 64, 3, 1, kConvBlock),    // stride 1: bands overlap by two rows
+      pair(1, 16, 28, 28, 48, 5, 2, kConvBlock),    // efficientnet_b0's 5x5
+      pair(1, 8, 18, 18, 32, 3, 2, 0),              // planar input
+  };
+  for (const Pair& p : pairs) {
+    if (!expand_depthwise_unsupported(p.e, p.d).empty()) {
+      // Only a table without the blocked depthwise kernel or without 16-channel blocks declines.
+      EXPECT_TRUE(p.e.x_block == kConvBlockWide || kernel_table().simd_width < 8)
+          << expand_depthwise_unsupported(p.e, p.d);
+      continue;
+    }
+    check(p, 2, false);
+    check(p, 1, true);   // the two calls on the workspace
+    check(p, 1, false);  // bands on one thread
+  }
+}
+
+TEST(ExpandDepthwise, SaysWhyAPairCannotRun) {
+  Pair p = pair(1, 16, 28, 28, 96, 3, 2, kConvBlock);
+  Pair three = p;
+  three.e.R = three.e.S = 3, three.e.pad_top = three.e.pad_left = three.e.pad_bottom = three.e.pad_right = 1;
+  EXPECT_NE(expand_depthwise_unsupported(three.e, three.d).find("not a 1x1"), std::string::npos);
+  Pair planar_out = p;
+  planar_out.d.y_blocked = false;
+  EXPECT_NE(expand_depthwise_unsupported(planar_out.e, planar_out.d), "");
+  Pair other = p;
+  other.d.C = other.d.K = other.d.group = 64;
+  EXPECT_NE(expand_depthwise_unsupported(other.e, other.d).find("does not read the expand's output"),
+            std::string::npos);
+  Epilogue with_z;
+  std::vector<float> z(96 * 14 * 14), w1(conv_packed_weight_floats(ConvTactic::Direct, p.e)),
+      w2(conv_packed_weight_floats(ConvTactic::Depthwise, p.d)), x(16 * 28 * 28), y(z.size());
+  with_z.residual = z.data();
+  EXPECT_THROW(expand_depthwise(p.e, p.d, x.data(), w1.data(), Epilogue{}, w2.data(), with_z, y.data(), nullptr, 2),
+               std::exception);
+}
+
+}  // namespace
+}  // namespace kiln::kernels
