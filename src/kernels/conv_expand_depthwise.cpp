@@ -84,10 +84,10 @@ bool expand_depthwise_pays(const Conv2dShape& e, const Conv2dShape& d) {
   return d.stride_h >= 2 && d.H >= 28;
 }
 
-size_t expand_depthwise_workspace_floats(const Conv2dShape& e, const Conv2dShape& d) {
+size_t expand_depthwise_workspace_floats(const Conv2dShape& e, const Conv2dShape& d, int threads) {
   const size_t mid = static_cast<size_t>(e.N * e.K * e.H * e.W);
-  return mid + kLineFloats + conv_workspace_floats(ConvTactic::Direct, e, 1) +
-         conv_workspace_floats(ConvTactic::Depthwise, d, 1);
+  return mid + kLineFloats + std::max(conv_workspace_floats(ConvTactic::Direct, e, threads),
+                                      conv_workspace_floats(ConvTactic::Depthwise, d, threads));
 }
 
 void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x, const float* w1,
@@ -105,12 +105,13 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   int64_t bands = ceil_div(OH, rows_each);
   if (threads > 1 && bands > 1) bands = std::min(OH, detail::round_up(bands, threads));
   const int64_t parts = d.N * bands;
-  if ((threads == 1 || parts == 1) && workspace) {
-    // One thread: the two calls, the expanded tensor in the workspace (expand_depthwise_workspace_floats).
+  if ((parts == 1 || !expand_bands_pay(threads)) && workspace) {
+    // The two calls, the expanded tensor in the workspace (expand_depthwise_workspace_floats): on
+    // one thread, and where the cores share an L3 (expand_bands_pay).
     float* mid = workspace;
     float* rest = mid + static_cast<size_t>(e.N * e.K * e.H * e.W) + kLineFloats;
-    conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, 1);
-    conv2d(ConvTactic::Depthwise, d, mid, w2, y, epi2, rest, 1);
+    conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, threads);
+    conv2d(ConvTactic::Depthwise, d, mid, w2, y, epi2, rest, threads);
     return;
   }
   const DepthwisePlane whole = detail::depthwise_geometry(d);

@@ -109,6 +109,11 @@ std::atomic<ClaimOutput>& claim_output_mode() {
   return mode;
 }
 
+std::atomic<ExpandBands>& expand_bands_mode() {
+  static std::atomic<ExpandBands> mode{mode_from_env<ExpandBands>("KILN_EXPAND_BANDS")};
+  return mode;
+}
+
 std::atomic<WritePrefetch>& write_prefetch_mode() {
   static std::atomic<WritePrefetch> mode{mode_from_env<WritePrefetch>("KILN_WRITE_PREFETCH")};
   return mode;
@@ -172,6 +177,17 @@ bool claim_output_pays(int threads) {
 
 void set_claim_output(ClaimOutput mode) { claim_output_mode().store(mode); }
 
+bool expand_bands_pay(int threads) {
+  switch (expand_bands_mode().load(std::memory_order_relaxed)) {
+    case ExpandBands::On: return true;
+    case ExpandBands::Off: return false;
+    case ExpandBands::Auto: return threads > 1 && g_far_cores.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+void set_expand_bands(ExpandBands mode) { expand_bands_mode().store(mode); }
+
 bool claim_for_write(void* p, int64_t bytes) {
   if (bytes < kMinClaimBytes) return false;
 #if defined(__x86_64__)
@@ -188,7 +204,8 @@ bool claim_for_write(void* p, int64_t bytes) {
 void refresh_core_distance(int threads) {
   const bool prefetch_asks = cpu_has_prefetchw() && write_prefetch_mode().load() == WritePrefetch::Auto;
   const bool claim_asks = cpu_has_erms() && claim_output_mode().load() == ClaimOutput::Auto;
-  if (threads <= 1 || !(prefetch_asks || claim_asks)) return;
+  const bool bands_ask = expand_bands_mode().load() == ExpandBands::Auto;
+  if (threads <= 1 || !(prefetch_asks || claim_asks || bands_ask)) return;
   const int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   int64_t last = g_far_cores_measured_ns.load();

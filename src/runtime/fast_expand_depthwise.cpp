@@ -1,7 +1,8 @@
 // kiln.ExpandDepthwise (lower/expand_depthwise.cpp): the expand 1x1 and the depthwise
 // convolution band by band (kernels::expand_depthwise), both weights packed by the lowering, each
 // convolution's bias and activation in its own epilogue. The workspace holds the whole expanded
-// tensor for runs on one thread, which take the two convolutions one after the other.
+// tensor for the runs that take the two convolutions one after the other (one thread, or cores
+// that share an L3: kernels::expand_bands_pay).
 #include "fast_common.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"
@@ -32,7 +33,8 @@ bool prepare(StepContext& ctx) {
   st->expand.act = static_cast<kernels::Act>(a.act), st->expand.act_alpha = a.alpha, st->expand.act_beta = a.beta;
   st->expand.bias_per_row = true;
   ctx.workspace_bytes = static_cast<int64_t>(
-      kernels::expand_depthwise_workspace_floats(st->shapes.expand, st->shapes.depthwise) * sizeof(float));
+      kernels::expand_depthwise_workspace_floats(st->shapes.expand, st->shapes.depthwise, ctx.max_threads) *
+      sizeof(float));
   ctx.state = st;
   return true;
 }

@@ -33,6 +33,7 @@ Pair pair(int64_t N, int64_t C, int64_t H, int64_t W, int64_t E, int64_t R, int6
 }
 
 // Both ways from the same inputs: the fused call's output must be the two calls' exactly.
+// (Bands or the two calls over the workspace as expand_bands_pay says: the caller pins it.)
 void check(const Pair& p, int threads, bool workspace) {
   SCOPED_TRACE(std::to_string(p.e.C) + " -> " + std::to_string(p.e.K) + " at " + std::to_string(p.e.H) + "x" +
                std::to_string(p.e.W) + ", " + std::to_string(p.d.R) + "x" + std::to_string(p.d.R) + "/" +
@@ -58,7 +59,7 @@ void check(const Pair& p, int threads, bool workspace) {
   conv2d(ConvTactic::Depthwise, p.d, mid.data(), pw2.data(), apart.data(), e2, ws.data(), threads);
   // Together, over an output holding garbage.
   std::vector<float> together(out, -123.f);
-  std::vector<float> fused_ws(workspace ? expand_depthwise_workspace_floats(p.e, p.d) : 0);
+  std::vector<float> fused_ws(workspace ? expand_depthwise_workspace_floats(p.e, p.d, threads) : 0);
   expand_depthwise(p.e, p.d, x.data(), pw1.data(), e1, pw2.data(), e2, together.data(),
                    workspace ? fused_ws.data() : nullptr, threads);
   size_t differ = 0;
@@ -86,10 +87,27 @@ TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
           << expand_depthwise_unsupported(p.e, p.d);
       continue;
     }
+    set_expand_bands(ExpandBands::On);  // bands, with or without a workspace
+    check(p, 2, true);
+    check(p, 1, true);
+    set_expand_bands(ExpandBands::Off);  // the two calls over the workspace
+    check(p, 2, true);
+    check(p, 1, true);
+    set_expand_bands(ExpandBands::Auto);  // bands wherever there is no workspace
     check(p, 2, false);
-    check(p, 1, true);   // the two calls on the workspace
-    check(p, 1, false);  // bands on one thread
+    check(p, 1, false);
   }
+}
+
+// The modes: Off never bands, On always; Auto only on more than one thread (and far cores).
+TEST(ExpandDepthwise, BandsAsTheModeSays) {
+  set_expand_bands(ExpandBands::Off);
+  EXPECT_FALSE(expand_bands_pay(2));
+  set_expand_bands(ExpandBands::On);
+  EXPECT_TRUE(expand_bands_pay(1));
+  EXPECT_TRUE(expand_bands_pay(2));
+  set_expand_bands(ExpandBands::Auto);
+  EXPECT_FALSE(expand_bands_pay(1));
 }
 
 TEST(ExpandDepthwise, SaysWhyAPairCannotRun) {

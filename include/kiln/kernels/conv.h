@@ -157,9 +157,11 @@ std::string expand_depthwise_unsupported(const Conv2dShape& expand, const Conv2d
 // Whether running the pair band by band pays (the lowering's rule; conv_expand_depthwise.cpp has
 // the measurements): a strided depthwise layer on maps of 28 rows or more.
 bool expand_depthwise_pays(const Conv2dShape& expand, const Conv2dShape& depthwise);
-// Workspace floats: the whole expanded tensor, for one thread, which runs the two convolutions
-// one after the other (banded, one thread ran them 1.04-1.14x slower: conv_expand_depthwise.cpp).
-size_t expand_depthwise_workspace_floats(const Conv2dShape& expand, const Conv2dShape& depthwise);
+// Workspace floats for up to `threads` threads: the whole expanded tensor and the two
+// convolutions' own, for the calls that run them one after the other: on one thread (banded,
+// one thread ran them 1.04-1.14x slower: conv_expand_depthwise.cpp) and while the cores share an
+// L3 (kernels::expand_bands_pay). Without a workspace the call runs band by band.
+size_t expand_depthwise_workspace_floats(const Conv2dShape& expand, const Conv2dShape& depthwise, int threads);
 // y = depthwise_epi(depthwise(expand_epi(expand(x)))); packed weights as conv_pack_weight packs
 // them for the direct and the depthwise tactic.
 void expand_depthwise(const Conv2dShape& expand, const Conv2dShape& depthwise, const float* x, const float* packed_w1,

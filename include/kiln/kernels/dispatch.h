@@ -419,7 +419,7 @@ enum class WritePrefetch { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto; KILN_WRITE_PREFETCH=0 / =1 in the
 // environment starts Off / On. Never on for CPUs without PREFETCHW.
 void set_write_prefetch(WritePrefetch mode);
-// For the Auto modes of the write prefetch and the output claims (below): measures
+// For the Auto modes of the write prefetch, the output claims and the expand bands (below): measures
 // core_round_trip_ns (parallel.h) when the last measurement is 50 ms old or more, and takes
 // cores as far apart above kFarCoresNs. The runtime calls it as each run starts (outside any
 // parallel region); costs ~2-10 µs a measurement.
@@ -450,6 +450,19 @@ bool claim_output_pays(int threads);
 enum class ClaimOutput { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_CLAIM_OUTPUT says.
 void set_claim_output(ClaimOutput mode);
+// Whether kernels::expand_depthwise on `threads` threads runs its pair band by band (else the
+// two convolutions one after the other, over the workspace). Band by band each thread keeps
+// its expanded rows in its own L2; apart, the expanded tensor goes through L3. That pays when
+// the cores are far apart (vCPUs in different core complexes, each with its own L3) and costs
+// when they share one: mobilenet_v2 at two threads against ORT, the Zen 5 host, alternated
+// bench runs with the artifact fused and not: far 0.750-0.765 against 0.751-0.793, close
+// 0.799-0.856 against 0.755-0.823. So in Auto mode only on more than one thread and only while
+// the last refresh_core_distance measured far cores; KILN_EXPAND_BANDS=0 / =1 pins it off / on
+// (on: any thread count, one thread too).
+bool expand_bands_pay(int threads);
+enum class ExpandBands { Auto, On, Off };
+// For every later call (tests, A/B runs). Starts Auto, or as KILN_EXPAND_BANDS says.
+void set_expand_bands(ExpandBands mode);
 // Runs shorter than this are not claimed (claim_for_write returns false): a string store moves
 // lines without fetching them only on long runs. Overwriting the other core's lines in runs of
 // 8-20 KiB it was slower than vector stores, from ~48 KiB on even; over lines the other core had
