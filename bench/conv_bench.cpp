@@ -8,6 +8,7 @@
 //   KILN_CONV_ISA=avx2 ...: the AVX2 table's kernels (BM_Conv only), e.g. on an AVX-512 host
 //   --benchmark_filter=ExpandOut8vs16: mobilenet_v2's expands into 8- against 16-channel blocks, paired
 //   --benchmark_filter=Dw16vs8: its small depthwise layers on 16- against 8-channel blocks, paired
+//   --benchmark_filter=ExpandDepthwise: its expand + depthwise pairs band by band against apart, paired
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -194,10 +195,11 @@ void BM_MaxPool(benchmark::State& st) {
 }
 
 // Runs run8 and run16 call by call, the order flipped each iteration, and reports their median
-// times (us8, us16) and the median of the per-call ratios as `ratio_name`: the 16-channel time
-// over the 8-channel one (sixteen_over_eight), or the other way round.
+// times (as us8, us16, or the names given) and the median of the per-call ratios as `ratio_name`:
+// the 16-channel time over the 8-channel one (sixteen_over_eight), or the other way round.
 template <class Run8, class Run16>
-void paired_blocks(benchmark::State& st, Run8 run8, Run16 run16, const char* ratio_name, bool sixteen_over_eight) {
+void paired_blocks(benchmark::State& st, Run8 run8, Run16 run16, const char* ratio_name, bool sixteen_over_eight,
+                   const char* name8 = "us8", const char* name16 = "us16") {
   auto timed = [](auto& run) {
     auto t0 = std::chrono::steady_clock::now();
     run();
@@ -217,8 +219,8 @@ void paired_blocks(benchmark::State& st, Run8 run8, Run16 run16, const char* rat
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  st.counters["us8"] = median(t8);
-  st.counters["us16"] = median(t16);
+  st.counters[name8] = median(t8);
+  st.counters[name16] = median(t16);
   st.counters[ratio_name] = median(ratio);
 }
 
@@ -303,6 +305,54 @@ void mobilenet_v2_small_depthwise(benchmark::internal::Benchmark* b) {
 }
 
 // mobilenet_v2's expands whose input channels fill 16-channel blocks (24 -> 144 does not).
+// args: C, H, E, stride, threads: an expand 1x1 (C -> E, 8-channel blocks in and out, bias and
+// Clip(0, 6)) and the 3x3 depthwise layer after it (the same epilogue), as kiln.ExpandDepthwise
+// runs them (kernels::expand_depthwise): band by band against the two convolutions one after the
+// other over the workspace (KILN_EXPAND_BANDS's two pinned modes), call by call, the order
+// flipped each time; `bands_vs_apart` is the median of the per-call ratios (< 1: the bands are
+// faster), us_apart and us_bands the median times.
+void BM_ExpandDepthwise(benchmark::State& st) {
+  Conv2dShape e, d;
+  e.C = st.range(0), e.H = e.W = st.range(1), e.K = st.range(2);
+  e.x_blocked = e.y_blocked = true;
+  d.C = d.K = d.group = e.K, d.H = d.W = e.H, d.R = d.S = 3, d.stride_h = d.stride_w = st.range(3);
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  d.x_blocked = d.y_blocked = true;
+  const int threads = static_cast<int>(st.range(4));
+  if (const std::string why = expand_depthwise_unsupported(e, d); !why.empty()) {
+    st.SkipWithError(why.c_str());
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(e.C * e.H * e.W), y(d.K * d.out_h() * d.out_w());
+  std::vector<float> w1(e.K * e.C), w2(d.K * 9), b1(e.K), b2(d.K);
+  for (auto* v : {&w1, &w2, &b1, &b2})
+    for (auto& f : *v) f = u(rng);
+  for (auto& f : x) f = u(rng);
+  Floats p1(conv_packed_weight_floats(ConvTactic::Direct, e)), p2(conv_packed_weight_floats(ConvTactic::Depthwise, d));
+  conv_pack_weight(ConvTactic::Direct, e, w1.data(), p1.data());
+  conv_pack_weight(ConvTactic::Depthwise, d, w2.data(), p2.data());
+  Floats ws(expand_depthwise_workspace_floats(e, d, threads));
+  Epilogue e1, e2;
+  e1.bias = b1.data(), e1.bias_per_row = true, e1.act = Act::Clip, e1.act_alpha = 0.f, e1.act_beta = 6.f;
+  e2 = e1, e2.bias = b2.data();
+  auto run = [&](ExpandBands mode) {
+    set_expand_bands(mode);
+    expand_depthwise(e, d, x.data(), p1.data(), e1, p2.data(), e2, y.data(), ws.data(), threads);
+  };
+  paired_blocks(
+      st, [&] { run(ExpandBands::Off); }, [&] { run(ExpandBands::On); }, "bands_vs_apart", true, "us_apart",
+      "us_bands");
+  set_expand_bands(ExpandBands::Auto);
+}
+
+void mobilenet_v2_expand_depthwise(benchmark::internal::Benchmark* b) {
+  const int64_t pairs[][4] = {{16, 112, 96, 2}, {24, 56, 144, 2}, {32, 28, 192, 2}, {96, 14, 576, 2}, {24, 56, 144, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& p : pairs) b->Args({p[0], p[1], p[2], p[3], th});
+}
+
 void mobilenet_v2_expands(benchmark::internal::Benchmark* b) {
   const int64_t layers[][3] = {{16, 112, 96}, {32, 28, 192}, {64, 14, 384}, {96, 14, 576}, {160, 7, 960}};
   for (int64_t th : {1, 2})
@@ -318,6 +368,7 @@ BENCHMARK(BM_Conv)->Name("EfficientNetB0Pw")->Apply(efficientnet_b0_pointwise)->
 BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExpandDepthwise)->Name("MobilenetV2ExpandDepthwise")->Apply(mobilenet_v2_expand_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

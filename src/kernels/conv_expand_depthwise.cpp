@@ -95,8 +95,8 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
                       int threads) {
   std::string bad = expand_depthwise_unsupported(e, d);
   KILN_CHECK(bad.empty(), "expand + depthwise: ", bad);
-  KILN_CHECK(!epi1.residual && !epi1.channel_means && !epi2.residual && !epi2.channel_means,
-             "expand + depthwise: no residual or channel means on either convolution");
+  KILN_CHECK(!epi1.residual && !epi1.channel_means && !epi2.residual,
+             "expand + depthwise: no residual on either convolution, no channel means on the expand");
   if (threads <= 0) threads = default_threads();
   const KernelTable& t = kernel_table();
   const int64_t OH = d.out_h(), OW = d.out_w();
@@ -121,6 +121,12 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   const bool fetch_out = write_prefetch_pays(threads), claim = claim_output_pays(threads);
   Epilogue e1 = epi1;
   e1.bias_per_row = true;
+  // epi2.channel_means: each part's sums of its band's outputs, per channel, in double
+  // (TileEpilogue::sums, the kernel adding as it writes), sums[part][k]; the bands of each image
+  // are added in order after the region. (The calling thread's vector, through a plain pointer.)
+  thread_local std::vector<double> own_sums;
+  if (epi2.channel_means) own_sums.assign(static_cast<size_t>(parts * d.K), 0.0);
+  double* const sums = own_sums.data();
   parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
     // This thread's: the band's input rows (when the input has more than one block), its
     // expanded rows, and the depthwise block's scratch. Kept between calls.
@@ -159,11 +165,21 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
           claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
                                     static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
         te.fetch_for_write = fetch_out && !claimed;
+        if (epi2.channel_means) te.sums = sums + part * d.K + c0;
         t.depthwise_block(bd.g, mid + c0 * rows * e.W, x_plane, nc, w2 + c0 * RS, scratch,
                           &padding_zeroed, yn + yo, out_plane, te, true, true);
       }
     }
   });
+  if (epi2.channel_means) {
+    const double count = static_cast<double>(OH * OW);
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t k = 0; k < d.K; ++k) {
+        double total = 0;
+        for (int64_t b = 0; b < bands; ++b) total += sums[(n * bands + b) * d.K + k];
+        epi2.channel_means[n * d.K + k] = static_cast<float>(total / count);
+      }
+  }
 }
 
 }  // namespace kiln::kernels

@@ -5,7 +5,8 @@
 // DRAM and back. After the layouts, the in-place marks, the folded averages and Winograd: the
 // rule needs both convolutions' tactics and layouts. The depthwise node becomes the fused one
 // (its name, output and place in the order stay; the expand's packed weight and bias join its
-// inputs) and the expand node goes, so the profile maps the fused kernel to both source nodes.
+// inputs; its folded average M, when it has one, stays its second output) and the expand node
+// goes, so the profile maps the fused kernel to both source nodes.
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,8 +26,8 @@ bool packed_conv(const Node& n, kernels::ConvTactic t) {
 // The expand 1x1 whose output depthwise node d alone reads, when the pair may run fused, else
 // nullptr with `why`.
 Node* expand_before(const Graph& g, const Node& d, std::string& why) {
-  if (d.outputs.size() != 1 || d.input(3) || !d.input(2) || d.has_attr("in_place"))
-    return why = "the depthwise convolution has a residual, a second output, no bias or runs in place", nullptr;
+  if (d.outputs.empty() || d.input(3) || !d.input(2) || d.has_attr("in_place"))
+    return why = "the depthwise convolution has a residual, no bias or runs in place", nullptr;
   const Value* m = d.input(0);
   Node* e = m ? m->producer : nullptr;
   if (!e || e->owner != &g || !packed_conv(*e, kernels::ConvTactic::Direct))

@@ -2,6 +2,7 @@
 // depthwise convolution after it, band by band, against the two convolutions one after the other.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -51,16 +52,21 @@ void check(const Pair& p, int threads, bool workspace) {
   e1.bias = b1.data(), e1.bias_per_row = true, e1.act = Act::Clip, e1.act_alpha = 0.f, e1.act_beta = 6.f;
   e2.bias = b2.data(), e2.bias_per_row = true, e2.act = Act::Relu;
   const size_t out = static_cast<size_t>(p.d.N * p.d.K * p.d.out_h() * p.d.out_w());
+  // The depthwise output averaged too (a folded squeeze-excitation mean): as the kernel sums it.
+  std::vector<float> means_apart(p.d.N * p.d.K), means_together(p.d.N * p.d.K, -1.f);
   // Apart.
   std::vector<float> mid(p.e.N * p.e.K * p.e.H * p.e.W), apart(out);
   std::vector<float> ws(std::max(conv_workspace_floats(ConvTactic::Direct, p.e, threads),
                                  conv_workspace_floats(ConvTactic::Depthwise, p.d, threads)) + 16);
   conv2d(ConvTactic::Direct, p.e, x.data(), pw1.data(), mid.data(), e1, ws.data(), threads);
-  conv2d(ConvTactic::Depthwise, p.d, mid.data(), pw2.data(), apart.data(), e2, ws.data(), threads);
+  Epilogue m2 = e2;
+  m2.channel_means = means_apart.data();
+  conv2d(ConvTactic::Depthwise, p.d, mid.data(), pw2.data(), apart.data(), m2, ws.data(), threads);
   // Together, over an output holding garbage.
   std::vector<float> together(out, -123.f);
   std::vector<float> fused_ws(workspace ? expand_depthwise_workspace_floats(p.e, p.d, threads) : 0);
-  expand_depthwise(p.e, p.d, x.data(), pw1.data(), e1, pw2.data(), e2, together.data(),
+  m2.channel_means = means_together.data();
+  expand_depthwise(p.e, p.d, x.data(), pw1.data(), e1, pw2.data(), m2, together.data(),
                    workspace ? fused_ws.data() : nullptr, threads);
   size_t differ = 0;
   for (size_t i = 0; i < out; ++i) differ += std::memcmp(&apart[i], &together[i], sizeof(float)) != 0;
@@ -69,6 +75,10 @@ void check(const Pair& p, int threads, bool workspace) {
   size_t nonzero = 0;
   for (float v : together) nonzero += v != 0.f;
   EXPECT_GT(nonzero, out / 4);
+  // The averages: the same rows' float sums added in double in another order (bands, not the
+  // depthwise call's parts).
+  for (size_t i = 0; i < means_apart.size(); ++i)
+    EXPECT_NEAR(means_together[i], means_apart[i], 1e-6 * (1 + std::abs(means_apart[i]))) << "channel " << i;
 }
 
 TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {

@@ -106,6 +106,31 @@ TEST(ExpandDepthwiseLowering, NothingChangesWhereTheRuleDoesNotApply) {
   EXPECT_NE(lines_with(print_model(off), "@ex").find("kiln::FusedConv(%x1, "), std::string::npos);
 }
 
+// A squeeze-excitation average of the depthwise output (efficientnet_b0's blocks): folded into the
+// depthwise convolution first (channel_means.cpp), it stays the fused node's second output.
+std::string averaged(int stride) {
+  std::string s = block(stride, false);
+  s.replace(s.find("-> (%y)"), 7, "-> (%y, %g)");
+  s.replace(s.find(" @pr\n"), 5, " @pr\n  %g = GlobalAveragePool(%d) @sq\n");
+  return s;
+}
+
+TEST(ExpandDepthwiseLowering, AFoldedAverageStaysTheSecondOutput) {
+  if (!avx512()) GTEST_SKIP() << "the expand runs direct between blocked activations on AVX-512 only";
+  const Model ref = parse_block(averaged(2));
+  Model m = parse_block(averaged(2));
+  const LowerReport r = lower_model(m);
+  EXPECT_EQ(r.folded_means, 1);
+  EXPECT_EQ(r.expand_depthwise, 1);
+  const std::string after = print_model(m);
+  EXPECT_NE(lines_with(after, "@dw").find("%d, %g = kiln::ExpandDepthwise(%x1, "), std::string::npos) << after;
+  ops::verify_model(m);
+  ops::infer_shapes(m);
+  EXPECT_EQ(m.graph->find("g")->shape.str(), "[N,48,1,1]");
+  auto exe = load_lowered(m, "expand_depthwise_means");
+  for (int64_t n : {1, 3}) expect_lowered_matches(ref, *exe, sine_input({n, 16, 28, 28}), "N=" + std::to_string(n));
+}
+
 // The compiled block (batch 1 and 3; 1 and 2 threads, expect_lowered_matches) against the
 // interpreter on the unlowered graph: within 1e-5 of the largest output. Both ways the kernels and
 // their sums are the same as the two convolutions' (the kernels' test checks bit for bit).

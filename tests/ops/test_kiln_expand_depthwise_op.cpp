@@ -44,6 +44,25 @@ TEST(KilnExpandDepthwise, EqualsConvClipDepthwiseConvReluOnRandomData) {
   EXPECT_GT(most, 0.1);
 }
 
+// The optional second output M is GlobalAveragePool(Y), as FusedConv's.
+TEST(KilnExpandDepthwise, SecondOutputIsTheGlobalAverageOfTheFirst) {
+  std::string unfused = kUnfused, fused = kFused;
+  unfused.replace(unfused.find("-> (%y)"), 7, "-> (%m2)");
+  unfused.replace(unfused.find("  %y = Relu(%d)"), 15, "  %y = Relu(%d)\n  %m2 = GlobalAveragePool(%y)");
+  fused.replace(fused.find("-> (%y)"), 7, "-> (%m2)");
+  fused.replace(fused.find("%y = kiln::ExpandDepthwise"), 26, "%y, %m2 = kiln::ExpandDepthwise");
+  Tensor want = run_text(unfused, feeds());
+  Tensor got = run_text(fused, feeds());
+  ASSERT_EQ(got.dims(), (std::vector<int64_t>{2, 8, 1, 1}));
+  expect_close(got, want, 1e-6);
+  Model m = parse_model(fused);
+  ops::infer_shapes(m);
+  ops::Cost with_m = *ops::node_cost(*m.graph->nodes().at(0));
+  Model plain = parse_model(kFused);
+  ops::infer_shapes(plain);
+  EXPECT_DOUBLE_EQ(with_m.flops - ops::node_cost(*plain.graph->nodes().at(0))->flops, 2.0 * 8 * 5 * 4);
+}
+
 TEST(KilnExpandDepthwise, CostIsBothConvolutionsWithoutTheExpandedTensor) {
   Model unfused = parse_model(kUnfused);
   Model fused = parse_model(kFused);

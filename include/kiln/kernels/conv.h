@@ -163,7 +163,8 @@ bool expand_depthwise_pays(const Conv2dShape& expand, const Conv2dShape& depthwi
 // L3 (kernels::expand_bands_pay). Without a workspace the call runs band by band.
 size_t expand_depthwise_workspace_floats(const Conv2dShape& expand, const Conv2dShape& depthwise, int threads);
 // y = depthwise_epi(depthwise(expand_epi(expand(x)))); packed weights as conv_pack_weight packs
-// them for the direct and the depthwise tactic.
+// them for the direct and the depthwise tactic. No residual on either; depthwise_epi may average
+// the output (Epilogue::channel_means: summed band by band as the kernel writes, in double).
 void expand_depthwise(const Conv2dShape& expand, const Conv2dShape& depthwise, const float* x, const float* packed_w1,
                       const Epilogue& epi1, const float* packed_w2, const Epilogue& epi2, float* y, float* workspace,
                       int threads);

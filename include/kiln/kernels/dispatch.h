@@ -456,7 +456,8 @@ void set_claim_output(ClaimOutput mode);
 // the cores are far apart (vCPUs in different core complexes, each with its own L3) and costs
 // when they share one: mobilenet_v2 at two threads against ORT, the Zen 5 host, alternated
 // bench runs with the artifact fused and not: far 0.750-0.765 against 0.751-0.793, close
-// 0.799-0.856 against 0.755-0.823. So in Auto mode only on more than one thread and only while
+// 0.799-0.856 against 0.755-0.823 (one artifact, bands pinned on and off, a later close minute:
+// 0.778 and 0.777, even). So in Auto mode only on more than one thread and only while
 // the last refresh_core_distance measured far cores; KILN_EXPAND_BANDS=0 / =1 pins it off / on
 // (on: any thread count, one thread too).
 bool expand_bands_pay(int threads);

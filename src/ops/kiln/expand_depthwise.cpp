@@ -1,11 +1,13 @@
-// kiln.ExpandDepthwise(X, W1, B1, W2, B2) -> Y: an expanding 1x1 convolution and the depthwise
+// kiln.ExpandDepthwise(X, W1, B1, W2, B2) -> Y, M?: an expanding 1x1 convolution and the depthwise
 // convolution that alone reads its output (mobilenet_v2's inverted residual blocks), as one node:
 //   M = act1(Conv(X, W1) + B1)   (1x1, stride 1, no padding, one group: W1 [E, C, 1, 1])
 //   Y = act2(Conv(M, W2) + B2)   (group E: W2 [E, 1, R, S]; the node's Conv attributes)
 // The lowering makes it from two packed kiln.FusedConv (lower/expand_depthwise.cpp) so that the
 // kernel runs them band by band, M never leaving the thread's L2 (kernels::expand_depthwise).
 // act2 and the Conv attributes are the node's own, as on FusedConv; the expand's are prefixed
-// `expand_`. Shape inference, cost and the reference kernel are the two Convs'.
+// `expand_`. The optional M is GlobalAveragePool(Y), [N, E, 1, 1], as FusedConv's (a folded
+// squeeze-excitation average, lower/channel_means.cpp). Shape inference, cost and the reference
+// kernel are the two Convs' (and the pool's).
 #include "kiln_common.h"
 
 namespace kiln::ops {
@@ -39,8 +41,19 @@ void infer_expand_depthwise(InferContext& c) {
   Node conv = n;
   conv.inputs = {&m, n.inputs[3], n.inputs[4]};
   if (std::optional<Node> logical = logical_weight_node(conv, w2)) conv = *logical;
+  conv.outputs.resize(1);  // Y; M below
   InferContext lc(conv, c.opset());
   onnx_op("Conv").infer(lc);
+  if (c.has_output(1)) {
+    const Shape& y = n.outputs[0]->shape;
+    if (!y.rank_known) {
+      c.set_output(1, n.outputs[0]->dtype, Shape::unknown_rank());
+    } else {
+      std::vector<Dim> mean = {y[0], y[1]};
+      mean.resize(y.rank(), Dim(1));
+      c.set_output(1, n.outputs[0]->dtype, Shape(mean));
+    }
+  }
   activation_of(n);  // an unknown activation name fails here, not at run time
   expand_activation_of(n);
 }
@@ -64,6 +77,7 @@ Cost cost_expand_depthwise(const CostContext& c) {
   // Both Convs' multiply-adds, bias adds and activations (M is never stored: no bytes for it).
   k.flops = mid * (2.0 * x[1] + 1 + activation_flops(expand_activation_of(c.node).act)) +
             outs * (2.0 * taps + 1 + activation_flops(activation_of(c.node).act));
+  if (c.out_dims.size() > 1 && !c.out_dims[1].empty()) k.flops += outs;  // M: one add an element
   return k;
 }
 
@@ -81,6 +95,7 @@ void expand_depthwise_kernel(KernelContext& c) {
   activate(m, expand_activation_of(c.node()));
   Tensor y = run_onnx_kernel(c, "Conv", {&m, &w2, &b2});
   activate(y, activation_of(c.node()));
+  if (c.has_output(1)) c.set_output(1, from_f32(run_onnx_kernel(c, "GlobalAveragePool", {&y}), dt));
   c.set_output(0, from_f32(y, dt));
 }
 
@@ -130,13 +145,13 @@ OpDef def_ExpandDepthwise() {
           .since = kKilnOpsetVersion,
           .min_inputs = 5,
           .max_inputs = 5,
-          .max_outputs = 1,
+          .max_outputs = 2,
           .attrs = expand_depthwise_attrs(),
           .infer = infer_expand_depthwise,
           .cost = cost_expand_depthwise,
           .kernel = expand_depthwise_kernel,
           .doc = "act2(DepthwiseConv(act1(Conv1x1(X, W1) + B1), W2) + B2): an expanding 1x1 convolution and the "
-                 "depthwise one after it, run band by band"};
+                 "depthwise one after it, run band by band; optional 2nd output: its GlobalAveragePool"};
 }
 
 }  // namespace kiln::ops
