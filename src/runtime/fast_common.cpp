@@ -24,6 +24,15 @@ kernels::ConvTactic conv_tactic_of(const Node& n) {
   throw Error(str_cat(n.describe(), ": unknown convolution tactic '", t, "'"));
 }
 
+void check_channel_means_output(const Node& n) {
+  const Value* m = n.outputs.size() > 1 ? n.outputs[1] : nullptr;
+  if (!m) return;
+  const Shape& y = n.outputs[0]->shape;
+  KILN_CHECK(m->dtype == DType::f32 && y.is_static() && m->shape.is_static() && m->shape.rank() == 4 &&
+                 m->shape[0] == y[0] && m->shape[1] == y[1] && m->shape[2].value == 1 && m->shape[3].value == 1,
+             n.describe(), ": the averages ", m->shape.str(), " must be f32 [N, K, 1, 1] of the output ", y.str());
+}
+
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];

@@ -14,6 +14,10 @@ kernels::Epilogue epilogue_of(const Node& n);
 // The `tactic` attribute of a lowered kiln.FusedConv; throws naming the node when unknown.
 kernels::ConvTactic conv_tactic_of(const Node& n);
 
+// A convolution node's averages output M (outputs[1]), when it has one: f32 [N, K, 1, 1] of the
+// static output Y; throws naming the node otherwise.
+void check_channel_means_output(const Node& n);
+
 // Product of dims [begin, end).
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end);
 

@@ -27,12 +27,7 @@ bool prepare(StepContext& ctx) {
   st->shapes = ops::expand_depthwise_shapes(n, x->shape.static_dims());
   const std::string bad = kernels::expand_depthwise_unsupported(st->shapes.expand, st->shapes.depthwise);
   KILN_CHECK(bad.empty(), n.describe(), ": cannot run input ", x->shape.str(), ": ", bad);
-  if (const Value* m = n.outputs.size() > 1 ? n.outputs[1] : nullptr) {
-    const Shape& y = n.outputs[0]->shape;
-    KILN_CHECK(m->dtype == DType::f32 && y.is_static() && m->shape.is_static() && m->shape.rank() == 4 &&
-                   m->shape[0] == y[0] && m->shape[1] == y[1] && m->shape[2].value == 1 && m->shape[3].value == 1,
-               n.describe(), ": the averages ", m->shape.str(), " must be f32 [N, K, 1, 1] of the output ", y.str());
-  }
+  check_channel_means_output(n);
   st->depthwise = epilogue_of(n);
   st->depthwise.bias_per_row = true;
   const ops::ActivationSpec a = ops::expand_activation_of(n);

@@ -34,12 +34,7 @@ bool prepare(StepContext& ctx) {
   if (const Value* z = n.input(3))
     KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
                " must have the output's shape ", n.outputs[0]->shape.str());
-  if (const Value* m = n.outputs.size() > 1 ? n.outputs[1] : nullptr) {
-    const Shape& y = n.outputs[0]->shape;
-    KILN_CHECK(m->dtype == DType::f32 && y.is_static() && m->shape.is_static() && m->shape.rank() == 4 &&
-                   m->shape[0] == y[0] && m->shape[1] == y[1] && m->shape[2].value == 1 && m->shape[3].value == 1,
-               n.describe(), ": the averages ", m->shape.str(), " must be f32 [N, K, 1, 1] of the output ", y.str());
-  }
+  check_channel_means_output(n);
   st->epi = epilogue_of(n);
   st->epi.bias_per_row = true;
   ctx.workspace_bytes =

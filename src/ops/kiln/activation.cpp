@@ -172,6 +172,15 @@ void activate(Tensor& y, const ActivationSpec& a) {
   for (int64_t i = 0; i < y.numel(); ++i) p[i] = apply_activation(a.act, p[i], a.alpha, a.beta);
 }
 
+void infer_channel_means_output(InferContext& c) {
+  if (!c.has_output(1)) return;
+  const Shape& y = c.node().outputs[0]->shape;
+  if (!y.rank_known) return c.set_output(1, c.node().outputs[0]->dtype, Shape::unknown_rank());
+  std::vector<Dim> m = {y[0], y[1]};
+  m.resize(y.rank(), Dim(1));
+  c.set_output(1, c.node().outputs[0]->dtype, Shape(m));
+}
+
 void check_broadcasts_into(const InferContext& c, const Shape& out, size_t input, const char* what) {
   if (!c.has_input(input) || !out.rank_known || !c.in_shape(input).rank_known) return;
   const Shape& s = c.in_shape(input);

@@ -44,16 +44,7 @@ void infer_expand_depthwise(InferContext& c) {
   conv.outputs.resize(1);  // Y; M below
   InferContext lc(conv, c.opset());
   onnx_op("Conv").infer(lc);
-  if (c.has_output(1)) {
-    const Shape& y = n.outputs[0]->shape;
-    if (!y.rank_known) {
-      c.set_output(1, n.outputs[0]->dtype, Shape::unknown_rank());
-    } else {
-      std::vector<Dim> mean = {y[0], y[1]};
-      mean.resize(y.rank(), Dim(1));
-      c.set_output(1, n.outputs[0]->dtype, Shape(mean));
-    }
-  }
+  infer_channel_means_output(c);
   activation_of(n);  // an unknown activation name fails here, not at run time
   expand_activation_of(n);
 }

@@ -20,13 +20,7 @@ void infer_fused_conv(InferContext& c) {
   }
   if (c.has_output(0)) check_broadcasts_into(c, c.node().outputs[0]->shape, 3, "residual Z");
   activation_of(c.node());    // an unknown activation name fails here, not at run time
-  if (c.has_output(1)) {
-    const Shape& y = c.node().outputs[0]->shape;
-    if (!y.rank_known) return c.set_output(1, c.node().outputs[0]->dtype, Shape::unknown_rank());
-    std::vector<Dim> m = {y[0], y[1]};
-    m.resize(y.rank(), Dim(1));
-    c.set_output(1, c.node().outputs[0]->dtype, Shape(m));
-  }
+  infer_channel_means_output(c);
 }
 
 Cost cost_fused_conv(const CostContext& packed_or_not) {

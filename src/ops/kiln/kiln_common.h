@@ -44,6 +44,10 @@ void add_into(const KernelContext& c, Tensor& y, const Tensor& t, const char* wh
 // y = act(y) in place (f32).
 void activate(Tensor& y, const ActivationSpec& a);
 
+// Output 1, when the node has it: the per-channel average of output 0, [N, K, 1, ...] (FusedConv's
+// and ExpandDepthwise's M, GlobalAveragePool's shape).
+void infer_channel_means_output(InferContext& c);
+
 // Fails unless `extra` broadcasts to `out` without changing it (bias and residual inputs).
 void check_broadcasts_into(const InferContext& c, const Shape& out, size_t input, const char* what);
 
