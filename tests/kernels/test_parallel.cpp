@@ -3,8 +3,8 @@
 // and nested regions run inline.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -132,7 +132,7 @@ TEST(Parallel, ChunksAreDisjointAndCoverEveryIndexForAnySizeAndThreads) {
 // parallel_owner names the thread whose share an index lies in: shares are contiguous runs of
 // whole chunks in thread order (chunks never straddle two owners), the first index is the
 // caller's and the last the last thread's, one thread or an index out of range is thread 0. 10
-// indices on 2 threads: 8 chunks of 2 (the last 5 are 4), 2 of them the caller's.
+// indices on 2 threads: 5 each (4 chunks of 1 or 2 a thread).
 TEST(Parallel, OwnersAreContiguousRunsOfWholeChunks) {
   for (int threads : {1, 2, 3, 5})
     for (int64_t n : {1, 2, 3, 4, 7, 10, 16, 21, 1000}) {
@@ -151,10 +151,40 @@ TEST(Parallel, OwnersAreContiguousRunsOfWholeChunks) {
         EXPECT_TRUE(step == 0 || step == 1) << n << " on " << threads << " at " << i;
       }
     }
-  EXPECT_EQ(parallel_owner(10, 2, 3), 0);
-  EXPECT_EQ(parallel_owner(10, 2, 4), 1);
+  EXPECT_EQ(parallel_owner(10, 2, 4), 0);
+  EXPECT_EQ(parallel_owner(10, 2, 5), 1);
   EXPECT_EQ(parallel_owner(10, 2, 10), 0);
   EXPECT_EQ(parallel_owner(10, 1, 9), 0);
+}
+
+// Threads own shares that differ by at most one index, whatever n: with chunks of one size for
+// all, 14 indices on 2 threads were 7 chunks of 2, one thread owning 6 and the other 8. Up to
+// kPiecesPerThread indices a thread every index is a chunk of its own (kernels that cut their
+// work in parts rely on that, parallel.h).
+TEST(Parallel, SharesDifferByAtMostOneIndex) {
+  for (int threads : {2, 3, 5})
+    for (int64_t n : {2, 7, 9, 10, 14, 22, 26, 100, 1001}) {
+      if (n < threads) continue;
+      std::vector<int64_t> owned(static_cast<size_t>(threads), 0);
+      for (int64_t i = 0; i < n; ++i) ++owned[static_cast<size_t>(parallel_owner(n, threads, i))];
+      const auto [lo, hi] = std::minmax_element(owned.begin(), owned.end());
+      EXPECT_LE(*hi - *lo, 1) << n << " on " << threads;
+      std::mutex mu;
+      int64_t chunks = 0, widest = 0;
+      parallel_for(n, threads, [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++chunks, widest = std::max(widest, e - b);
+        EXPECT_EQ(parallel_owner(n, threads, b), parallel_owner(n, threads, e - 1));
+      });
+      if (n <= threads * kPiecesPerThread) {
+        EXPECT_EQ(chunks, n) << n << " on " << threads;
+        EXPECT_EQ(widest, 1);
+      } else {
+        EXPECT_EQ(chunks, threads * kPiecesPerThread) << n << " on " << threads;
+      }
+    }
+  EXPECT_EQ(parallel_owner(14, 2, 6), 0);
+  EXPECT_EQ(parallel_owner(14, 2, 7), 1);
 }
 
 TEST(Parallel, ExceptionsFromAnyChunkReachTheCaller) {
