@@ -53,7 +53,9 @@ Window window_of(const Node& n) {
   std::vector<int64_t> k = n.attr_ints("kernel_shape", {});
   if (k.empty()) {
     std::vector<int64_t> ws = n.attr_ints("w_shape", {});
-    if (ws.empty() && n.input(1) && n.input(1)->shape.is_static()) ws = n.input(1)->shape.static_dims();
+    // The window's weight: kiln.ExpandDepthwise's is its depthwise one, W2 (input 3).
+    const Value* w = n.input(n.domain == "kiln" && n.op == "ExpandDepthwise" ? 3 : 1);
+    if (ws.empty() && w && w->shape.is_static()) ws = w->shape.static_dims();
     if (ws.size() > 2) k.assign(ws.begin() + 2, ws.end());
   }
   if (k.size() == 2) w.R = k[0], w.S = k[1];
@@ -169,6 +171,34 @@ double dram_overlap(const MachinePeaks& m) {
 
 namespace {
 
+// The direct tactic's tiling of `images` outputs of K channels and OH x OW pixels: rows of OW
+// pixels, or all pixels as one row (conv.h).
+GemmGeometry direct_geometry(int64_t images, int64_t K, int64_t OH, int64_t OW) {
+  const int mr = static_cast<int>(kernels::kernel_table().conv_shape.mr);
+  if (kernels::conv_direct_wraps(mr, OH, OW)) return GemmGeometry{OH * OW, K, images};
+  // Wide tiles (half the pixels, twice the channels): the accumulators of 2 OW rows by nr.
+  if (kernels::conv_direct_wide(mr, OW)) return GemmGeometry{2 * OW, (K + 1) / 2, images * OH};
+  return GemmGeometry{OW, K, images * OH};
+}
+
+// A kiln.ExpandDepthwise's expand 1x1 (C -> E over N x H x W pixels): its multiply-adds and its
+// tiling. Zero FLOPs when the dims are not known.
+struct ExpandPart {
+  double flops = 0;
+  GemmGeometry g;
+};
+ExpandPart expand_part(const Node& n) {
+  ExpandPart e;
+  const Value* x = n.input(0);
+  std::vector<int64_t> w1 = n.attr_ints("expand_w_shape", {});  // packed: W1's logical dims
+  if (w1.empty() && n.input(1) && n.input(1)->shape.is_static()) w1 = n.input(1)->shape.static_dims();
+  if (!x || !x->shape.is_static() || x->shape.rank() != 4 || w1.size() != 4) return e;
+  const std::vector<int64_t> d = x->shape.static_dims();
+  e.flops = 2.0 * static_cast<double>(d[0] * d[1] * w1[0] * d[2] * d[3]);
+  e.g = direct_geometry(d[0], w1[0], d[2], d[3]);
+  return e;
+}
+
 }  // namespace
 
 bool has_kernel_rates(const Chip& chip) { return chip.machine && !chip.machine->kernels.empty(); }
@@ -176,6 +206,7 @@ bool has_kernel_rates(const Chip& chip) { return chip.machine && !chip.machine->
 std::string cpu_kernel_class(const Node& n) {
   bool kiln_op = n.domain == "kiln";
   if ((kiln_op && n.op == "FusedConv") || (n.domain.empty() && n.op == "Conv")) return "conv_" + conv_tactic(n);
+  if (kiln_op && n.op == "ExpandDepthwise") return "expand_depthwise";
   if ((kiln_op && (n.op == "FusedMatMul" || n.op == "Attention")) ||
       (n.domain.empty() && (n.op == "MatMul" || n.op == "Gemm")))
     return "gemm";
@@ -194,13 +225,7 @@ GemmGeometry gemm_geometry(const Node& n, const std::string& cls) {
     if (y.size() != 4) return g;
     const int64_t N = y[0], K = y[1], OH = y[2], OW = y[3], group = n.attr_i("group", 1);
     if (cls == "conv_pixel-gemm") return {OH * OW, K / group, N * group};
-    if (cls == "conv_direct") {  // rows of OW pixels, or all pixels as one row (conv.h)
-      const int mr = static_cast<int>(kernels::kernel_table().conv_shape.mr);
-      if (kernels::conv_direct_wraps(mr, OH, OW)) return GemmGeometry{OH * OW, K / group, N * group};
-      // Wide tiles (half the pixels, twice the channels): the accumulators of 2 OW rows by nr.
-      if (kernels::conv_direct_wide(mr, OW)) return GemmGeometry{2 * OW, (K / group + 1) / 2, N * group * OH};
-      return GemmGeometry{OW, K / group, N * group * OH};
-    }
+    if (cls == "conv_direct") return direct_geometry(N * group, K / group, OH, OW);
     return {K / group, OH * OW, N * group};  // gemm, pointwise
   }
   if (cls != "gemm" || y.empty()) return g;
@@ -259,7 +284,7 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
   }
   // The fixed cost of entering the kernel (measured on its smallest call), on top of the
   // dispatch: convolutions (any tactic) and GEMMs; one call per node.
-  if (cls.rfind("conv_", 0) == 0 || cls == "gemm")
+  if (cls.rfind("conv_", 0) == 0 || cls == "gemm" || cls == "expand_depthwise")
     if (const KernelRate* call = m.kernel(cls == "gemm" ? "gemm_call" : "conv_call")) t.launch_s += call->seconds;
   if (cls == "fma_peak") {
     t.compute_s = flops / (m.fp32_gflops_per_core * scale * 1e9);
@@ -268,6 +293,20 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     // (resnet's 3x3/2 pool, one of them). On the plane formula digits_cnn's 2x2 pool over 512
     // planes of 4x4 outputs was predicted at 0.070 ms and ran in 0.006.
     t.compute_s = bytes / (measured(m, "pool").gbs_one_core * scale * 1e9);
+  } else if (cls == "expand_depthwise") {
+    // Two kernels one after the other on each band (kernels::expand_depthwise): the expand 1x1
+    // at the direct tactic's rate for its tiling, then the depthwise windows as the plane
+    // kernel runs them. (At the FMA peak, as the other fast kernels, mobilenet_v2's three pairs
+    // were predicted at 0.60-0.75 of their measured time at one thread, 0.55-0.66 at two; now
+    // 1.01-1.08 and 0.80-1.00: `kiln profile --explain`.) The expanded tensor stays in the
+    // thread's L2: the op's bytes leave it out, so the memory time is the pair's input, weights
+    // and output.
+    const ExpandPart e = expand_part(n);
+    const int64_t lanes = kernels::kernel_table().simd_width;
+    t.compute_s = e.flops / (gemm_rate_gflops(m, "conv_direct", e.g) * scale * 1e9) +
+                  plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, "conv_depthwise"),
+                                       m.kernel("conv_depthwise_small")) /
+                      scale;
   } else if (cls == "conv_depthwise" || cls == "pool") {
     const std::string big = cls == "pool" ? "pool" : "conv_depthwise";
     const int64_t lanes = kernels::kernel_table().simd_width;

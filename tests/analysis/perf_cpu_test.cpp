@@ -6,6 +6,7 @@
 #include "analysis/perf_tiles.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
+#include "kiln/ir/text.h"
 #include "kiln/ops/op.h"
 
 namespace kiln::analysis {
@@ -93,6 +94,34 @@ TEST(PerfCpu, EachNodeIsTimedByTheKernelThatRunsIt) {
   EXPECT_EQ(cpu_kernel_class(*unary("GlobalAveragePool").n), "fma_peak");
   EXPECT_EQ(cpu_kernel_class(*unary("Softmax").n), "fma_peak");  // a fast kernel
   EXPECT_EQ(cpu_kernel_class(*unary("Erf").n), "reference_elementwise");
+}
+
+// kiln.ExpandDepthwise (mobilenet_v2's features.4: 24 -> 144 at 56x56, 3x3 depthwise at stride
+// 2) is two kernels one after the other: the expand 1x1 at the direct tactic's rate for its
+// tiling, then the depthwise windows as the plane kernel runs them, not the FMA peak.
+TEST(PerfCpu, ExpandDepthwiseIsTheExpandAndTheDepthwiseKernel) {
+  Model fused = parse_model(R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[1,24,56,56], %w1: f32[144,24,1,1], %b1: f32[144], %w2: f32[144,1,3,3], %b2: f32[144]) -> (%y) {
+  %y = kiln::ExpandDepthwise(%x, %w1, %b1, %w2, %b2) {group=144, pads=[1,1,1,1], strides=[2,2], activation="Clip", act_alpha=0.0, act_beta=6.0, expand_activation="Clip", expand_act_alpha=0.0, expand_act_beta=6.0}
+})");
+  ops::infer_shapes(fused);
+  const Node& n = *fused.graph->nodes().at(0);
+  EXPECT_EQ(cpu_kernel_class(n), "expand_depthwise");
+  // The two convolutions alone: the expand as a direct 1x1, the depthwise one on its output.
+  OneNode dw = conv(144, 144, 56, 3, 144);
+  dw.n->attrs["strides"] = std::vector<int64_t>{2, 2};
+  ops::infer_shapes(dw.m);
+  OneNode expand = conv(24, 144, 56, 1, 1);
+  expand.n->attrs["tactic"] = std::string("direct");
+  Chip chip = synthetic_chip();
+  auto flops = [](const Node& k) { return ops::node_cost(k)->flops; };
+  const OpTime e = cpu_kernel_time(*expand.n, flops(*expand.n), 0, 0, chip);
+  const OpTime d = cpu_kernel_time(*dw.n, flops(*dw.n), 0, 0, chip);
+  const OpTime both = cpu_kernel_time(n, flops(n), 0, 0, chip);
+  // The expand's multiply-adds only (its cost adds the bias and activation per output).
+  const double expand_s = 2.0 * 24 * 144 * 56 * 56 / flops(*expand.n) * e.compute_s;
+  EXPECT_NEAR(both.compute_s, expand_s + d.compute_s, 1e-12);
+  EXPECT_GT(both.compute_s, 2 * flops(n) / (chip.machine->fp32_gflops_per_core * 1e9));
 }
 
 TEST(PerfCpu, FormulasByHand) {
