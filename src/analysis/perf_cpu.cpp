@@ -109,6 +109,12 @@ double output_planes(const Node& n) {
   return static_cast<double>(y->shape.dims[0].value * y->shape.dims[1].value);
 }
 
+// One core's seconds of node n on the plane kernel calibrated as `big` (and `big`_small).
+double plane_node_seconds(const Node& n, const MachinePeaks& m, const std::string& big) {
+  return plane_kernel_seconds(output_planes(n), plane_vector_ops(n, kernels::kernel_table().simd_width),
+                              measured(m, big), m.kernel(big + "_small"));
+}
+
 double constant_input_bytes(const Node& n) {
   double b = 0;
   for (const Value* v : n.inputs)
@@ -302,16 +308,10 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     // thread's L2: the op's bytes leave it out, so the memory time is the pair's input, weights
     // and output.
     const ExpandPart e = expand_part(n);
-    const int64_t lanes = kernels::kernel_table().simd_width;
     t.compute_s = e.flops / (gemm_rate_gflops(m, "conv_direct", e.g) * scale * 1e9) +
-                  plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, "conv_depthwise"),
-                                       m.kernel("conv_depthwise_small")) /
-                      scale;
+                  plane_node_seconds(n, m, "conv_depthwise") / scale;
   } else if (cls == "conv_depthwise" || cls == "pool") {
-    const std::string big = cls == "pool" ? "pool" : "conv_depthwise";
-    const int64_t lanes = kernels::kernel_table().simd_width;
-    t.compute_s = plane_kernel_seconds(output_planes(n), plane_vector_ops(n, lanes), measured(m, big),
-                                       m.kernel(big + "_small")) / scale;
+    t.compute_s = plane_node_seconds(n, m, cls == "pool" ? "pool" : "conv_depthwise") / scale;
   } else {
     // Register-tile efficiency of this node's tiling against the calibration's (perf_tiles.h).
     t.compute_s = flops / (gemm_rate_gflops(m, cls, gemm_geometry(n, cls)) * scale * 1e9);

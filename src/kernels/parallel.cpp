@@ -220,7 +220,6 @@ class Pool {
     done_.store(0);
     const uint64_t gen = (generation_of(state_.load()) + 1) & 0xffffffffu;
     const int64_t total = layout.total;
-    total_ = total;
     // Thread t owns pieces [total*t/T, total*(t+1)/T).
     for (int t = 0; t < threads; ++t)
       slots_[t].range.store(gen << kGenShift | uint64_t(owned_from(total, t, threads)) << kFrontShift |
@@ -329,9 +328,9 @@ class Pool {
       seen = generation_of(st);
       const int helpers = static_cast<int>(st & kHelpers);
       if (id > helpers) continue;
-      // fn_, layout_ and total_ stay valid while this worker holds an unfinished piece.
+      // fn_ and layout_ stay valid while this worker holds an unfinished piece.
       for (int64_t piece; (piece = next_piece(id, helpers + 1, seen)) >= 0;) {
-        const int64_t total = total_;
+        const int64_t total = layout_.total;
         try {
           const auto [begin, end] = layout_.range(piece);
           run_piece(fn_, id, piece, owned_from(total, id, helpers + 1), owned_from(total, id + 1, helpers + 1), begin,
@@ -354,7 +353,6 @@ class Pool {
   // The current region; written by the caller before state_ publishes it.
   FunctionRef<void(int64_t, int64_t)> fn_;
   PieceLayout layout_{0, 0, 1};
-  int64_t total_ = 0;
   std::exception_ptr error_;
   // Separate cache lines: threads claim from the slots while they count finished pieces.
   alignas(64) std::atomic<uint64_t> state_{0};

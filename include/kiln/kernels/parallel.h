@@ -1,7 +1,7 @@
 // A small fixed thread pool shared by all kernels. parallel_for runs fn over disjoint
 // contiguous chunks of [0, n) on at most `threads` threads at once, the calling thread among
-// them. Thread t of T owns [n * t / T, n * (t + 1) / T) and runs it first, so kernels that split the
-// same dimension the same way keep each thread on the data it wrote itself (cache lines the
+// them. Thread t of T owns [n * t / T, n * (t + 1) / T) and runs it first, so kernels that
+// split the same dimension the same way keep each thread on the data it wrote itself (cache lines the
 // other core wrote are 2-4x slower to reach here); a thread that finishes early steals chunks
 // of the others, so per-chunk state must be indexed by the chunk, never by the thread.
 #pragma once
@@ -85,8 +85,8 @@ int64_t worker_sleeps();
 constexpr int64_t kPiecesPerThread = 4;
 
 // Calls fn(begin, end) over chunks of [0, n): one index per chunk up to kPiecesPerThread
-// indices a thread, else kPiecesPerThread chunks per thread, each 1/kPiecesPerThread of its share. Runs inline when threads == 1 or n == 1. fn is
-// referenced, not copied (no allocation per region, whatever the lambda captures); it returns
+// indices a thread, else kPiecesPerThread chunks per thread, each 1/kPiecesPerThread of its
+// share. Runs inline when threads == 1 or n == 1. fn is referenced, not copied (no allocation per region, whatever the lambda captures); it returns
 // after every chunk has run.
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
