@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
 #include "isa_table.h"
@@ -353,6 +354,55 @@ void mobilenet_v2_expand_depthwise(benchmark::internal::Benchmark* b) {
     for (const auto& p : pairs) b->Args({p[0], p[1], p[2], p[3], th});
 }
 
+// args: C, H, K (the projection's), residual, threads: mobilenet_v2's depthwise 3x3 (stride 1,
+// Clip 0..6) and the 1x1 projection after it (no activation; with the block's residual when
+// `residual`), run as the two calls against band by band (depthwise_project), call by call.
+void BM_DepthwiseProject(benchmark::State& st) {
+  Conv2dShape d, p;
+  d.C = d.K = d.group = st.range(0), d.H = d.W = st.range(1), d.R = d.S = 3;
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  d.x_blocked = d.y_blocked = true;
+  p.C = d.K, p.H = p.W = d.H, p.K = st.range(2);
+  p.x_blocked = p.y_blocked = true;
+  const bool residual = st.range(3) != 0;
+  const int threads = static_cast<int>(st.range(4));
+  if (const std::string why = depthwise_project_unsupported(d, p); !why.empty()) {
+    st.SkipWithError(why.c_str());
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(d.C * d.H * d.W), y(p.K * p.H * p.W), z(p.K * p.H * p.W), mid(d.K * d.H * d.W);
+  std::vector<float> wd(d.K * 9), wp(p.K * p.C), bd(d.K), bp(p.K);
+  for (auto* v : {&wd, &wp, &bd, &bp})
+    for (auto& f : *v) f = u(rng);
+  for (auto& f : x) f = u(rng);
+  for (auto& f : z) f = u(rng);
+  Floats pd(conv_packed_weight_floats(ConvTactic::Depthwise, d)), pp(conv_packed_weight_floats(ConvTactic::Direct, p));
+  conv_pack_weight(ConvTactic::Depthwise, d, wd.data(), pd.data());
+  conv_pack_weight(ConvTactic::Direct, p, wp.data(), pp.data());
+  Floats ws(std::max(conv_workspace_floats(ConvTactic::Depthwise, d, threads),
+                     conv_workspace_floats(ConvTactic::Direct, p, threads)) + 16);
+  Epilogue e1, e2;
+  e1.bias = bd.data(), e1.bias_per_row = true, e1.act = Act::Clip, e1.act_alpha = 0.f, e1.act_beta = 6.f;
+  e2.bias = bp.data(), e2.bias_per_row = true;
+  if (residual) e2.residual = z.data(), e2.ldr = p.H * p.W;
+  paired_blocks(
+      st,
+      [&] {
+        conv2d(ConvTactic::Depthwise, d, x.data(), pd.data(), mid.data(), e1, ws.data(), threads);
+        conv2d(ConvTactic::Direct, p, mid.data(), pp.data(), y.data(), e2, ws.data(), threads);
+      },
+      [&] { depthwise_project(d, p, x.data(), pd.data(), e1, pp.data(), e2, y.data(), nullptr, threads); },
+      "bands_vs_apart", true, "us_apart", "us_bands");
+}
+
+void mobilenet_v2_depthwise_project(benchmark::internal::Benchmark* b) {
+  const int64_t pairs[][4] = {{32, 112, 16, 0}, {144, 56, 24, 1}, {192, 28, 32, 1}, {384, 14, 64, 1}, {576, 14, 96, 1}, {960, 7, 160, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& q : pairs) b->Args({q[0], q[1], q[2], q[3], th});
+}
+
 void mobilenet_v2_expands(benchmark::internal::Benchmark* b) {
   const int64_t layers[][3] = {{16, 112, 96}, {32, 28, 192}, {64, 14, 384}, {96, 14, 576}, {160, 7, 960}};
   for (int64_t th : {1, 2})
@@ -369,6 +419,7 @@ BENCHMARK(BM_Conv)->Name("MobilenetV2Dw")->Apply(mobilenet_v2_depthwise)->UseRea
 BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandDepthwise)->Name("MobilenetV2ExpandDepthwise")->Apply(mobilenet_v2_expand_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DepthwiseProject)->Name("MobilenetV2DepthwiseProject")->Apply(mobilenet_v2_depthwise_project)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

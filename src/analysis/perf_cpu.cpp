@@ -205,6 +205,30 @@ ExpandPart expand_part(const Node& n) {
   return e;
 }
 
+// A kiln.DepthwiseProject's two halves: one core's seconds of its depthwise windows on the plane
+// kernel (the depthwise half as a node of its own over an output of the depthwise dims), and the
+// projection 1x1's multiply-adds and tiling. Zero when the dims are not known.
+struct DepthwiseProjectParts {
+  double depthwise_s = 0, project_flops = 0;
+  GemmGeometry g;
+};
+DepthwiseProjectParts depthwise_project_parts(const Node& n, const MachinePeaks& m) {
+  DepthwiseProjectParts parts;
+  const Value* x = n.input(0);
+  const std::vector<int64_t> y = out_dims(n);
+  if (!x || !x->shape.is_static() || x->shape.rank() != 4 || y.size() != 4) return parts;
+  const std::vector<int64_t> xd = x->shape.static_dims();
+  Value mid;
+  mid.dtype = DType::f32, mid.shape = Shape::of({xd[0], xd[1], y[2], y[3]});
+  Node d = ops::depthwise_half(n);
+  d.inputs = {n.inputs[0], n.inputs[1]};
+  d.outputs = {&mid};
+  parts.depthwise_s = plane_node_seconds(d, m, "conv_depthwise");
+  parts.project_flops = 2.0 * static_cast<double>(y[0] * y[1] * xd[1] * y[2] * y[3]);
+  parts.g = direct_geometry(y[0], y[1], y[2], y[3]);
+  return parts;
+}
+
 }  // namespace
 
 bool has_kernel_rates(const Chip& chip) { return chip.machine && !chip.machine->kernels.empty(); }
@@ -213,6 +237,7 @@ std::string cpu_kernel_class(const Node& n) {
   bool kiln_op = n.domain == "kiln";
   if ((kiln_op && n.op == "FusedConv") || (n.domain.empty() && n.op == "Conv")) return "conv_" + conv_tactic(n);
   if (kiln_op && n.op == "ExpandDepthwise") return "expand_depthwise";
+  if (kiln_op && n.op == "DepthwiseProject") return "depthwise_project";
   if ((kiln_op && (n.op == "FusedMatMul" || n.op == "Attention")) ||
       (n.domain.empty() && (n.op == "MatMul" || n.op == "Gemm")))
     return "gemm";
@@ -290,7 +315,7 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
   }
   // The fixed cost of entering the kernel (measured on its smallest call), on top of the
   // dispatch: convolutions (any tactic) and GEMMs; one call per node.
-  if (cls.rfind("conv_", 0) == 0 || cls == "gemm" || cls == "expand_depthwise")
+  if (cls.rfind("conv_", 0) == 0 || cls == "gemm" || cls == "expand_depthwise" || cls == "depthwise_project")
     if (const KernelRate* call = m.kernel(cls == "gemm" ? "gemm_call" : "conv_call")) t.launch_s += call->seconds;
   if (cls == "fma_peak") {
     t.compute_s = flops / (m.fp32_gflops_per_core * scale * 1e9);
@@ -310,6 +335,13 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     const ExpandPart e = expand_part(n);
     t.compute_s = e.flops / (gemm_rate_gflops(m, "conv_direct", e.g) * scale * 1e9) +
                   plane_node_seconds(n, m, "conv_depthwise") / scale;
+  } else if (cls == "depthwise_project") {
+    // The same two kernels the other way round (kernels::depthwise_project): the depthwise
+    // windows on the plane kernel, then the 1x1 at the direct tactic's rate for its tiling. The
+    // depthwise output stays in the thread's cache and the op's bytes leave it out.
+    const DepthwiseProjectParts dp = depthwise_project_parts(n, m);
+    t.compute_s =
+        dp.depthwise_s / scale + dp.project_flops / (gemm_rate_gflops(m, "conv_direct", dp.g) * scale * 1e9);
   } else if (cls == "conv_depthwise" || cls == "pool") {
     t.compute_s = plane_node_seconds(n, m, cls == "pool" ? "pool" : "conv_depthwise") / scale;
   } else {

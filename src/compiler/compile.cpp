@@ -212,6 +212,9 @@ static CompileReport compile_without_trim(const std::string& model_path, const s
   if (lowered.expand_depthwise > 0)
     s << "; " << lowered.expand_depthwise << " expand 1x1 + depthwise pair" << (lowered.expand_depthwise == 1 ? "" : "s")
       << " run band by band";
+  if (lowered.depthwise_project > 0)
+    s << "; " << lowered.depthwise_project << " depthwise + 1x1 projection pair"
+      << (lowered.depthwise_project == 1 ? "" : "s") << " run band by band";
   s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")

@@ -354,6 +354,7 @@ std::string conv_tactic_unsupported(ConvTactic t, const Conv2dShape& s) {
     return "channel-blocked activations run only on the direct tactic and (on tables of 8 or more lanes, C == K a "
            "multiple of 8) the depthwise one";
   if ((s.x_padded || s.y_padded()) && t != ConvTactic::Direct) return "padded planes run only on the direct tactic";
+  if (s.y_plane_rows && t != ConvTactic::Direct) return "a band of a taller output runs only on the direct tactic";
   if ((s.x_block != kConvBlock || s.y_block != kConvBlock) && t != ConvTactic::Direct) {
     if (t != ConvTactic::Depthwise) return "16-channel blocks run only on the direct and depthwise tactics";
     if (std::string why = detail::depthwise_wide_unsupported(kernel_table(), s); !why.empty()) return why;

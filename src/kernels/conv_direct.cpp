@@ -353,6 +353,8 @@ std::string direct_unsupported(const Conv2dShape& s) {
       return "a 16-channel blocked input at stride_w 2 only to an unpadded 1x1 (no tiles of pixel stride 32)";
   }
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
+  if (s.y_plane_rows && (s.y_plane_rows < s.out_h() || s.N != 1 || !s.y_blocked || s.y_padded()))
+    return "a band of a taller output (y_plane_rows) needs one image, at least out_h rows and blocked, unpadded planes";
   if (s.p64) {
     const int nr = kernel_table().conv_shape_p64.nr;
     if (nr == 0) return "the 6 x 64 tile (p64) needs AVX-512";
@@ -599,7 +601,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     // Where output pixel pix of channel block k0 / bo starts: in the planes' interior when they
     // are padded (each block out_plane pixels long).
     const int64_t out_row = p.OW + s.y_pad_left + s.y_pad_right;
-    const int64_t out_plane = (p.OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+    const int64_t out_plane = (s.y_plane_rows ? s.y_plane_rows : p.OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+    // Floats between the residual's blocks over bo: its planes are the output's (never padded).
+    const int64_t res_plane = s.y_plane_rows ? out_plane : p.OHW;
     auto out_at = [&](int64_t k0, int64_t pix) {
       const int64_t at = s.y_padded() ? (pix / p.OW + s.y_pad_top) * out_row + pix % p.OW + s.y_pad_left : pix;
       return k0 * out_plane + at * bo;
@@ -610,7 +614,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       o.dst = yn + out_at(k0, pix), o.block_stride = bo * out_plane, o.block = bo;
       o.row_jump = (s.y_pad_left + s.y_pad_right) * bo;  // read by wrap tiles only
       if (e.bias) o.bias = e.bias + k0;
-      if (e.residual) o.residual = e.residual + k0 * p.OHW + pix * bo;
+      if (e.residual) o.residual = e.residual + k0 * res_plane + pix * bo;
       o.alpha = e.alpha, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
       o.fetch_for_write = fetch_out;
       return o;
@@ -655,7 +659,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
             for (int64_t done = 0; done < pending;) {
               const int64_t pix = pending_pix + done;
               const int64_t count = s.y_padded() ? std::min(pending - done, p.OW - pix % p.OW) : pending - done;
-              if (e.residual) te.residual = e.residual + k0 * p.OHW + pix * bo;  // never padded
+              if (e.residual) te.residual = e.residual + k0 * res_plane + pix * bo;  // never padded
               epilogue_into_blocks(t, pending_c + done * p.unit_cols, p.unit_cols, count, ncols, yn + out_at(k0, pix),
                                    bo, bo * out_plane, te);
               done += count;

@@ -75,7 +75,8 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   const int64_t bi = s.x_block, bo = s.y_block;  // channels per input / output block
   const int64_t in_block = s.H * s.W * bi;       // floats between the input's channel blocks (unpadded)
   const int64_t out_row = OW + s.y_pad_left + s.y_pad_right;
-  const int64_t out_plane = (OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+  const int64_t out_plane = (s.y_plane_rows ? s.y_plane_rows : OH + s.y_pad_top + s.y_pad_bottom) * out_row;
+  const int64_t res_plane = s.y_plane_rows ? out_plane : OHW;  // the residual's (never padded)
   // Tiles run along output rows (a row's last one may be short), so none crosses a row of
   // padded planes.
   const int64_t tiles_per_row = ceil_div(OW, kRows), tiles = OH * tiles_per_row;
@@ -148,7 +149,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
           o.dst = y + k0 * out_plane + ((oh + s.y_pad_top) * out_row + ow + s.y_pad_left) * bo;
           o.block_stride = bo * out_plane, o.block = bo;
           if (e.bias) o.bias = e.bias + k0;
-          if (e.residual) o.residual = e.residual + k0 * OHW + pix * bo;  // never padded
+          if (e.residual) o.residual = e.residual + k0 * res_plane + pix * bo;  // never padded
           o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
           o.fetch_for_write = fetch_out;
           const float* a = x + b0 * in_block + (oh * s.stride_h * s.W + ow * s.stride_w) * bi;

@@ -73,6 +73,14 @@ int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels);
 // KILN_EXPAND_DEPTHWISE=0 turns it off (for A/B runs; expand_depthwise_enabled in lower.h).
 int fuse_expand_depthwise(Graph& g, std::vector<KernelChoice>& kernels);
 
+// Fuses each depthwise convolution and the 1x1 projection (direct) that alone reads its output
+// into one kiln.DepthwiseProject (depthwise_project.cpp), after the expand + depthwise pairs: the
+// projection node takes the depthwise one in and keeps its entry of `kernels` (noted), the
+// depthwise one's goes; projections after a depthwise layer left as they were get a note saying
+// why. Returns how many pairs. KILN_DEPTHWISE_PROJECT=0 turns it off (for A/B runs;
+// depthwise_project_enabled in lower.h).
+int fuse_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels);
+
 // Turns the direct convolutions that can into F(2x2, 3x3) Winograd tiles (winograd.cpp), after the
 // layouts (they need 16-channel blocks on both sides): packs their weights again from the ONNX
 // weights in `weights` (each FusedConv's before lower_conv packed it), sets attribute

@@ -124,6 +124,34 @@ graph g(%x: f32[1,24,56,56], %w1: f32[144,24,1,1], %b1: f32[144], %w2: f32[144,1
   EXPECT_GT(both.compute_s, 2 * flops(n) / (chip.machine->fp32_gflops_per_core * 1e9));
 }
 
+// kiln.DepthwiseProject (mobilenet_v2's features.3: 144 channels at 56x56, 3x3 depthwise at
+// stride 1, then the 144 -> 24 projection with the block's residual) is the same two kernels the
+// other way round: the depthwise windows as the plane kernel runs them, then the 1x1 at the
+// direct tactic's rate for its tiling.
+TEST(PerfCpu, DepthwiseProjectIsTheDepthwiseAndTheProjectionKernel) {
+  Model fused = parse_model(R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[1,144,56,56], %wd: f32[144,1,3,3], %bd: f32[144], %wp: f32[24,144,1,1], %bp: f32[24], %z: f32[1,24,56,56]) -> (%y) {
+  %y = kiln::DepthwiseProject(%x, %wd, %bd, %wp, %bp, %z) {depthwise_group=144, depthwise_pads=[1,1,1,1], depthwise_activation="Clip", depthwise_act_alpha=0.0, depthwise_act_beta=6.0}
+})");
+  ops::infer_shapes(fused);
+  const Node& n = *fused.graph->nodes().at(0);
+  EXPECT_EQ(cpu_kernel_class(n), "depthwise_project");
+  // The two convolutions alone: the depthwise one, the projection as a direct 1x1 on its output.
+  OneNode dw = conv(144, 144, 56, 3, 144);
+  OneNode project = conv(144, 24, 56, 1, 1);
+  project.n->attrs["tactic"] = std::string("direct");
+  Chip chip = synthetic_chip();
+  auto flops = [](const Node& k) { return ops::node_cost(k)->flops; };
+  const OpTime p = cpu_kernel_time(*project.n, flops(*project.n), 0, 0, chip);
+  const OpTime d = cpu_kernel_time(*dw.n, flops(*dw.n), 0, 0, chip);
+  const OpTime both = cpu_kernel_time(n, flops(n), 0, 0, chip);
+  // The projection's multiply-adds only (its cost adds the bias per output).
+  const double project_s = 2.0 * 144 * 24 * 56 * 56 / flops(*project.n) * p.compute_s;
+  EXPECT_NEAR(both.compute_s, d.compute_s + project_s, 1e-12);
+  EXPECT_GT(d.compute_s, 0);
+  EXPECT_GT(project_s, 0);
+}
+
 TEST(PerfCpu, FormulasByHand) {
   Chip chip = synthetic_chip();
   ASSERT_TRUE(has_kernel_rates(chip));

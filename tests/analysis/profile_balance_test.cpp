@@ -112,7 +112,9 @@ TEST_F(ProfileBalanceModel, ThreadsWorkNoLongerThanTheirKernelsRun) {
   opt.runs = 3, opt.warmup = 1, opt.threads = 2;
   const Balance b = profile_balance(*exe_, inputs_, opt);
   EXPECT_FALSE(kernels::pool_stats_on()) << "collection is turned off after the runs";
-  ASSERT_GT(b.kernels.size(), 50u);
+  // mobilenet_v2's 37 kernels: 14 of its 52 convolutions run in pairs (kiln.DepthwiseProject),
+  // 3 more in the expand + depthwise ones.
+  ASSERT_GT(b.kernels.size(), 35u);
   size_t convs = 0;
   for (const KernelBalance& k : b.kernels) {
     ASSERT_EQ(k.busy_ms.size(), 2u) << k.name;
@@ -121,14 +123,14 @@ TEST_F(ProfileBalanceModel, ThreadsWorkNoLongerThanTheirKernelsRun) {
     EXPECT_NEAR(k.work_ms + k.imbalance_ms + k.overhead_ms, 2 * k.ms, 2 * k.ms * 0.02 + 2e-3) << k.name;
     EXPECT_GE(k.serial_ms, 0) << k.name;
     EXPECT_LE(k.serial_ms, k.ms) << k.name;
-    if (k.op == "kiln.FusedConv") {
+    if (k.op == "kiln.FusedConv" || k.op == "kiln.DepthwiseProject") {
       ++convs;
       EXPECT_GE(k.regions, 1) << k.name;
       EXPECT_GE(k.pieces, k.regions) << k.name;
       EXPECT_GT(k.work_ms, 0) << k.name;
     }
   }
-  EXPECT_GT(convs, 40u);
+  EXPECT_GT(convs, 30u);
   // The serial code and the synchronisation split the time outside the pieces.
   EXPECT_NEAR(b.serial_thread_ms + b.sync_ms, b.overhead_ms, 1e-9);
   EXPECT_GE(b.sync_ms, -1e-12);

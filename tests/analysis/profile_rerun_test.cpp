@@ -29,8 +29,9 @@ TEST_F(ProfileRerun, SecondCallsLeaveTheOutputsAsTheyWere) {
     if (s.again_ms >= 0) ++again;
     else if (s.fast) ++in_place;
   }
-  // Most kernels run again; the ten projections with a residual, planned in place, do not.
-  EXPECT_GT(again, 30u);
+  // Most of the 37 kernels run again; the ten projections with a residual (each run with its
+  // depthwise layer, kiln.DepthwiseProject), planned in place, do not.
+  EXPECT_GT(again, 25u);
   EXPECT_GE(in_place, 1u);
   for (const StepTiming& s : steps) {
     if (s.node == "/features/features.3/conv/conv.2/Conv") {

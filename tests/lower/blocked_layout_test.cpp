@@ -314,7 +314,15 @@ std::string in_place_nodes(const Model& model) {
   return s;
 }
 
+// The depthwise + projection pairs below stay two nodes, so that each one's marks can be read
+// (lower/depthwise_project.cpp joins them; depthwise_project_test.cpp).
+struct PairsApart {
+  PairsApart() { ::setenv("KILN_DEPTHWISE_PROJECT", "0", 1); }
+  ~PairsApart() { ::unsetenv("KILN_DEPTHWISE_PROJECT"); }
+};
+
 TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
+  const PairsApart apart;
   Model m = parse_inferred(inverted(false));
   LowerReport r = lower_model(m);
   std::map<std::string, std::string> tactic;
@@ -357,6 +365,7 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
 // (On 8-channel blocks: KILN_WIDE_DEPTHWISE=0; on 16 the kernel reads its input rows in place,
 // below.)
 TEST(BlockedLayout, SmallDepthwisePlanesWriteOverTheirInputWhateverTheBatch) {
+  const PairsApart apart;
   ::setenv("KILN_WIDE_DEPTHWISE", "0", 1);
   for (const char* input : {"f32[1,16,12,12]", "f32[N,16,12,12]"}) {
     std::string text = inverted(false);
@@ -376,6 +385,7 @@ TEST(BlockedLayout, SmallDepthwisePlanesWriteOverTheirInputWhateverTheBatch) {
 // is tied to it. On 28-wide rows every tensor keeps 8.
 TEST(BlockedLayout, SixteenChannelBlocksThroughSmallDepthwiseLayers) {
   if (std::string(kernels::gemm_isa()) != "avx512") GTEST_SKIP() << "16-channel blocks on AVX-512 only";
+  const PairsApart apart;
   for (const char* input : {"f32[1,16,12,12]", "f32[N,16,7,7]"}) {
     std::string text = inverted(false);
     text.replace(text.find("f32[1,16,28,28]"), 15, input);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "kiln/analysis/compare.h"
 #include "kiln/ir/text.h"
 #include "kiln/kernels/gemm_packed.h"
+#include "kiln/lower/lower.h"
 #include "kiln/ops/op.h"
 #include "kiln/runtime/artifact.h"
 #include "kiln/runtime/executable.h"
@@ -77,6 +79,13 @@ inline std::string lines_with(const std::string& text, const std::string& needle
     at = end + 1;
   }
   return out;
+}
+
+// The lowering's reason for each node's kernel, by node name.
+inline std::map<std::string, std::string> kernel_whys(const LowerReport& r) {
+  std::map<std::string, std::string> why;
+  for (const auto& k : r.kernels) why[k.node] = k.why;
+  return why;
 }
 
 // Whether this CPU's kernel table is AVX-512's (the lowering's AVX-512-only layouts and tactics).

@@ -77,6 +77,12 @@ struct Conv2dShape {
   // lowering once the layouts are known (lower/winograd.cpp) and recorded on the node (attribute
   // `winograd`), like p64.
   bool winograd = false;
+  // A band of a taller output: the output's (and the residual's) planes hold this many rows, and
+  // the call writes its out_h() rows from the pointer it is given, so the planes' blocks lie
+  // y_plane_rows x out_w pixels apart (kernels::depthwise_project runs its 1x1 a band of rows at
+  // a time straight into the whole output). 0: out_h(). Direct tactic, one image, blocked
+  // unpadded output.
+  int64_t y_plane_rows = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
@@ -86,7 +92,7 @@ struct Conv2dShape {
     return C * (x_padded ? (H + pad_top + pad_bottom) * (W + pad_left + pad_right) : H * W);
   }
   int64_t y_image_floats() const {
-    return K * (out_h() + y_pad_top + y_pad_bottom) * (out_w() + y_pad_left + y_pad_right);
+    return K * (y_plane_rows ? y_plane_rows : out_h() + y_pad_top + y_pad_bottom) * (out_w() + y_pad_left + y_pad_right);
   }
 };
 

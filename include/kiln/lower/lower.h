@@ -36,6 +36,7 @@ struct LowerReport {
   int padded_tensors = 0;        // blocked activations written into their reader's padded planes (padded_layout.cpp)
   int winograd_convs = 0;        // direct convolutions run as F(2x2, 3x3) Winograd tiles (winograd.cpp)
   int expand_depthwise = 0;      // expand 1x1 + strided depthwise pairs run band by band (expand_depthwise.cpp)
+  int depthwise_project = 0;     // depthwise + 1x1 projection pairs run band by band (depthwise_project.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 
@@ -65,6 +66,9 @@ bool fold_means_enabled();
 // False when KILN_EXPAND_DEPTHWISE=0 is set: expand 1x1 + depthwise pairs stay two kernels
 // (expand_depthwise.cpp; for A/B runs, the compile cache keys on it).
 bool expand_depthwise_enabled();
+// False when KILN_DEPTHWISE_PROJECT=0 is set: depthwise + projection pairs stay two kernels
+// (depthwise_project.cpp; for A/B runs, the compile cache keys on it).
+bool depthwise_project_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);

@@ -88,6 +88,17 @@ struct ExpandDepthwiseShapes {
 ExpandDepthwiseShapes expand_depthwise_shapes(const Node& n, const std::vector<int64_t>& x);
 ActivationSpec expand_activation_of(const Node& n);
 
+// A lowered kiln.DepthwiseProject node's two convolutions for input dims x [N, C, H, W]: the
+// depthwise one (its `depthwise_` attributes, `depthwise_w_shape`) and the 1x1 projection over
+// its output (the node's own attributes, `w_shape`). Shared by the lowering and the runtime.
+struct DepthwiseProjectShapes {
+  kernels::Conv2dShape depthwise, project;
+};
+DepthwiseProjectShapes depthwise_project_shapes(const Node& n, const std::vector<int64_t>& x);
+// The depthwise convolution of a kiln.DepthwiseProject node as a kiln.FusedConv node of its own:
+// the `depthwise_` attributes without the prefix (activation, layout, packing); no inputs.
+Node depthwise_half(const Node& n);
+
 // Bytes a value takes in memory when that is more than its dims say: the output of a kiln.FusedConv
 // written into padded planes (`y_pad`, lower/padded_layout.cpp), its border included. 0 for every
 // other value, and for one whose shape is not static yet. The memory planner's

@@ -1,0 +1,32 @@
+// A depthwise convolution and the 1x1 projection that alone reads its output (mobilenet_v2's and
+// efficientnet_b0's inverted residual blocks, the other half of expand_depthwise in conv.h), run
+// together band by band of output rows: each thread computes its band's depthwise rows, every
+// channel, into its own scratch, and the 1x1 reads them from there while they are in L1/L2,
+// instead of the whole depthwise output going out to L3 and back (mobilenet_v2's 56x56 x 144
+// channels: 1.8 MB). lower/depthwise_project.cpp picks the pairs.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/epilogue.h"
+
+namespace kiln::kernels {
+
+// "" when the pair can run band by band, else why not. `depthwise`: C == K == group, input and
+// output in 8-channel blocks, on a table with the blocked depthwise kernel; `project`: 1x1,
+// stride 1, unpadded, one group, direct tactic, reading the depthwise output (8-channel blocks),
+// writing blocked, unpadded planes.
+std::string depthwise_project_unsupported(const Conv2dShape& depthwise, const Conv2dShape& project);
+// Workspace floats for up to `threads` threads: the whole depthwise output and the two
+// convolutions' own, for the two calls one after the other (a single band). Without a workspace
+// the call runs band by band.
+size_t depthwise_project_workspace_floats(const Conv2dShape& depthwise, const Conv2dShape& project, int threads);
+// y = project_epi(project(depthwise_epi(depthwise(x)))); packed weights as conv_pack_weight packs
+// them for the depthwise and the direct tactic. No residual on the depthwise convolution and no
+// channel means on either; the projection may add a residual (y's blocked layout).
+void depthwise_project(const Conv2dShape& depthwise, const Conv2dShape& project, const float* x,
+                       const float* packed_wd, const Epilogue& epi_d, const float* packed_wp, const Epilogue& epi_p,
+                       float* y, float* workspace, int threads);
+
+}  // namespace kiln::kernels

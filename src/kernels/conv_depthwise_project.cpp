@@ -1,0 +1,137 @@
+// A depthwise convolution and the 1x1 projection after it, band by band (depthwise_project.h).
+// The kernels are the two tactics' own (KernelTable::depthwise_block on the band's rows, the
+// direct tactic's 1x1 on the band), so each output is the same sum over the same channels.
+#include "kiln/kernels/depthwise_project.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "depthwise_parts.h"
+#include "depthwise_wide.h"
+#include "gemm_driver.h"
+#include "line_scratch.h"
+#include "kiln/ir/error.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+
+namespace kiln::kernels {
+namespace {
+
+using detail::ceil_div;
+
+// Depthwise bytes a band keeps (its rows x every channel): within L2 (1-2 MiB on the hosts
+// measured) beside the band's input rows and output. mobilenet_v2's 14 pairs on the 2-vCPU Zen 5
+// host, two threads, against the two calls (kiln profile, three alternated rounds, summed): bands
+// of 128 / 256 / 512 KiB 0.842 / 0.807 / 0.785 of the time; 512 KiB makes 112x112 x 32 channels 4
+// bands of 28 rows, 56x56 x 144 4 of 14, and every 14x14 and 7x7 layer one band a thread.
+constexpr double kBandBytes = 512 << 10;
+
+// Output rows per band: as many as keep the band's depthwise rows (every channel) within
+// kBandBytes.
+int64_t band_rows(const Conv2dShape& d) {
+  const double row_bytes = 4.0 * static_cast<double>(d.K) * static_cast<double>(d.out_w());
+  return std::max<int64_t>(1, static_cast<int64_t>(kBandBytes / row_bytes));
+}
+
+}  // namespace
+
+std::string depthwise_project_unsupported(const Conv2dShape& d, const Conv2dShape& p) {
+  if (std::string why = conv_tactic_unsupported(ConvTactic::Depthwise, d); !why.empty())
+    return "the depthwise convolution: " + why;
+  if (std::string why = conv_tactic_unsupported(ConvTactic::Direct, p); !why.empty()) return "the projection: " + why;
+  if (d.C != d.K || d.group != d.C) return "the first convolution is not depthwise (group == C == K)";
+  if (!d.x_blocked || !d.y_blocked || d.x_block != d.y_block)
+    return "the depthwise convolution does not read and write channel blocks of one size";
+  if (p.R != 1 || p.S != 1 || p.stride_h != 1 || p.stride_w != 1 || p.padded() || p.group != 1)
+    return "the projection is not a 1x1, stride-1, unpadded convolution of one group";
+  if (p.x_padded || p.y_padded() || p.x_nhwc || p.y_nhwc || p.winograd || !p.x_blocked || !p.y_blocked ||
+      p.x_block != d.y_block)
+    return "the projection does not read the depthwise output's blocks and write unpadded blocked planes";
+  if (p.N != d.N || p.C != d.K || p.H != d.out_h() || p.W != d.out_w())
+    return "the projection does not read the depthwise output";
+  if (!detail::depthwise_blocked(kernel_table())) return "this CPU's table has no channel-blocked depthwise kernel";
+  return "";
+}
+
+size_t depthwise_project_workspace_floats(const Conv2dShape& d, const Conv2dShape& p, int threads) {
+  const size_t mid = static_cast<size_t>(d.N * d.K * d.out_h() * d.out_w());
+  return mid + kLineFloats + std::max(conv_workspace_floats(ConvTactic::Depthwise, d, threads),
+                                      conv_workspace_floats(ConvTactic::Direct, p, threads));
+}
+
+void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* x, const float* wd,
+                       const Epilogue& epi_d, const float* wp, const Epilogue& epi_p, float* y, float* workspace,
+                       int threads) {
+  std::string bad = depthwise_project_unsupported(d, p);
+  KILN_CHECK(bad.empty(), "depthwise + projection: ", bad);
+  KILN_CHECK(!epi_d.residual && !epi_d.channel_means && !epi_p.channel_means,
+             "depthwise + projection: no residual on the depthwise convolution, no channel means on either");
+  if (threads <= 0) threads = default_threads();
+  const KernelTable& t = kernel_table();
+  const int64_t OH = d.out_h(), OW = d.out_w(), RS = d.R * d.S, lanes = t.simd_width;
+  int64_t bands = ceil_div(OH, band_rows(d));
+  if (threads > 1) bands = std::min(OH, detail::round_up(std::max<int64_t>(bands, threads), threads));
+  const int64_t parts = d.N * bands;
+  if ((parts == 1 || threads == 1) && workspace) {
+    float* mid = workspace;
+    float* rest = mid + static_cast<size_t>(d.N * d.K * OH * OW) + kLineFloats;
+    conv2d(ConvTactic::Depthwise, d, x, wd, mid, epi_d, rest, threads);
+    conv2d(ConvTactic::Direct, p, mid, wp, y, epi_p, rest, threads);
+    return;
+  }
+  const DepthwisePlane whole = detail::depthwise_geometry(d);
+  const int64_t bo = p.y_block;
+  Epilogue e2 = epi_p;
+  e2.bias_per_row = true;
+  parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+    // This thread's: the band's depthwise rows and the depthwise block's scratch. Kept between
+    // calls.
+    thread_local detail::LineScratch own_mid, own_scratch;
+    for (int64_t part = p0; part < p1; ++part) {
+      const int64_t n = part / bands, b = part % bands;
+      const int64_t oh0 = OH * b / bands, oh1 = OH * (b + 1) / bands, rows = oh1 - oh0;
+      const detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
+      const float* xn = x + n * d.C * d.H * d.W;
+      const int64_t bi = d.x_block;
+      float* mid = own_mid.floats(static_cast<size_t>(d.K * rows * OW));  // [K / bi][rows][OW][bi]
+      if (bi == kConvBlockWide) {
+        // 16-channel blocks (small planes, depthwise_wide.h): each block's band from the input
+        // rows its windows reach, as a plane of its own.
+        for (int64_t c0 = 0; c0 < d.K; c0 += bi) {
+          detail::DepthwiseWideOut out;
+          out.alpha = epi_d.alpha;
+          if (epi_d.bias) out.bias = epi_d.bias + c0;
+          out.act = epi_d.act, out.act_alpha = epi_d.act_alpha, out.act_beta = epi_d.act_beta;
+          detail::depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi,
+                                             wd + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock,
+                                             mid + c0 * rows * OW, 0, rows, out);
+        }
+      } else {
+        const int64_t mid_plane = kConvBlock * rows * OW;  // floats between the band's 8-channel blocks
+        float* scratch =
+            own_scratch.floats(static_cast<size_t>(depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats));
+        bool padding_zeroed = false;
+        for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
+          const int nc = static_cast<int>(std::min(lanes, d.K - c0));
+          TileEpilogue te = detail::depthwise_epilogue(epi_d, c0, TileEpilogue::Bias::PerRow, 0, mid_plane);
+          if (detail::depthwise_has_pair_copy(d))
+            te.pair_weights = wd + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+          t.depthwise_block(bd.g, xn + c0 * d.H * d.W + bd.x_offset * kConvBlock, kConvBlock * d.H * d.W, nc,
+                            wd + c0 * RS, scratch, &padding_zeroed, mid + c0 * rows * OW, mid_plane, te, true, true);
+        }
+      }
+      // The band's projected rows straight into y's planes (Conv2dShape::y_plane_rows), the
+      // residual's rows added as they are stored.
+      Conv2dShape pb = p;
+      pb.N = 1, pb.H = rows, pb.y_plane_rows = OH;
+      const int64_t at = n * p.K * OH * OW + oh0 * OW * bo;
+      Epilogue eb = e2;
+      if (epi_p.residual) eb.residual = epi_p.residual + at;
+      conv2d(ConvTactic::Direct, pb, mid, wp, y + at, eb, nullptr, 1);
+    }
+  });
+}
+
+}  // namespace kiln::kernels

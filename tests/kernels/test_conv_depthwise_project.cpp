@@ -1,0 +1,192 @@
+// kernels::depthwise_project (src/kernels/conv_depthwise_project.cpp): a depthwise convolution
+// and the 1x1 projection after it, band by band, against the two convolutions one after the
+// other.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kiln/kernels/conv.h"
+#include "kiln/kernels/depthwise_project.h"
+#include "kiln/kernels/dispatch.h"
+
+namespace kiln::kernels {
+namespace {
+
+using test::random_vec;
+
+struct Pair {
+  Conv2dShape d, p;
+};
+
+// x [N, C, H, W] in blocks of `block` -> R x R depthwise at `stride` (output in the same blocks)
+// -> 1x1 -> K channels in blocks of `y_block`.
+Pair pair(int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t stride, int64_t K, int64_t y_block,
+          int64_t block = kConvBlock) {
+  Pair q;
+  q.d.N = N, q.d.C = q.d.K = q.d.group = C, q.d.H = H, q.d.W = W, q.d.R = q.d.S = R;
+  q.d.stride_h = q.d.stride_w = stride;
+  q.d.pad_top = q.d.pad_left = q.d.pad_bottom = q.d.pad_right = R / 2;
+  q.d.x_blocked = q.d.y_blocked = true, q.d.x_block = q.d.y_block = block;
+  q.p.N = N, q.p.C = C, q.p.H = q.d.out_h(), q.p.W = q.d.out_w(), q.p.K = K;
+  q.p.x_blocked = q.p.y_blocked = true, q.p.x_block = block, q.p.y_block = y_block;
+  return q;
+}
+
+std::string name(const Pair& q) {
+  return std::to_string(q.d.C) + " at " + std::to_string(q.d.H) + "x" + std::to_string(q.d.W) + ", " +
+         std::to_string(q.d.R) + "x" + std::to_string(q.d.R) + "/" + std::to_string(q.d.stride_h) + " -> " +
+         std::to_string(q.p.K) + " in blocks of " + std::to_string(q.p.y_block) + " (depthwise in " +
+         std::to_string(q.d.x_block) + "), N " + std::to_string(q.d.N);
+}
+
+// Both ways from the same inputs. The band's 1x1 runs the direct tactic's kernels on the same
+// channels in the same order, so the outputs are the two calls' bit for bit, except where the
+// whole layer takes the 1x1 schedule (64-channel groups) and a band does not (or the other way
+// round) with more than one 128-channel batch: then the sums are the same products added in
+// another order, within `tolerance` of the largest output.
+void check(const Pair& q, bool residual, int threads, bool workspace, float tolerance) {
+  SCOPED_TRACE(name(q) + (residual ? ", residual" : "") + ", threads " + std::to_string(threads) +
+               (workspace ? ", workspace" : ""));
+  ASSERT_EQ(depthwise_project_unsupported(q.d, q.p), "");
+  const std::vector<float> x = random_vec(q.d.N * q.d.C * q.d.H * q.d.W, 41);
+  const std::vector<float> wd = random_vec(q.d.K * q.d.R * q.d.S, 42, -0.5f, 0.5f), bd = random_vec(q.d.K, 43);
+  const std::vector<float> wp = random_vec(q.p.K * q.p.C, 44, -0.5f, 0.5f), bp = random_vec(q.p.K, 45);
+  const size_t out = static_cast<size_t>(q.p.N * q.p.K * q.p.H * q.p.W);
+  const std::vector<float> z = random_vec(out, 46);
+  std::vector<float> pd(conv_packed_weight_floats(ConvTactic::Depthwise, q.d));
+  std::vector<float> pp(conv_packed_weight_floats(ConvTactic::Direct, q.p));
+  conv_pack_weight(ConvTactic::Depthwise, q.d, wd.data(), pd.data());
+  conv_pack_weight(ConvTactic::Direct, q.p, wp.data(), pp.data());
+  Epilogue e1, e2;
+  e1.bias = bd.data(), e1.bias_per_row = true, e1.act = Act::Clip, e1.act_alpha = 0.f, e1.act_beta = 6.f;
+  e2.bias = bp.data(), e2.bias_per_row = true;
+  if (residual) e2.residual = z.data();
+  else e2.act = Act::Relu;
+  // Apart.
+  std::vector<float> mid(q.d.N * q.d.K * q.d.out_h() * q.d.out_w()), apart(out);
+  std::vector<float> ws(std::max(conv_workspace_floats(ConvTactic::Depthwise, q.d, threads),
+                                 conv_workspace_floats(ConvTactic::Direct, q.p, threads)) + 16);
+  conv2d(ConvTactic::Depthwise, q.d, x.data(), pd.data(), mid.data(), e1, ws.data(), threads);
+  conv2d(ConvTactic::Direct, q.p, mid.data(), pp.data(), apart.data(), e2, ws.data(), threads);
+  // Together, over an output holding garbage.
+  std::vector<float> together(out, -123.f);
+  std::vector<float> fused_ws(workspace ? depthwise_project_workspace_floats(q.d, q.p, threads) : 0);
+  depthwise_project(q.d, q.p, x.data(), pd.data(), e1, pp.data(), e2, together.data(),
+                    workspace ? fused_ws.data() : nullptr, threads);
+  float largest = 0;
+  for (float v : apart) largest = std::max(largest, std::abs(v));
+  size_t differ = 0;
+  for (size_t i = 0; i < out; ++i) {
+    if (tolerance == 0) differ += std::memcmp(&apart[i], &together[i], sizeof(float)) != 0;
+    else differ += !(std::abs(apart[i] - together[i]) <= tolerance * largest);
+  }
+  EXPECT_EQ(differ, 0u) << "of " << out << " outputs";
+  // Not a vacuous match: most outputs are nonzero.
+  size_t nonzero = 0;
+  for (float v : together) nonzero += v != 0.f;
+  EXPECT_GT(nonzero, out / 4);
+}
+
+TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
+  struct Case {
+    Pair q;
+    bool residual;
+    float tolerance;
+  };
+  const std::vector<Case> cases = {
+      {pair(1, 32, 112, 112, 3, 1, 16, kConvBlockWide), false, 0},  // mobilenet_v2's features.1
+      {pair(1, 144, 56, 56, 3, 1, 24, kConvBlock), true, 0},        // features.3, with its residual
+      {pair(2, 48, 20, 19, 3, 1, 32, kConvBlock), true, 0},         // two images, odd width
+      {pair(1, 384, 14, 14, 3, 1, 64, kConvBlock), true, 1e-6f},    // 64 columns, three batches
+      {pair(1, 96, 14, 14, 5, 1, 40, kConvBlock), false, 0},        // efficientnet_b0's 5x5
+      {pair(1, 64, 28, 28, 3, 2, 32, kConvBlock), false, 0},        // stride 2: bands read 2 rows each
+      // 16-channel blocks through the small planes (depthwise_wide.h): features.8's and .15's
+      {pair(1, 384, 14, 14, 3, 1, 64, kConvBlockWide, kConvBlockWide), true, 1e-6f},
+      {pair(1, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide), true, 0},
+      {pair(2, 144, 14, 13, 5, 2, 48, kConvBlockWide, kConvBlockWide), false, 0},  // 5x5/2, odd width
+  };
+  for (const Case& c : cases) {
+    if (!depthwise_project_unsupported(c.q.d, c.q.p).empty()) {
+      // Only a table without the blocked depthwise kernel or without 16-channel blocks declines.
+      EXPECT_TRUE(c.q.p.y_block == kConvBlockWide || c.q.d.x_block == kConvBlockWide || kernel_table().simd_width < 8)
+          << depthwise_project_unsupported(c.q.d, c.q.p);
+      continue;
+    }
+    for (int threads : {1, 2, 3})
+      for (bool workspace : {false, true}) check(c.q, c.residual, threads, workspace, c.tolerance);
+  }
+}
+
+TEST(DepthwiseProject, SaysWhyAPairCannotRun) {
+  const Pair q = pair(1, 32, 28, 28, 3, 1, 16, kConvBlock);
+  Pair three = q;
+  three.p.R = three.p.S = 3, three.p.pad_top = three.p.pad_left = three.p.pad_bottom = three.p.pad_right = 1;
+  EXPECT_NE(depthwise_project_unsupported(three.d, three.p).find("not a 1x1"), std::string::npos);
+  Pair planar = q;
+  planar.d.y_blocked = planar.p.x_blocked = false;
+  EXPECT_NE(depthwise_project_unsupported(planar.d, planar.p).find("channel blocks of one size"), std::string::npos);
+  Pair other = q;
+  other.p.H = 14, other.p.W = 14;
+  EXPECT_NE(depthwise_project_unsupported(other.d, other.p).find("does not read the depthwise output"),
+            std::string::npos);
+  Pair grouped = q;
+  grouped.d.group = 4;
+  EXPECT_NE(depthwise_project_unsupported(grouped.d, grouped.p), "");
+  // A residual on the depthwise convolution: refused with a message, not run.
+  Epilogue with_z;
+  std::vector<float> z(32 * 28 * 28), wd(conv_packed_weight_floats(ConvTactic::Depthwise, q.d)),
+      wp(conv_packed_weight_floats(ConvTactic::Direct, q.p)), x(32 * 28 * 28), y(16 * 28 * 28);
+  with_z.residual = z.data();
+  EXPECT_THROW(depthwise_project(q.d, q.p, x.data(), wd.data(), with_z, wp.data(), Epilogue{}, y.data(), nullptr, 2),
+               std::exception);
+}
+
+// Conv2dShape::y_plane_rows: a 1x1 over a band of rows writes into the whole output's planes
+// (and reads the residual's there), leaving the other rows alone.
+TEST(DepthwiseProject, DirectWritesABandIntoTallerPlanes) {
+  Conv2dShape s;
+  s.C = 16, s.H = 10, s.W = 12, s.K = 24;
+  s.x_blocked = s.y_blocked = true;
+  const int64_t OH = 30, row0 = 7;
+  const std::vector<float> x = random_vec(s.C * s.H * s.W, 51), w = random_vec(s.K * s.C, 52), b = random_vec(s.K, 53);
+  const std::vector<float> z = random_vec(s.K * OH * s.W, 54);
+  std::vector<float> pw(conv_packed_weight_floats(ConvTactic::Direct, s));
+  conv_pack_weight(ConvTactic::Direct, s, w.data(), pw.data());
+  // The band alone, compact.
+  Epilogue e;
+  e.bias = b.data(), e.bias_per_row = true;
+  std::vector<float> zb(s.K * s.H * s.W), compact(zb.size());
+  for (int64_t k = 0; k < s.K / kConvBlock; ++k)
+    std::memcpy(&zb[k * kConvBlock * s.H * s.W], &z[(k * OH + row0) * s.W * kConvBlock],
+                sizeof(float) * kConvBlock * s.H * s.W);
+  e.residual = zb.data();
+  conv2d(ConvTactic::Direct, s, x.data(), pw.data(), compact.data(), e, nullptr, 2);
+  // The band at rows [7, 17) of 30-row planes.
+  Conv2dShape tall = s;
+  tall.y_plane_rows = OH;
+  ASSERT_EQ(conv_tactic_unsupported(ConvTactic::Direct, tall), "");
+  std::vector<float> y(s.K * OH * s.W, -7.f);
+  const int64_t at = row0 * s.W * kConvBlock;
+  e.residual = z.data() + at;
+  conv2d(ConvTactic::Direct, tall, x.data(), pw.data(), y.data() + at, e, nullptr, 2);
+  for (int64_t k = 0; k < s.K / kConvBlock; ++k)
+    for (int64_t r = 0; r < OH; ++r)
+      for (int64_t i = 0; i < s.W * kConvBlock; ++i) {
+        const float got = y[(k * OH + r) * s.W * kConvBlock + i];
+        if (r < row0 || r >= row0 + s.H) ASSERT_EQ(got, -7.f) << "block " << k << " row " << r;
+        else ASSERT_EQ(got, compact[(k * s.H + r - row0) * s.W * kConvBlock + i]) << "block " << k << " row " << r;
+      }
+  Conv2dShape short_planes = tall;
+  short_planes.y_plane_rows = 5;
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, short_planes), "");
+  Conv2dShape depthwise = tall;
+  depthwise.C = depthwise.K = depthwise.group = 16;
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Depthwise, depthwise), "");
+}
+
+}  // namespace
+}  // namespace kiln::kernels
