@@ -291,8 +291,9 @@ bool tiles_cross_rows(const KernelTable& t, const Conv2dShape& s, const Plan& p)
 void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t b0, int64_t b1) {
   const int64_t B = s.y_block;
   const int64_t OHp = p.OH + s.y_pad_top + s.y_pad_bottom, row = (p.OW + s.y_pad_left + s.y_pad_right) * B;
+  const int64_t plane_rows = s.y_plane_rows ? s.y_plane_rows : OHp;  // a band's planes: the whole output's
   for (int64_t b = b0; b < b1; ++b) {
-    float* plane = yn + b * OHp * row;
+    float* plane = yn + b * plane_rows * row;
     std::fill(plane, plane + s.y_pad_top * row, 0.f);
     std::fill(plane + (s.y_pad_top + p.OH) * row, plane + OHp * row, 0.f);
     for (int64_t r = s.y_pad_top; r < s.y_pad_top + p.OH; ++r) {
@@ -353,8 +354,9 @@ std::string direct_unsupported(const Conv2dShape& s) {
       return "a 16-channel blocked input at stride_w 2 only to an unpadded 1x1 (no tiles of pixel stride 32)";
   }
   if (s.stride_w > 2) return "stride_w above 2 (the micro-kernel's pixel strides are 1 and 2)";
-  if (s.y_plane_rows && (s.y_plane_rows < s.out_h() || s.N != 1 || !s.y_blocked || s.y_padded()))
-    return "a band of a taller output (y_plane_rows) needs one image, at least out_h rows and blocked, unpadded planes";
+  if (s.y_plane_rows &&
+      (s.y_plane_rows < s.out_h() + s.y_pad_top + s.y_pad_bottom || s.N != 1 || !s.y_blocked))
+    return "a band of a taller output (y_plane_rows) needs one image, at least its own rows and blocked planes";
   if (s.p64) {
     const int nr = kernel_table().conv_shape_p64.nr;
     if (nr == 0) return "the 6 x 64 tile (p64) needs AVX-512";
@@ -414,6 +416,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // serial time of each of mobilenet_v2's 14 such layers (kiln profile --balance, two threads,
   // four alternated rounds). Outputs into padded planes take the path below (their borders are
   // zeroed there).
+  if (direct_bands_apply(s, epi, threads)) return conv_direct_bands(t, s, x, packed_w, y, epi, threads);
   if (!s.y_padded() && direct_1x1_applies(t, s, epi)) {
     const int64_t OHW = s.out_h() * s.out_w();
     threads = gemm_threads(OHW, s.K, s.C * s.R * s.S, false, threads);  // as below, with plan_for's OHW and KK

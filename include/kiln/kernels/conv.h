@@ -80,8 +80,10 @@ struct Conv2dShape {
   // A band of a taller output: the output's (and the residual's) planes hold this many rows, and
   // the call writes its out_h() rows from the pointer it is given, so the planes' blocks lie
   // y_plane_rows x out_w pixels apart (kernels::depthwise_project runs its 1x1 a band of rows at
-  // a time straight into the whole output). 0: out_h(). Direct tactic, one image, blocked
-  // unpadded output.
+  // a time straight into the whole output; kernels::detail::conv_direct_bands a stem's bands,
+  // into bordered planes too: the band keeps y_pad_left/right and the rows above and below are
+  // its caller's). 0: out_h() + y_pad_top + y_pad_bottom. Direct tactic, one image, blocked
+  // output.
   int64_t y_plane_rows = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
