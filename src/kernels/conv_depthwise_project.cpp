@@ -74,7 +74,12 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
   int64_t bands = ceil_div(OH, band_rows(d));
   if (threads > 1) bands = std::min(OH, detail::round_up(std::max<int64_t>(bands, threads), threads));
   const int64_t parts = d.N * bands;
-  if ((parts == 1 || threads == 1) && workspace) {
+  // As expand_depthwise: bands pay where the cores are far apart (each its own L3) and cost where
+  // they share one. mobilenet_v2 at two threads against ORT, the Zen 5 host: far 0.63-0.73 with
+  // the pairs banded against 0.71-0.79 apart; close (fork-join under 0.5 us before and after)
+  // 0.80-0.85 banded against 0.77-0.79 apart (a handful of samples: close minutes are short and
+  // rare). One thread banded: 1.021 of the two calls' time.
+  if ((parts == 1 || !expand_bands_pay(threads)) && workspace) {
     float* mid = workspace;
     float* rest = mid + static_cast<size_t>(d.N * d.K * OH * OW) + kLineFloats;
     conv2d(ConvTactic::Depthwise, d, x, wd, mid, epi_d, rest, threads);

@@ -116,8 +116,14 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
           << depthwise_project_unsupported(c.q.d, c.q.p);
       continue;
     }
-    for (int threads : {1, 2, 3})
-      for (bool workspace : {false, true}) check(c.q, c.residual, threads, workspace, c.tolerance);
+    // On: bands with or without a workspace; Off: the two calls over the workspace (bands
+    // without one); Auto: bands on more than one thread while the cores measure far apart.
+    for (ExpandBands mode : {ExpandBands::On, ExpandBands::Off, ExpandBands::Auto}) {
+      set_expand_bands(mode);
+      for (int threads : {1, 2, 3})
+        for (bool workspace : {false, true}) check(c.q, c.residual, threads, workspace, c.tolerance);
+    }
+    set_expand_bands(ExpandBands::Auto);
   }
 }
 

@@ -17,8 +17,8 @@ namespace kiln::kernels {
 // output in blocks of one size (8 channels, on a table with the blocked depthwise kernel, or 16
 // through small planes: depthwise_wide.h); `project`: 1x1, stride 1, unpadded, one group, direct
 // tactic, reading the depthwise output in its blocks, writing blocked, unpadded planes. Bands
-// of up to 512 KiB of depthwise rows, a multiple of the threads; on one thread (with a
-// workspace) the two calls one after the other.
+// of up to 512 KiB of depthwise rows, a multiple of the threads; with a workspace, the two
+// calls one after the other wherever expand_bands_pay says no (one thread, close cores).
 std::string depthwise_project_unsupported(const Conv2dShape& depthwise, const Conv2dShape& project);
 // Workspace floats for up to `threads` threads: the whole depthwise output and the two
 // convolutions' own, for the two calls one after the other (a single band). Without a workspace

@@ -450,8 +450,9 @@ bool claim_output_pays(int threads);
 enum class ClaimOutput { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_CLAIM_OUTPUT says.
 void set_claim_output(ClaimOutput mode);
-// Whether kernels::expand_depthwise on `threads` threads runs its pair band by band (else the
-// two convolutions one after the other, over the workspace). Band by band each thread keeps
+// Whether kernels::expand_depthwise (and kernels::depthwise_project, whose measurements are in
+// conv_depthwise_project.cpp) on `threads` threads runs its pair band by band (else the two
+// convolutions one after the other, over the workspace). Band by band each thread keeps
 // its expanded rows in its own L2; apart, the expanded tensor goes through L3. That pays when
 // the cores are far apart (vCPUs in different core complexes, each with its own L3) and costs
 // when they share one: mobilenet_v2 at two threads against ORT, the Zen 5 host, alternated
