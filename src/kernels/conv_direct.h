@@ -93,10 +93,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
                  const Epilogue& epi, float* workspace, int threads);
 
 // A planar input too narrow for channel blocks (the RGB stems) with padding and windows up to
-// 3x3, on more than one thread, into blocked planes (bordered or not): conv_direct_bands runs it as bands of output rows, each band's
-// input rows copied with their padding into the thread's own scratch and the band convolved from
-// there, unpadded, into the output's planes (Conv2dShape::y_plane_rows), in one parallel region
-// (conv_direct_bands.cpp). Same floats as the padded copy's (the zero rows' products add zeros).
+// 3x3, on more than one thread, into blocked planes (bordered or not): conv_direct_bands runs it
+// as bands of output rows, each band's input rows copied with their padding into the thread's
+// own scratch and the band convolved from there, unpadded, into the output's planes
+// (Conv2dShape::y_plane_rows), in one parallel region (conv_direct_bands.cpp). Same floats as the padded copy's (the zero rows' products add zeros).
 // KILN_DIRECT_BANDS=0 at start-up turns it off (in-process A/B harnesses flip it between calls).
 extern bool direct_bands_enabled;
 bool direct_bands_apply(const Conv2dShape& s, const Epilogue& epi, int threads);

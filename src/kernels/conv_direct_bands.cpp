@@ -36,6 +36,10 @@ void zero_border_rows(const Conv2dShape& s, float* yn, bool top, bool bottom) {
 // tiles' rows (mobilenet_v2's stem: 112 rows in 8 bands of 14 at two threads).
 constexpr int64_t kBandsPerThread = kPiecesPerThread;
 
+int64_t band_count(const Conv2dShape& s, int threads) {
+  return std::min<int64_t>(s.out_h(), int64_t{threads} * kBandsPerThread);
+}
+
 // The shape of one band of `out_rows` output rows, read from its own unpadded copy of the input
 // rows its windows reach and written into the whole output's planes (y_plane_rows); a padded output
 // keeps its side borders, the band's caller zeroes the rows above and below.
@@ -55,17 +59,17 @@ Conv2dShape band_shape(const Conv2dShape& s, int64_t out_rows) {
 bool direct_bands_enabled = env_switch_on("KILN_DIRECT_BANDS");
 
 bool direct_bands_apply(const Conv2dShape& s, const Epilogue& epi, int threads) {
+  // Windows up to 3x3 only: resnet18's 7x7 stem (64 channels, p64 tiles) took 0.87-0.94 ms in bands
+  // against 0.76-0.81 ms after the copy (kiln profile, two threads), its windows' work outweighing
+  // the copy and the bands' shorter tile rows costing more than they save.
   if (!(direct_bands_enabled && threads > 1 && s.padded() && !s.x_blocked && !s.x_padded && s.C % kConvBlock != 0 &&
         s.group == 1 && s.R * s.S <= 9 && s.y_blocked && !s.y_plane_rows && !epi.channel_means && !s.winograd &&
         s.out_h() >= 2 * threads))
     return false;
-  // Windows up to 3x3 only: resnet18's 7x7 stem (64 channels, p64 tiles) took 0.87-0.94 ms in bands
-  // against 0.76-0.81 ms after the copy (kiln profile, two threads), its windows' work outweighing
-  // the copy and the bands' shorter tile rows costing more than they save.
   if (!s.y_padded()) return true;
   // Into padded planes (the next layer reads them in place, lower/padded_layout.cpp): every band
   // height must have a plan whose tiles stay within a row, as the whole layer's does.
-  const int64_t OH = s.out_h(), bands = std::min<int64_t>(OH, int64_t{threads} * kBandsPerThread);
+  const int64_t OH = s.out_h(), bands = band_count(s, threads);
   for (int64_t rows : {OH / bands, (OH + bands - 1) / bands})
     if (!conv_tactic_unsupported(ConvTactic::Direct, band_shape(s, rows)).empty()) return false;
   return true;
@@ -73,16 +77,16 @@ bool direct_bands_apply(const Conv2dShape& s, const Epilogue& epi, int threads) 
 
 void conv_direct_bands(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                        const Epilogue& epi, int threads) {
-  const int64_t OH = s.out_h(), OW = s.out_w(), Wp = s.W + s.pad_left + s.pad_right;
-  const int64_t bands = std::min<int64_t>(OH, int64_t{threads} * kBandsPerThread), parts = s.N * bands;
-  const int64_t reach = (s.R - 1) * s.dil_h + 1;  // input rows one output row's windows span
+  const int64_t OH = s.out_h(), OW = s.out_w();
+  const int64_t bands = band_count(s, threads), parts = s.N * bands;
   parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
     thread_local LineScratch own;
     for (int64_t part = p0; part < p1; ++part) {
       const int64_t n = part / bands, b = part % bands;
       const int64_t oh0 = OH * b / bands, oh1 = OH * (b + 1) / bands;
+      const Conv2dShape band = band_shape(s, oh1 - oh0);
       // Padded rows [r0, r0 + rows) of every channel: row r is input row r - pad_top.
-      const int64_t r0 = oh0 * s.stride_h, rows = (oh1 - 1 - oh0) * s.stride_h + reach;
+      const int64_t r0 = oh0 * s.stride_h, rows = band.H, Wp = band.W;
       float* planes = own.floats(static_cast<size_t>(s.C * rows * Wp));
       for (int64_t c = 0; c < s.C; ++c)
         for (int64_t r = 0; r < rows; ++r) {
@@ -96,7 +100,6 @@ void conv_direct_bands(const KernelTable& t, const Conv2dShape& s, const float* 
           std::memcpy(dst + s.pad_left, x + ((n * s.C + c) * s.H + h) * s.W, sizeof(float) * s.W);
           std::fill(dst + s.pad_left + s.W, dst + Wp, 0.f);
         }
-      const Conv2dShape band = band_shape(s, oh1 - oh0);
       float* yn = y + n * s.y_image_floats();
       if (s.y_padded()) zero_border_rows(s, yn, b == 0, b == bands - 1);
       const int64_t row = (OW + s.y_pad_left + s.y_pad_right) * s.y_block;

@@ -1442,36 +1442,37 @@ TEST(Conv, StemsBandByBandMatchThePaddedCopy) {
   // Into plain blocked planes, and into planes with a one-pixel zero border that the next
   // (depthwise) layer reads as its padding, as in mobilenet_v2 (lower/padded_layout.cpp).
   int padded_runs = 0;
-  for (const Stem& st : stems)
-   for (int64_t y_pad : {0, 1}) {
-    Conv2dShape s = st.s;
-    s.y_blocked = true, s.y_block = st.block;
-    s.y_pad_top = s.y_pad_left = s.y_pad_bottom = s.y_pad_right = y_pad;
-    if (!conv_tactic_unsupported(ConvTactic::Direct, s).empty()) continue;
-    padded_runs += y_pad != 0;
-    SCOPED_TRACE(std::to_string(s.C) + " -> " + std::to_string(s.K) + " " + std::to_string(s.R) + "x" +
-                 std::to_string(s.S) + "/" + std::to_string(s.stride_h) + " at " + std::to_string(s.H) + "x" +
-                 std::to_string(s.W) + ", output border " + std::to_string(y_pad));
-    Epilogue e;
-    EXPECT_TRUE(detail::direct_bands_apply(s, e, 2));
-    EXPECT_FALSE(detail::direct_bands_apply(s, e, 1));
-    const auto x = random_vec(s.N * s.C * s.H * s.W, 61), w = random_vec(s.K * s.C * s.R * s.S, 62),
-               bias = random_vec(s.K, 63);
-    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
-    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
-    e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
-    const size_t out = static_cast<size_t>(s.N * s.y_image_floats());
-    std::vector<float> copied(out);
-    detail::direct_bands_enabled = false;
-    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), copied.data(), e, nullptr, 2);
-    detail::direct_bands_enabled = true;
-    size_t nonzero = 0;
-    for (float v : copied) nonzero += v != 0.f;
-    EXPECT_GT(nonzero, out / 4);
-    for (int threads : {2, 3}) {
-      std::vector<float> banded(out, -5.f);
-      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), banded.data(), e, nullptr, threads);
-      for (size_t i = 0; i < out; ++i) ASSERT_EQ(banded[i], copied[i]) << "threads " << threads << ", at " << i;
+  for (const Stem& st : stems) {
+    for (int64_t y_pad : {0, 1}) {
+      Conv2dShape s = st.s;
+      s.y_blocked = true, s.y_block = st.block;
+      s.y_pad_top = s.y_pad_left = s.y_pad_bottom = s.y_pad_right = y_pad;
+      if (!conv_tactic_unsupported(ConvTactic::Direct, s).empty()) continue;
+      padded_runs += y_pad != 0;
+      SCOPED_TRACE(std::to_string(s.C) + " -> " + std::to_string(s.K) + " " + std::to_string(s.R) + "x" +
+                   std::to_string(s.S) + "/" + std::to_string(s.stride_h) + " at " + std::to_string(s.H) + "x" +
+                   std::to_string(s.W) + ", output border " + std::to_string(y_pad));
+      Epilogue e;
+      EXPECT_TRUE(detail::direct_bands_apply(s, e, 2));
+      EXPECT_FALSE(detail::direct_bands_apply(s, e, 1));
+      const auto x = random_vec(s.N * s.C * s.H * s.W, 61), w = random_vec(s.K * s.C * s.R * s.S, 62),
+                 bias = random_vec(s.K, 63);
+      std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+      conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+      e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+      const size_t out = static_cast<size_t>(s.N * s.y_image_floats());
+      std::vector<float> copied(out);
+      detail::direct_bands_enabled = false;
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), copied.data(), e, nullptr, 2);
+      detail::direct_bands_enabled = true;
+      size_t nonzero = 0;
+      for (float v : copied) nonzero += v != 0.f;
+      EXPECT_GT(nonzero, out / 4);
+      for (int threads : {2, 3}) {
+        std::vector<float> banded(out, -5.f);
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), banded.data(), e, nullptr, threads);
+        for (size_t i = 0; i < out; ++i) ASSERT_EQ(banded[i], copied[i]) << "threads " << threads << ", at " << i;
+      }
     }
   }
   EXPECT_GE(padded_runs, 2);
