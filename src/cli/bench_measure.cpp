@@ -51,6 +51,7 @@ Measured measure_interleaved(const std::vector<BenchBackend*>& backends, const M
   m.idle_waits_ms.resize(backends.size());
   int rounds = (plan.runs + m.block - 1) / m.block;
   for (int round = 0; round < rounds; ++round) {
+    if (plan.probe) m.probes.push_back(plan.probe());
     int n = std::min(m.block, plan.runs - round * m.block);
     // Alternate the order so that no backend always runs right after the same neighbour.
     for (size_t k = 0; k < backends.size(); ++k) {
@@ -69,6 +70,7 @@ Measured measure_interleaved(const std::vector<BenchBackend*>& backends, const M
       plan.progress(line + " (medians so far)");
     }
   }
+  if (plan.probe) m.probes.push_back(plan.probe());
   return m;
 }
 

@@ -17,6 +17,10 @@ struct MeasurePlan {
   int block = 0;    // runs per backend per turn; 0: as many as take ~100 ms (1 to 10)
   int gap_ms = 0;   // idle time before each timed run (intermittent load), untimed
   std::function<void(const std::string&)> progress;  // one line per round (may be empty)
+  // Read before each round and once after the last (may be empty): with several threads, where
+  // the host has the cores (the round trip of a cache line between them; -1: no reading), so
+  // that each round can be told apart by placement (bench_report.h, split_by_placement).
+  std::function<double()> probe;
 };
 
 struct Measured {
@@ -24,6 +28,7 @@ struct Measured {
   std::vector<std::vector<double>> idle_waits_ms;  // per backend: BenchBackend::wait_until_idle after each block
   std::vector<double> warmup_fastest_ms;   // per backend: its fastest warm-up run (0: none ran)
   int block = 0;                           // the block size used
+  std::vector<double> probes;              // plan.probe's readings: rounds + 1 (none without a probe)
 };
 
 // Short blocks share the machine's noise best; tiny models get longer blocks so that a

@@ -57,6 +57,21 @@ std::optional<EagerVsCompiled> eager_vs_compiled(const BenchResult& r) {
   return v;
 }
 
+const BackendResult* find_in(const std::vector<BackendResult>& backends, const std::string& name) {
+  for (const auto& b : backends)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+json::Value paired_json(const PairedRatio& p) {
+  json::Value e;
+  e.set("median", p.median);
+  e.set("q25", p.q25);
+  e.set("q75", p.q75);
+  e.set("blocks", p.blocks);
+  return e;
+}
+
 }  // namespace
 
 LatencyStats summarize(std::vector<double> ms) {
@@ -99,11 +114,47 @@ std::optional<PairedRatio> paired_ratio(const BackendResult& a, const BackendRes
   return PairedRatio{quantile(0.5), quantile(0.25), quantile(0.75), static_cast<int>(ratios.size())};
 }
 
-const BackendResult* BenchResult::find(const std::string& name) const {
-  for (const auto& b : backends)
-    if (b.name == name) return &b;
-  return nullptr;
+std::optional<PlacementSplit> split_by_placement(const BenchResult& r) {
+  if (r.round_trips_ns.size() < 2 || r.block < 1 || r.backends.empty()) return std::nullopt;
+  const size_t rounds = r.round_trips_ns.size() - 1, block = static_cast<size_t>(r.block);
+  for (const auto& b : r.backends)  // every round a block of each backend's runs, the last one possibly short
+    if (b.times_ms.size() > rounds * block || b.times_ms.size() <= (rounds - 1) * block) return std::nullopt;
+  PlacementRounds close, far;
+  close.placement = "close", far.placement = "far";
+  for (const auto& b : r.backends) {
+    close.backends.push_back({b.name, {}, {}, std::nullopt, 0, std::nullopt});
+    far.backends.push_back(close.backends.back());
+  }
+  PlacementSplit split;
+  for (size_t i = 0; i < rounds; ++i) {
+    const double before = r.round_trips_ns[i], after = r.round_trips_ns[i + 1];
+    if (before <= 0 || after <= 0) {
+      ++split.unread;
+      continue;
+    }
+    const bool far_before = before > kernels::kFarCoresNs, far_after = after > kernels::kFarCoresNs;
+    if (far_before != far_after) {
+      ++split.changed;
+      continue;
+    }
+    PlacementRounds& p = far_before ? far : close;
+    ++p.rounds;
+    for (size_t k = 0; k < r.backends.size(); ++k) {
+      const std::vector<double>& t = r.backends[k].times_ms;
+      const auto first = t.begin() + static_cast<std::ptrdiff_t>(i * block);
+      const auto end = t.begin() + static_cast<std::ptrdiff_t>(std::min(t.size(), (i + 1) * block));
+      p.backends[k].times_ms.insert(p.backends[k].times_ms.end(), first, end);
+    }
+  }
+  for (PlacementRounds* p : {&close, &far}) {
+    if (p->rounds == 0) continue;
+    for (auto& b : p->backends) b.stats = summarize(b.times_ms);
+    split.placements.push_back(std::move(*p));
+  }
+  return split;
 }
+
+const BackendResult* BenchResult::find(const std::string& name) const { return find_in(backends, name); }
 
 bool BenchResult::checks_ok() const {
   return std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.c.ok; });
@@ -179,6 +230,26 @@ std::string render_text(const BenchResult& r) {
       s += str_cat("kiln (", k->name, ") / ORT, block by block: ", fmt("%.3fx", p->median), " median, quartiles ",
                    fmt("%.3f", p->q25), "-", fmt("%.3f", p->q75), " over ", p->blocks, " rounds\n");
   }
+  if (auto split = split_by_placement(r)) {
+    s += str_cat("by placement (the cores' round trip read before and after each round; far apart above ",
+                 fmt("%.0f", kernels::kFarCoresNs), " ns):\n");
+    for (const PlacementRounds& p : split->placements) {
+      s += str_cat("  ", p.placement, ", ", p.rounds, p.rounds == 1 ? " round:" : " rounds:");
+      for (const BackendResult& b : p.backends) s += str_cat(" ", b.name, " ", fmt("%.3f", b.stats.median_ms), " ms");
+      const BackendResult *k = find_in(p.backends, r.kiln), *o = find_in(p.backends, "ort");
+      if (k && o) {
+        s += str_cat(", kiln / ORT ", fmt("%.3fx", k->stats.median_ms / o->stats.median_ms));
+        if (auto q = paired_ratio(*k, *o, r.block)) s += str_cat(" (block by block ", fmt("%.3fx", q->median), ")");
+      }
+      s += "\n";
+    }
+    if (split->changed > 0)
+      s += str_cat("  ", split->changed, split->changed == 1 ? " round" : " rounds",
+                   " during which the placement changed: left out\n");
+    if (split->unread > 0)
+      s += str_cat("  ", split->unread, split->unread == 1 ? " round" : " rounds",
+                   " without a reading (the worker did not answer in time): left out\n");
+  }
   if (auto v = eager_vs_compiled(r)) {
     s += str_cat("compiled vs interp: speed-up ", fmt("%.2fx", v->speedup), " (", fmt("%.3f", v->interp_ms), " -> ",
                  fmt("%.3f", v->compiled_ms), " ms)");
@@ -225,13 +296,31 @@ std::string render_json(const BenchResult& r) {
   if (const BackendResult* k = r.find(r.kiln); k && ort) {
     j.set("ratio", k->stats.median_ms / ort->stats.median_ms);
     j.set("ratio_min", k->stats.min_ms / ort->stats.min_ms);
-    if (auto p = paired_ratio(*k, *ort, r.block)) {
-      json::Value& e = j.set("ratio_paired", json::Object{});
-      e.set("median", p->median);
-      e.set("q25", p->q25);
-      e.set("q75", p->q75);
-      e.set("blocks", p->blocks);
+    if (auto p = paired_ratio(*k, *ort, r.block)) j.set("ratio_paired", paired_json(*p));
+  }
+  if (auto split = split_by_placement(r)) {
+    json::Value& trips = j.set("round_trips_ns", json::Array{});
+    for (double ns : r.round_trips_ns) trips.push(ns > 0 ? std::round(ns) : -1.0);
+    json::Value& by = j.set("by_placement", json::Object{});
+    for (const PlacementRounds& p : split->placements) {
+      json::Value& e = by.set(p.placement, json::Object{});
+      e.set("rounds", p.rounds);
+      json::Value& bs = e.set("backends", json::Object{});
+      for (const BackendResult& b : p.backends) {
+        json::Value& st = bs.set(b.name, json::Object{});
+        st.set("median_ms", round3(b.stats.median_ms));
+        st.set("p90_ms", round3(b.stats.p90_ms));
+        st.set("min_ms", round3(b.stats.min_ms));
+        st.set("runs", b.stats.runs);
+      }
+      const BackendResult *k = find_in(p.backends, r.kiln), *o = find_in(p.backends, "ort");
+      if (k && o) {
+        e.set("ratio", k->stats.median_ms / o->stats.median_ms);
+        if (auto q = paired_ratio(*k, *o, r.block)) e.set("ratio_paired", paired_json(*q));
+      }
     }
+    by.set("changed_rounds", split->changed);
+    by.set("unread_rounds", split->unread);
   }
   json::Value& backends = j.set("backends", json::Object{});
   for (const auto& b : r.backends) {

@@ -66,6 +66,10 @@ struct BenchResult {
   // measured (one thread, or the worker was not running). Above kernels::kFarCoresNs the cores
   // are far apart and kiln's write prefetch and output claims run (kernels/dispatch.h).
   double core_trip_before_ns = -1, core_trip_after_ns = -1;
+  // With more than one thread: the same round trip read before each round of blocks and after
+  // the last (rounds + 1 readings, -1 where the worker did not answer in time): which rounds ran
+  // with the cores close and which far apart (split_by_placement).
+  std::vector<double> round_trips_ns;
   std::vector<std::string> inputs;  // where each input came from
   bool random_integers = false;
   std::vector<BackendResult> backends;  // kiln backends in --backends order, then "ort"
@@ -80,6 +84,24 @@ struct BenchResult {
   const BackendResult* find(const std::string& name) const;
   bool checks_ok() const;
 };
+
+// The timed rounds by where the host had kiln's cores while they ran: "close" where the round
+// trips read before and after a round are both at or under kernels::kFarCoresNs, "far" where
+// both are over it. On a virtual machine the hypervisor moves the vCPUs every few seconds to
+// minutes, and the peers gain differently from close cores (ORT's threads hand more data to
+// each other), so a ratio over a whole bench mixes two machines. Rounds whose two readings
+// disagree (the placement changed while they ran) or are missing count in neither.
+struct PlacementRounds {
+  std::string placement;                // "close" or "far"
+  int rounds = 0;
+  std::vector<BackendResult> backends;  // each backend's runs in those rounds, in order, and their stats
+};
+struct PlacementSplit {
+  std::vector<PlacementRounds> placements;  // close, then far; only those with rounds
+  int changed = 0, unread = 0;              // rounds left out: placement changed, a reading missing
+};
+// nullopt when the rounds were not probed (one thread) or the readings do not match the runs.
+std::optional<PlacementSplit> split_by_placement(const BenchResult& r);
 
 std::string render_text(const BenchResult& r);
 std::string render_json(const BenchResult& r);  // one object, one line

@@ -40,6 +40,9 @@ $PY -c "import numpy as np; np.save('$T/zoo/inputs/input.npy', np.random.RandomS
 check "zoo inputs cycled to the batch" grep -qF "input f32[5,1,8,8] from $T/zoo/inputs/input.npy (3 rows cycled to --batch 5)" "$T/zoo.txt"
 check "interp alone: a table row" grep -qE "^interp +[0-9.]+ +[0-9.]+" "$T/zoo.txt"
 check "interp alone: no peer" bash -c "! grep -q '^ort ' '$T/zoo.txt'"
+if [ "$(nproc)" -gt 1 ]; then  # several threads by default: the rounds by placement
+  check "text: rounds by placement" grep -qE "^by placement \(the cores' round trip" "$T/zoo.txt"
+fi
 
 # A scripted peer: known times (40 ms each for the first command, the warm-up; then 1, 2, ...
 # per command) and all-zero outputs. The statistics and the block size chosen from the
@@ -133,6 +136,35 @@ if d["threads"] > 1 and "core_round_trip_ns" in d:
     assert len(trip) == 2 and any(t > 0 for t in trip) and all(t == -1 or 10 < t < 1e5 for t in trip), trip
 if d["threads"] == 1:
     assert "core_round_trip_ns" not in d, d
+# Several threads: the round trip again before each round and after the last, and the rounds
+# split by it (both readings at or under 250 ns: close; both over: far; else left out), each
+# placement's medians those of its rounds' runs.
+if d["threads"] > 1:
+    trips, by, rounds = d["round_trips_ns"], d["by_placement"], math.ceil(5 / block)
+    assert len(trips) == rounds + 1 and all(t == -1 or 10 < t < 1e5 for t in trips), trips
+    groups, changed, unread = {"close": [], "far": []}, 0, 0
+    for i in range(rounds):
+        if min(trips[i], trips[i + 1]) <= 0:
+            unread += 1
+        elif (trips[i] > 250) != (trips[i + 1] > 250):
+            changed += 1
+        else:
+            groups["far" if trips[i] > 250 else "close"].append(i)
+    assert (by["changed_rounds"], by["unread_rounds"]) == (changed, unread), (by, trips)
+    for place, idx in groups.items():
+        if not idx:
+            assert place not in by, (place, by)
+            continue
+        e = by[place]
+        assert e["rounds"] == len(idx), (e, idx)
+        for name in ("interp", "ort"):
+            t = [x for i in idx for x in b[name]["times_ms"][i * block:(i + 1) * block]]
+            s = e["backends"][name]
+            assert s["runs"] == len(t) and abs(s["median_ms"] - median(t)) <= 2e-3, (name, s, t)
+        ratio = e["backends"]["interp"]["median_ms"] / e["backends"]["ort"]["median_ms"]
+        assert abs(e["ratio"] - ratio) <= 1e-2 * ratio, e
+else:
+    assert "by_placement" not in d and "round_trips_ns" not in d, d
 PY
 # --gap-ms: the peer is asked to idle that long before each timed run (not before the warm-up),
 # and the JSON says so; kiln's compiled backend waits out its workers' idle spin after a block
