@@ -40,9 +40,12 @@ std::vector<std::vector<StepTiming>> extra_profiled_runs(
     profiled_run(outputs, ro);
   }
   std::vector<std::vector<StepTiming>> runs;
-  for (int r = 0; r < opt.runs; ++r) {
+  while (static_cast<int>(runs.size()) < opt.runs) {
+    const bool counts_before = !opt.run_counts || opt.run_counts();
     exe.run(inputs, outputs, ro);  // as profile_model: each profiled run after a plain one
-    runs.push_back(profiled_run(outputs, ro));
+    std::vector<StepTiming> steps = profiled_run(outputs, ro);
+    const bool counts_after = !opt.run_counts || opt.run_counts();
+    if (counts_before && counts_after) runs.push_back(std::move(steps));
   }
   return runs;
 }
@@ -145,14 +148,21 @@ Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const 
   }
   std::vector<double> plain, profiled;
   const auto first = Clock::now();
-  for (int r = 0; r < opt.runs; ++r) {
+  while (static_cast<int>(plain.size()) < opt.runs) {
+    const bool counts_before = !opt.run_counts || opt.run_counts();
     auto t0 = Clock::now();
     exe.run(inputs, outputs, ro);
-    plain.push_back(ms_since(t0));
+    const double plain_ms = ms_since(t0);
     t0 = Clock::now();
-    p.run_start_ms.push_back(std::chrono::duration<double, std::milli>(t0 - first).count());
-    p.timeline.push_back(exe.profile_run(inputs, outputs, ro));
-    profiled.push_back(ms_since(t0));
+    const double start_ms = std::chrono::duration<double, std::milli>(t0 - first).count();
+    std::vector<StepTiming> steps = exe.profile_run(inputs, outputs, ro);
+    const double profiled_ms = ms_since(t0);
+    const bool counts_after = !opt.run_counts || opt.run_counts();
+    if (!counts_before || !counts_after) continue;
+    plain.push_back(plain_ms);
+    p.run_start_ms.push_back(start_ms);
+    p.timeline.push_back(std::move(steps));
+    profiled.push_back(profiled_ms);
   }
   p.plain_ms = median(plain);
   p.profiled_ms = median(profiled);

@@ -35,7 +35,8 @@ std::vector<const KernelProfile*> by_time(const Profile& p) {
 std::string profile_to_text(const Profile& p, size_t top) {
   std::ostringstream o;
   char buf[512];
-  o << "kiln profile: " << p.model << " (" << p.threads << " threads, median of " << p.runs << " runs)\n";
+  o << "kiln profile: " << p.model << " (" << p.threads << " threads, median of " << p.runs << " runs"
+    << (p.placement.empty() ? "" : ", those with the cores " + p.placement) << ")\n";
   std::snprintf(buf, sizeof buf, "  roof: %.1f GFLOP/s FP32, %.1f GB/s (kiln machine: %s); dispatch %.1f us per kernel\n",
                 p.roof.peak_gflops, p.roof.bandwidth_gbs, p.machine.c_str(), p.roof.dispatch_us);
   o << buf;
@@ -102,6 +103,7 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Sc
   j.set("model", p.model);
   j.set("threads", p.threads);
   j.set("runs", p.runs);
+  if (!p.placement.empty()) j.set("placement", p.placement);
   j.set("machine", p.machine);
   json::Value& roof = j.set("roof", json::Object{});
   roof.set("peak_gflops", p.roof.peak_gflops);

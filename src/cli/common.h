@@ -64,6 +64,11 @@ std::string pin_to_first_cpus(int threads);
 // "CPU 0" or "CPUs 0,1" for pin_to_first_cpus's list, as bench and profile print it.
 std::string cpus_text(const std::string& cpus);
 
+// The calling thread's round trip to pool worker 1 (kernels::core_round_trip_ns) in ns, the
+// worker woken and kept spinning first; -1 when it did not answer (a loaded machine). Above
+// kernels::kFarCoresNs the host has the cores far apart (bench's and profile's placements).
+double cores_round_trip_ns(int threads);
+
 // --idle-spin-ms N (whole milliseconds, 0 to 10000): how long the thread pool's workers keep
 // spinning after a model run (kernels::set_idle_spin); absent, the default stays.
 void apply_idle_spin_flag(const Args& a);

@@ -188,21 +188,6 @@ InputRequest input_request(const Args& a, const ShapeFlags& sf, Subject& subject
   return req;
 }
 
-// The calling thread's round trip to pool worker 1 (kernels::core_round_trip_ns), with the
-// worker woken and kept spinning first: a sleeping one would come too late to answer. Attempts
-// go on for up to kTripPatience: a vCPU that was idle can take a millisecond or more to come
-// back (with three attempts, ~0.3 ms, 8 of 20 readings between mobilenet_v2's blocks were
-// missing). -1 when it still did not answer (a loaded machine).
-double core_trip_ns(int threads) {
-  constexpr auto kTripPatience = std::chrono::milliseconds(20);
-  const kernels::SpinningScope spinning;
-  kernels::parallel_for(threads, threads, [](int64_t, int64_t) {});
-  const auto give_up = std::chrono::steady_clock::now() + kTripPatience;
-  do {
-    if (const double ns = kernels::core_round_trip_ns(); ns > 0) return ns;
-  } while (std::chrono::steady_clock::now() < give_up);
-  return -1;
-}
 
 }  // namespace
 
@@ -290,7 +275,7 @@ int verb_bench(int argc, char** argv) {
   // waited out, so that the reading's spinning stays out of the next block.
   if (threads > 1)
     plan.probe = [threads] {
-      const double ns = core_trip_ns(threads);
+      const double ns = cores_round_trip_ns(threads);
       std::this_thread::sleep_for(kernels::idle_spin_left());
       return ns;
     };
@@ -301,11 +286,11 @@ int verb_bench(int argc, char** argv) {
   const int capacity_threads = std::min(threads, r.cores);
   const analysis::MeasureOptions capacity_opt{3, 0.01};
   if (capacity_threads > 1) r.capacity_before = analysis::parallel_capacity(capacity_threads, capacity_opt);
-  if (threads > 1) r.core_trip_before_ns = core_trip_ns(threads);
+  if (threads > 1) r.core_trip_before_ns = cores_round_trip_ns(threads);
   progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
   Measured measured = measure_interleaved(raw, plan);
   r.load_after = load_average();
-  if (threads > 1) r.core_trip_after_ns = core_trip_ns(threads);
+  if (threads > 1) r.core_trip_after_ns = cores_round_trip_ns(threads);
   if (capacity_threads > 1) r.capacity_after = analysis::parallel_capacity(capacity_threads, capacity_opt);
   r.capacity_threads = capacity_threads;
   r.block = measured.block;

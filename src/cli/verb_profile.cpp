@@ -4,7 +4,8 @@
 // --scaling (each kernel at one thread against --threads N), --rerun (each kernel against a second
 // call of itself right after, its data then in cache), --vs ort (each kernel against ONNX
 // Runtime's nodes for the same original nodes, from ORT's own profiler), --balance (each kernel's
-// work per thread against its wall time).
+// work per thread against its wall time), --placement (only runs with the cores close, or far).
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "kiln/analysis/profile_rerun.h"
 #include "kiln/analysis/profile_scaling.h"
 #include "kiln/compiler/compile.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/frontend/load.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/runtime/artifact.h"
@@ -49,6 +51,40 @@ ops::InputSpec shapes_of(const TensorMap& t) {
   return spec;
 }
 
+// --placement close|far: a timed run counts only when the cores' round trip read before and after
+// it says that placement (analysis::ProfileOptions::run_counts; above kernels::kFarCoresNs: far),
+// so that a profile shows one of the machines a virtual machine's moving vCPUs make. Gives up
+// after kPlacementPatience; a progress line every kPlacementNote while it drops runs.
+constexpr auto kPlacementPatience = std::chrono::minutes(30);
+constexpr auto kPlacementNote = std::chrono::seconds(10);
+std::function<bool()> placement_gate(const std::string& want, int threads,
+                                     const std::function<void(const std::string&)>& progress) {
+  using Clock = std::chrono::steady_clock;
+  struct Readings {
+    int64_t taken = 0, matching = 0;
+    Clock::time_point start = Clock::now(), noted = Clock::now();
+  };
+  auto seen = std::make_shared<Readings>();
+  return [=] {
+    const double ns = cores_round_trip_ns(threads);
+    const bool ok = ns > 0 && (ns > kernels::kFarCoresNs) == (want == "far");
+    ++seen->taken;
+    if (ok) ++seen->matching;
+    const auto now = Clock::now();
+    const std::string share = str_cat(seen->matching, " of ", seen->taken, " readings so far");
+    KILN_CHECK(ok || now - seen->start < kPlacementPatience, "kiln profile --placement ", want, ": the cores were ",
+               want, " in ", share, " over ",
+               std::chrono::duration_cast<std::chrono::minutes>(kPlacementPatience).count(),
+               " minutes: not enough runs; try again later, or fewer --runs");
+    if (!ok && now - seen->noted >= kPlacementNote) {
+      seen->noted = now;
+      progress(str_cat("waiting for the cores to be ", want, " (", share, ", the last ",
+                       ns > 0 ? str_cat(static_cast<int64_t>(ns), " ns") : std::string("without an answer"), ")"));
+    }
+    return ok;
+  };
+}
+
 }  // namespace
 
 int verb_profile(int argc, char** argv) {
@@ -56,7 +92,7 @@ int verb_profile(int argc, char** argv) {
   int level = take_opt_level("profile", argc, argv, rest, 2);
   Args a("profile", static_cast<int>(rest.size()), rest.data(),
          {"--threads", "--runs", "--warmup", "--top", "--trace", "--html", "--batch", "--input", "--seed", "--dim",
-          "--shape", "--cache", "--vs", "--ort-script"},
+          "--shape", "--cache", "--vs", "--ort-script", "--placement"},
          {"--json", "--explain", "--scaling", "--rerun", "--balance", "--quiet", "--no-pin"});
   KILN_CHECK(a.positional().size() == 1, "kiln profile: expected one MODEL or ARTIFACT argument");
   const std::string path = a.positional()[0];
@@ -75,6 +111,11 @@ int verb_profile(int argc, char** argv) {
              "--scaling compares --threads N with one thread: give --threads 2 or more");
   KILN_CHECK(!a.has("--balance") || opt.threads >= 2,
              "--balance splits each kernel's time across its threads: give --threads 2 or more");
+  const std::optional<std::string> placement = a.get("--placement");
+  KILN_CHECK(!placement || *placement == "close" || *placement == "far",
+             "kiln profile: --placement takes 'close' or 'far', got '", placement ? *placement : "", "'");
+  KILN_CHECK(!placement || opt.threads >= 2,
+             "--placement is where the host has the threads' cores: give --threads 2 or more");
   const std::optional<std::string> vs = a.get("--vs");
   KILN_CHECK(!vs || *vs == "ort", "kiln profile: --vs takes 'ort', got '", vs ? *vs : "", "'");
   KILN_CHECK(vs || !a.has("--ort-script"), "kiln profile: --ort-script needs --vs ort");
@@ -82,6 +123,7 @@ int verb_profile(int argc, char** argv) {
   auto progress = [&](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "profile: %s\n", line.c_str());
   };
+  if (placement) opt.run_counts = placement_gate(*placement, opt.threads, progress);
   // kiln and ORT's child on the same CPUs (cli/common.h, pin_to_first_cpus).
   if (const std::string pinned = a.has("--no-pin") ? "" : pin_to_first_cpus(opt.threads); !pinned.empty())
     progress("pinned to " + cpus_text(pinned) + " (--no-pin lets the scheduler place the threads)");
@@ -176,6 +218,7 @@ int verb_profile(int argc, char** argv) {
     peer = analysis::compare_with_peer(p, *source->graph, nodes, run_ms);
   }
   p.model = path;
+  p.placement = placement.value_or("");
   p.machine = machine.cpu + " x" + std::to_string(machine.cores);
   // --scaling: the same runs on one thread, right after, kernel by kernel.
   std::optional<analysis::Scaling> scaling;
@@ -183,6 +226,7 @@ int verb_profile(int argc, char** argv) {
     progress(str_cat("the same ", opt.runs, " runs on one thread (--scaling)"));
     analysis::ProfileOptions one = opt;
     one.threads = 1;
+    one.run_counts = nullptr;  // one thread: no placement to wait for
     scaling = analysis::compare_scaling(
         analysis::profile_model(*exe, ordered, costed, sources, analysis::roof_for(machine, 1), one), p);
   }

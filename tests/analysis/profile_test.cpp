@@ -247,25 +247,60 @@ class ProfileRun : public ::testing::Test {
     compiler::CompileOptions copt;
     copt.cache_dir = (dir / "cache").string();
     compiler::compile_file(kir, art, copt);
-    auto exe = Executable::load(art);
-    Model costed = read_artifact(art).model;
-    ops::infer_shapes(costed);
-    SourceMap sources = map_sources(*m.graph, *costed.graph);
-    std::vector<Tensor> inputs = {Tensor(DType::f32, {8, 64})};
+    exe_ = Executable::load(art).release();
+    costed_ = new Model(read_artifact(art).model);
+    ops::infer_shapes(*costed_);
+    sources_ = new SourceMap(map_sources(*m.graph, *costed_->graph));
     ProfileOptions opt;
     opt.runs = 3;
     opt.warmup = 1;
-    profile_ = new Profile(profile_model(*exe, inputs, costed, sources, toy_roof(), opt));
+    profile_ = new Profile(profile_model(*exe_, inputs(), *costed_, *sources_, toy_roof(), opt));
     profile_->model = kir;
   }
   static void TearDownTestSuite() {
     delete profile_;
+    delete sources_;
+    delete costed_;
+    delete exe_;
     std::error_code ec;
     fs::remove_all(test_dir(), ec);
   }
+  static std::vector<Tensor> inputs() { return {Tensor(DType::f32, {8, 64})}; }
   static Profile* profile_;
+  static Executable* exe_;
+  static Model* costed_;
+  static SourceMap* sources_;
 };
 Profile* ProfileRun::profile_ = nullptr;
+Executable* ProfileRun::exe_ = nullptr;
+Model* ProfileRun::costed_ = nullptr;
+SourceMap* ProfileRun::sources_ = nullptr;
+
+// ProfileOptions::run_counts (kiln profile --placement): asked before and after each timed pair,
+// a pair counts only when both answers are yes, and others run until opt.runs count. Here every
+// fifth answer is no: pairs 1, 2 and 4 count, pair 3 (answers 5 and 6) is dropped.
+TEST_F(ProfileRun, RunsCountOnlyWhenAskedBeforeAndAfter) {
+  int asked = 0;
+  ProfileOptions opt;
+  opt.runs = 3;
+  opt.warmup = 0;
+  opt.run_counts = [&] { return ++asked % 5 != 0; };
+  Profile p = profile_model(*exe_, inputs(), *costed_, *sources_, toy_roof(), opt);
+  EXPECT_EQ(asked, 8);
+  EXPECT_EQ(p.timeline.size(), 3u);
+  EXPECT_EQ(p.run_start_ms.size(), 3u);
+  EXPECT_LT(p.run_start_ms[1], p.run_start_ms[2]);
+  // The same for --balance's and --rerun's runs of their own.
+  asked = 0;
+  auto runs = extra_profiled_runs(*exe_, inputs(), opt, "--test", [&](std::vector<Tensor>& out, const RunOptions& ro) {
+    return exe_->profile_run(inputs(), out, ro);
+  });
+  EXPECT_EQ(asked, 8);
+  EXPECT_EQ(runs.size(), 3u);
+  // A hook that gives up stops the profile with its error.
+  opt.run_counts = []() -> bool { throw Error("the cores were never close"); };
+  EXPECT_THROW(profile_model(*exe_, inputs(), *costed_, *sources_, toy_roof(), opt), Error);
+}
 
 TEST_F(ProfileRun, JsonHasTheDocumentedFields) {
   const Profile& p = *profile_;
@@ -368,6 +403,12 @@ TEST(ProfileCli, ErrorsAreOneLine) {
   auto [rc4, out4] = run_cli(digits + " --scaling --threads 1");
   EXPECT_EQ(rc4, 1);
   EXPECT_EQ(out4, "kiln: --scaling compares --threads N with one thread: give --threads 2 or more\n");
+  auto [rc5, out5] = run_cli(digits + " --placement close --threads 1");
+  EXPECT_EQ(rc5, 1);
+  EXPECT_EQ(out5, "kiln: --placement is where the host has the threads' cores: give --threads 2 or more\n");
+  auto [rc6, out6] = run_cli(digits + " --placement near --threads 2");
+  EXPECT_EQ(rc6, 1);
+  EXPECT_EQ(out6, "kiln: kiln profile: --placement takes 'close' or 'far', got 'near'\n");
 }
 
 // --scaling --json on digits_cnn: a "scaling" member whose kernels are the profile's, each with its

@@ -95,6 +95,7 @@ struct Profile {
   double overhead_fraction = 0;            // profiled / plain - 1
   std::vector<std::vector<StepTiming>> timeline;  // every profiled run's steps (for --trace)
   std::vector<double> run_start_ms;        // start of each profiled run since the first
+  std::string placement;                   // "close" / "far": only such runs counted (kiln profile --placement)
   std::vector<Suggestion> suggestions;
 };
 
@@ -102,6 +103,11 @@ struct ProfileOptions {
   int threads = 1;
   int runs = 10;
   int warmup = 2;
+  // When set, called before and after each timed pair (a plain run and a profiled one): the pair
+  // counts only when both calls return true, else it is dropped and another runs in its place
+  // (kiln profile --placement: the cores' placement read before and after). It may throw
+  // kiln::Error to give up.
+  std::function<bool()> run_counts;
 };
 
 // Runs `exe` on `inputs` warmup + runs times, a plain run before every profiled one (so the
