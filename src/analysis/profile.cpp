@@ -18,6 +18,9 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+// ProfileOptions::run_counts's answer, yes when it is not set.
+bool run_counts(const ProfileOptions& opt) { return !opt.run_counts || opt.run_counts(); }
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -41,10 +44,10 @@ std::vector<std::vector<StepTiming>> extra_profiled_runs(
   }
   std::vector<std::vector<StepTiming>> runs;
   while (static_cast<int>(runs.size()) < opt.runs) {
-    const bool counts_before = !opt.run_counts || opt.run_counts();
+    const bool counts_before = run_counts(opt);
     exe.run(inputs, outputs, ro);  // as profile_model: each profiled run after a plain one
     std::vector<StepTiming> steps = profiled_run(outputs, ro);
-    const bool counts_after = !opt.run_counts || opt.run_counts();
+    const bool counts_after = run_counts(opt);
     if (counts_before && counts_after) runs.push_back(std::move(steps));
   }
   return runs;
@@ -149,7 +152,7 @@ Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const 
   std::vector<double> plain, profiled;
   const auto first = Clock::now();
   while (static_cast<int>(plain.size()) < opt.runs) {
-    const bool counts_before = !opt.run_counts || opt.run_counts();
+    const bool counts_before = run_counts(opt);
     auto t0 = Clock::now();
     exe.run(inputs, outputs, ro);
     const double plain_ms = ms_since(t0);
@@ -157,7 +160,7 @@ Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const 
     const double start_ms = std::chrono::duration<double, std::milli>(t0 - first).count();
     std::vector<StepTiming> steps = exe.profile_run(inputs, outputs, ro);
     const double profiled_ms = ms_since(t0);
-    const bool counts_after = !opt.run_counts || opt.run_counts();
+    const bool counts_after = run_counts(opt);
     if (!counts_before || !counts_after) continue;
     plain.push_back(plain_ms);
     p.run_start_ms.push_back(start_ms);

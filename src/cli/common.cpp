@@ -111,9 +111,9 @@ void write_file(const std::string& path, std::string_view text) {
 }
 
 // A sleeping worker would come too late to answer: it is woken and kept spinning first, and
-// attempts go on for up to kTripPatience: a vCPU that was idle can take a millisecond or more to come
-// back (with three attempts, ~0.3 ms, 8 of 20 readings between mobilenet_v2's blocks were
-// missing). -1 when it still did not answer (a loaded machine).
+// attempts go on for up to kTripPatience, since a vCPU that was idle can take a millisecond or
+// more to come back (with three attempts, ~0.3 ms, 8 of 20 readings between mobilenet_v2's
+// blocks were missing).
 double cores_round_trip_ns(int threads) {
   constexpr auto kTripPatience = std::chrono::milliseconds(20);
   const kernels::SpinningScope spinning;

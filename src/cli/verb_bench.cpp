@@ -188,7 +188,6 @@ InputRequest input_request(const Args& a, const ShapeFlags& sf, Subject& subject
   return req;
 }
 
-
 }  // namespace
 
 int verb_bench(int argc, char** argv) {
@@ -286,11 +285,12 @@ int verb_bench(int argc, char** argv) {
   const int capacity_threads = std::min(threads, r.cores);
   const analysis::MeasureOptions capacity_opt{3, 0.01};
   if (capacity_threads > 1) r.capacity_before = analysis::parallel_capacity(capacity_threads, capacity_opt);
-  if (threads > 1) r.core_trip_before_ns = cores_round_trip_ns(threads);
   progress(str_cat("bench: ", plan.warmup, " warm-up runs, then ", plan.runs, " timed runs per backend"));
   Measured measured = measure_interleaved(raw, plan);
   r.load_after = load_average();
-  if (threads > 1) r.core_trip_after_ns = cores_round_trip_ns(threads);
+  // The probe's first and last readings: right before the first timed round and after the last.
+  if (!measured.probes.empty())
+    r.core_trip_before_ns = measured.probes.front(), r.core_trip_after_ns = measured.probes.back();
   if (capacity_threads > 1) r.capacity_after = analysis::parallel_capacity(capacity_threads, capacity_opt);
   r.capacity_threads = capacity_threads;
   r.block = measured.block;
