@@ -11,7 +11,9 @@
 # was running other work on the same cores and that row's timings show the host), with several
 # threads a cache line's round trip between kiln's two threads before and after (above 250 ns the
 # cores are far apart: the host's slower placement, in which kiln claims its outputs' lines; "?"
-# where it could not be measured), and how far
+# where it could not be measured), the ratio by placement (`kiln bench`'s rounds split by the
+# round trip read before and after each: "close 3: 0.81 · far 12: 0.72" is 3 rounds close and 12
+# far, with those rounds' ratio of medians; "–" with one thread), and how far
 # kiln's outputs are from ORT's (max|diff| / max|ref|). With fewer threads than CPUs, kiln and ORT
 # run pinned to the same first CPUs (`kiln bench` does it), named in the threads column.
 # A model whose kiln median comes out under 1 ms is measured again with SMALL_FACTOR times the
@@ -38,8 +40,8 @@ ORT_VERSION=$(cd "$ROOT" && node -p "require('onnxruntime-node/package.json').ve
 SMALL_FACTOR=25
 echo "kiln $("$KILN" version | cut -d' ' -f2) ($BACKEND) vs ONNX Runtime $ORT_VERSION: $RUNS runs per model and thread count ($((RUNS * SMALL_FACTOR)) for models under 1 ms)"
 echo
-echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | block by block (quartiles) | load | capacity | core trip ns | max\|diff\| / max\|ref\| |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | kiln median ms | ORT median ms | kiln / ORT | kiln / ORT (min) | block by block (quartiles) | load | capacity | core trip ns | by placement | max\|diff\| / max\|ref\| |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 # bench_json MODEL_DIR THREADS RUNS: `kiln bench --vs ort --json` of the model (stderr kept for the error row).
 bench_json() {
   "$KILN" bench "$1/model.onnx" --vs ort --json --quiet --backends "$BACKEND" --runs "$3" \
@@ -64,10 +66,13 @@ trip = "–".join("%.0f" % x if x > 0 else "?" for x in d.get("core_round_trip_n
 p = d.get("ratio_paired")
 paired = "%.2f (%.2f–%.2f)" % (p["median"], p["q25"], p["q75"]) if p else "–"
 threads = sys.argv[2] + (" (CPU %s)" % d["pinned_cpus"] if d.get("pinned_cpus") else "")
-print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s | %.1e%s |" % (sys.argv[1], threads, k, o, d["ratio"],
-      d.get("ratio_min", float("nan")), paired, load, cap, trip, worst, flag))' "$m" "$t" "$json"
+by = d.get("by_placement", {})
+place = " · ".join("%s %d: %s" % (w, by[w]["rounds"], "%.2f" % by[w]["ratio"] if "ratio" in by[w] else "–")
+                   for w in ("close", "far") if w in by and by[w].get("rounds")) or "–"
+print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %.1e%s |" % (sys.argv[1], threads, k, o, d["ratio"],
+      d.get("ratio_min", float("nan")), paired, load, cap, trip, place, worst, flag))' "$m" "$t" "$json"
     else
-      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | | |"
+      echo "| $m | $t | error: $(tail -n 1 "$BUILD/bench_zoo.err" | tr '|' '/') | | | | | | | | | |"
       status=1
     fi
   done
