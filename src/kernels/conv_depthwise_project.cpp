@@ -130,7 +130,7 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
       // The band's projected rows straight into y's planes (Conv2dShape::y_plane_rows), the
       // residual's rows added as they are stored.
       Conv2dShape pb = p;
-      pb.N = 1, pb.H = rows, pb.y_plane_rows = OH;
+      pb.N = 1, pb.H = rows, pb.y_plane_rows = pb.whole_out_h = OH;
       const int64_t at = n * p.K * OH * OW + oh0 * OW * bo;
       Epilogue eb = e2;
       if (epi_p.residual) eb.residual = epi_p.residual + at;

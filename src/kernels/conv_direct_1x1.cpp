@@ -64,7 +64,7 @@ bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilog
   return t.conv_1x1_blk[conv_1x1_slot(s)][kRows - 1] && t.conv_shape.nr * 2 == kCols && s.group == 1 && s.R == 1 && s.S == 1 &&
          s.stride_h >= 1 && s.stride_h <= 2 && s.stride_w >= 1 && s.stride_w <= 2 && !s.padded() && s.x_blocked &&
          s.y_blocked && s.K % kCols == 0 &&
-         s.out_h() * ceil_div(s.out_w(), kRows) >= kMinTiles &&
+         (s.whole_out_h ? s.whole_out_h : s.out_h()) * ceil_div(s.out_w(), kRows) >= kMinTiles &&
          e.alpha == 1.f && ConvTileOut::fused_act(e.act);
 }
 

@@ -20,8 +20,9 @@ extern bool direct_1x1_enabled;
 
 // A 1x1 unpadded convolution of stride 1 or 2 from and to channel-blocked activations (the
 // output's planes may be padded for its reader), output channels a multiple of 64, outputs of
-// at least 16 tiles (14x14 and up), an epilogue the tiles apply as they store (alpha 1: the
-// first batch adds the bias and the residual), on a table with the tile (AVX-512).
+// at least 16 tiles (14x14 and up; a band: its whole layer's, Conv2dShape::whole_out_h), an
+// epilogue the tiles apply as they store (alpha 1: the first batch adds the bias and the
+// residual), on a table with the tile (AVX-512).
 bool direct_1x1_applies(const KernelTable& t, const Conv2dShape& s, const Epilogue& e);
 
 // Whether threads share out the layer's 64-channel groups (each group's weights read once)

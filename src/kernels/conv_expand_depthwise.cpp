@@ -146,7 +146,7 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
         xb = copy;
       }
       Conv2dShape eb = e;
-      eb.N = 1, eb.H = rows;
+      eb.N = 1, eb.H = rows, eb.whole_out_h = e.out_h();
       const int64_t x_plane = kConvBlock * rows * e.W;  // floats between the expanded 8-channel blocks
       float* mid = aligned_floats(own_mid, e.K * rows * e.W);
       conv2d(ConvTactic::Direct, eb, xb, w1, mid, e1, nullptr, 1);

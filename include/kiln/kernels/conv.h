@@ -85,6 +85,13 @@ struct Conv2dShape {
   // its caller's). 0: out_h() + y_pad_top + y_pad_bottom. Direct tactic, one image, blocked
   // output.
   int64_t y_plane_rows = 0;
+  // A band of a taller layer (kernels::expand_depthwise's expands, depthwise_project's
+  // projections): the whole layer's output rows. A schedule chosen by the output's size, whose
+  // sums run in another order (the 1x1 schedule's channel batches, direct_1x1_applies), is
+  // chosen as for the whole layer, so that the banded call's outputs are the whole call's bit for
+  // bit: the runtime bands or not by a measurement of the cores (expand_bands_pay), and the
+  // outputs must not follow it. 0: out_h().
+  int64_t whole_out_h = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }

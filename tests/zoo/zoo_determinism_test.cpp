@@ -1,0 +1,97 @@
+// A compiled model's outputs do not depend on how the runtime splits its work. The runtime picks
+// some schedules by a measurement it repeats every 50 ms (the cores' round trip: kernels::
+// refresh_core_distance): banded expand + depthwise and depthwise + projection pairs, claimed and
+// prefetched output lines. The same input must give the same bits whatever that measurement
+// says, and at one thread as at two, or a validation that compares outputs (kiln profile
+// --rerun's check, a user's golden files) fails by chance. Each mode is pinned here rather than
+// left to the measurement, so the test is the same on every host.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/kernels/dispatch.h"
+#include "kiln/runtime/executable.h"
+#include "zoo/zoo_parity.h"
+
+namespace kiln::zoo {
+namespace {
+
+namespace fs = std::filesystem;
+using kernels::ClaimOutput;
+using kernels::ExpandBands;
+using kernels::WritePrefetch;
+
+struct Modes {
+  ExpandBands bands;
+  ClaimOutput claim;
+  WritePrefetch prefetch;
+  int threads;
+  const char* what;
+};
+
+// Restores the Auto modes however the test ends.
+struct AutoModes {
+  ~AutoModes() {
+    kernels::set_expand_bands(ExpandBands::Auto);
+    kernels::set_claim_output(ClaimOutput::Auto);
+    kernels::set_write_prefetch(WritePrefetch::Auto);
+  }
+};
+
+size_t differing_floats(const Tensor& a, const Tensor& b) {
+  if (a.nbytes() != b.nbytes()) return SIZE_MAX;
+  size_t differ = 0;
+  const char* pa = static_cast<const char*>(a.raw());
+  const char* pb = static_cast<const char*>(b.raw());
+  for (size_t i = 0; i + 4 <= a.nbytes(); i += 4) differ += std::memcmp(pa + i, pb + i, 4) != 0;
+  return differ;
+}
+
+void expect_same_bits_in_every_mode(const std::string& model) {
+  const fs::path out_dir = fs::path(KILN_BINARY_DIR) / "zoo_compiled";
+  fs::create_directories(out_dir);
+  const fs::path artifact = out_dir / (model + ".determinism.kiln");
+  compiler::CompileOptions opt;
+  opt.cache_dir = (out_dir / "cache").string();
+  compiler::compile_file((model_dir(model) / "model.onnx").string(), artifact.string(), opt);
+  auto exe = Executable::load(artifact.string());
+  const std::map<std::string, Tensor> inputs = read_inputs(model_dir(model));
+  AutoModes restore;
+  const Modes modes[] = {
+      {ExpandBands::Off, ClaimOutput::Off, WritePrefetch::Off, 2, "two calls a pair (cores close)"},
+      {ExpandBands::On, ClaimOutput::On, WritePrefetch::On, 2, "bands, claimed and prefetched lines (cores far)"},
+      {ExpandBands::On, ClaimOutput::Off, WritePrefetch::Off, 3, "bands on three threads"},
+      {ExpandBands::Off, ClaimOutput::Off, WritePrefetch::Off, 1, "one thread"},
+      {ExpandBands::On, ClaimOutput::Off, WritePrefetch::Off, 1, "one thread, bands"},
+  };
+  std::map<std::string, Tensor> first;
+  for (const Modes& m : modes) {
+    kernels::set_expand_bands(m.bands);
+    kernels::set_claim_output(m.claim);
+    kernels::set_write_prefetch(m.prefetch);
+    RunOptions ro;
+    ro.threads = m.threads;
+    std::map<std::string, Tensor> got = exe->run(inputs, ro);
+    if (first.empty()) {
+      first = std::move(got);
+      continue;
+    }
+    ASSERT_EQ(got.size(), first.size()) << model << ", " << m.what;
+    for (const auto& [name, t] : first)
+      EXPECT_EQ(differing_floats(got.at(name), t), 0u) << model << ", " << m.what << ": output " << name << " of "
+                                                        << t.nbytes() / 4 << " floats";
+  }
+}
+
+// The two models whose compiled graphs hold the banded pairs (kiln.ExpandDepthwise,
+// kiln.DepthwiseProject; efficientnet_b0's with its squeeze-excitation means), and resnet18,
+// whose stem runs in bands on more than one thread (conv_direct_bands).
+TEST(ZooDeterminism, MobileNetV2) { expect_same_bits_in_every_mode("mobilenet_v2"); }
+TEST(ZooDeterminism, EfficientNetB0) { expect_same_bits_in_every_mode("efficientnet_b0"); }
+TEST(ZooDeterminism, ResNet18) { expect_same_bits_in_every_mode("resnet18"); }
+
+}  // namespace
+}  // namespace kiln::zoo
