@@ -327,6 +327,7 @@ bool env_switch_on(const char* name) {
 }
 
 bool direct_stream_weights = env_switch_on("KILN_DIRECT_STREAM_WEIGHTS");
+bool direct_flat_runs = env_switch_on("KILN_DIRECT_FLAT_RUNS");
 bool direct_p64 = env_switch_on("KILN_DIRECT_P64");
 
 bool direct_takes_p64(const KernelTable& t, const Conv2dShape& s) {
@@ -622,6 +623,39 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       o.fetch_for_write = fetch_out;
       return o;
     };
+    // Tiles [t0, t1) of a flat layer (a 1x1's pixels as one row) over one K block, each storing
+    // its outputs with the epilogue itself, no weights to fetch: the calls run_item makes, without
+    // its per-tile work (the row class, the tile's ConvTileOut built anew, the weight fetch share,
+    // the pending run). That work was 16% of mobilenet_v2's 16 -> 96 expand at 112x112 (perf,
+    // one thread: 16 K steps a tile). Same calls with the same arguments, so the same floats.
+    // Zen 5 host, same binary with KILN_DIRECT_FLAT_RUNS=0 against it (ab_bench, 10 rounds):
+    // conv_bench's 16 -> 96 at 112x112 0.84 / 0.76 of the time (one / two threads), 32 -> 192 at
+    // 28x28 0.95 / 0.89, the 32-channel depthwise + 16-channel projection at 112x112 0.87 / 0.87;
+    // mobilenet_v2 0.989 / 0.987 (14 rounds).
+    auto run_flat = [&](int64_t k0, int64_t t0, int64_t t1, int ncols, int wide, const float* block_w) {
+      const Block& blk = blocks[0];
+      const ConvSegment* seg = blk.seg.data();
+      const int nseg = static_cast<int>(blk.seg.size());
+      const float* b = block_w + blk.skip * NR;
+      auto tile_for = [&](int64_t rows) {
+        ConvTileKernel tile = wide ? tiles[1][rows - 1] : row_tiles[rows - 1];
+        if (rows == p.mr && half && 2 * ncols <= NR) tile = half;
+        else if (rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
+        return tile;
+      };
+      const ConvTileKernel whole = tile_for(p.tile);
+      ConvTileOut o = tile_out(k0, t0 * p.tile);
+      const int64_t out_step = p.tile * bo;  // an unpadded output: pixel after pixel, bo floats each
+      const float* a = in + t0 * p.tile * p.sw;
+      const int64_t a_tile = p.tile * p.sw;
+      for (int64_t ti = t0; ti < t1; ++ti, a += a_tile) {
+        const int64_t rows = std::min<int64_t>(p.tile, p.OHW - ti * p.tile);
+        (rows == p.tile ? whole : tile_for(rows))(seg, nseg, a_step, a, b, p.KK * NR, nullptr, p.unit_cols, ncols,
+                                                   false, &o, nullptr);
+        o.dst += out_step;
+        if (o.residual) o.residual += out_step;
+      }
+    };
     // Item `item`'s tiles [t0, t1) and output channels [first_col, end_col).
     struct ItemRange {
       int64_t t0, t1, first_col, end_col;
@@ -705,6 +739,11 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           // No division per tile: two of them (here and the slot's modulo) were on the path to
           // the tile's call and cost 6-9% of a 16-step 1x1's time (mobilenet_v2's 16 -> 96 at
           // 112x112 0.91-0.92, 24 -> 144 at 56x56 0.94-0.97 in process, one and two threads).
+          if (direct_flat_runs && p.flat && p.kblocks == 1 && fuse_cols && !s.y_padded() && !next_w &&
+              !blocks[0].seg.empty() && first_block[0] == 0) {
+            run_flat(k0, t0, t1, ncols, wide, block_w);
+            continue;
+          }
           const int64_t next_lines = next_rows * NR / kLineFloats, next_panels = ceil_div(next_cols, NR);
           int64_t group_slot = -1;  // (ti - t0) % p.group_tiles
           for (int64_t ti = t0; ti < t1; ++ti) {

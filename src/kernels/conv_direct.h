@@ -47,9 +47,13 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
 std::string direct_unsupported(const Conv2dShape& s);
 
 // False when the environment sets `name` to "0": the kernels' switches for A/B runs
-// (KILN_DIRECT_STREAM_WEIGHTS, KILN_DIRECT_P64, KILN_DIRECT_1X1, KILN_WINOGRAD), read once at
-// start-up.
+// (KILN_DIRECT_STREAM_WEIGHTS, KILN_DIRECT_P64, KILN_DIRECT_1X1, KILN_DIRECT_FLAT_RUNS,
+// KILN_WINOGRAD), read once at start-up.
 bool env_switch_on(const char* name);
+// Whether the general schedule runs a flat layer's tiles (1x1, stride 1, unpadded; one K block,
+// the epilogue in the tiles' stores) in a loop of their own calls, without the per-tile row
+// class, output and fetch bookkeeping (KILN_DIRECT_FLAT_RUNS=0 at start-up turns it off).
+extern bool direct_flat_runs;
 // Whether the general schedule's tiles fetch the next weight block into L2 as they run, when
 // the weights are not in L2 (KILN_DIRECT_STREAM_WEIGHTS=0 at start-up turns it off; in-process
 // A/B harnesses flip it between calls).

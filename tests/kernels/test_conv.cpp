@@ -605,6 +605,57 @@ TEST(Conv, WeightStreamSharesCoverTheNextBlockOnce) {
   }
 }
 
+// The general schedule's flat runs (a 1x1's tiles in a loop of bare calls, direct_flat_runs)
+// are the per-tile path's calls with the same arguments: the same floats, bit for bit, on every
+// table, with a residual, a short last tile (13x13 pixels), half- and three-quarter-width units
+// (K = 144: 4 x 32 + 16; K = 24), wide tiles (K = 40), 8- and 16-channel blocks and 1-3
+// threads. (DirectTacticOnBlockedActivations checks the same shapes against the reference.)
+TEST(Conv, FlatRunsAreThePerTilePathsFloats) {
+  struct Flat {
+    Conv2dShape s;
+    Act act;
+    bool residual;
+  };
+  const std::vector<Flat> cases = {
+      {shape(1, 16, 28, 28, 96, 1, 1, 1, 0), Act::Clip, false},  // mobilenet_v2's first expand
+      {shape(1, 24, 13, 13, 144, 1, 1, 1, 0), Act::Clip, false},
+      {shape(1, 144, 13, 13, 24, 1, 1, 1, 0), Act::None, true},
+      {shape(2, 32, 14, 14, 40, 1, 1, 1, 0), Act::Relu, true},
+      {shape(1, 192, 7, 7, 32, 1, 1, 1, 0), Act::None, true},
+  };
+  for (const KernelTable* t : test::all_tables())
+    for (Flat c : cases)
+      for (int64_t block : {kConvBlock, kConvBlockWide}) {
+        Conv2dShape s = c.s;
+        s.x_blocked = s.y_blocked = true, s.x_block = s.y_block = block;
+        // 16-channel blocks: 16-lane tables, channels a multiple of 16.
+        if (block == kConvBlockWide && (t->simd_width != kConvBlockWide || s.C % block || s.K % block)) continue;
+        const int64_t out = s.N * s.K * s.out_h() * s.out_w();
+        const auto x = random_vec(s.N * s.C * s.H * s.W, 51), w = random_vec(s.K * s.C, 52, -0.5f, 0.5f);
+        const auto bias = random_vec(s.K, 53), z = random_vec(out, 54);
+        std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Direct, s));
+        conv_pack_weight_on(*t, ConvTactic::Direct, s, w.data(), packed.data());
+        Epilogue e;
+        e.act = c.act, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+        if (c.residual) e.residual = z.data(), e.ldr = s.out_h() * s.out_w();
+        for (int threads : {1, 2, 3}) {
+          std::vector<float> runs(out, -1.f), tiles(out, -2.f);
+          conv2d_on(*t, ConvTactic::Direct, s, x.data(), packed.data(), runs.data(), e, nullptr, threads);
+          detail::direct_flat_runs = false;
+          conv2d_on(*t, ConvTactic::Direct, s, x.data(), packed.data(), tiles.data(), e, nullptr, threads);
+          detail::direct_flat_runs = true;
+          size_t differ = 0, nonzero = 0;
+          for (int64_t i = 0; i < out; ++i) {
+            differ += std::memcmp(&runs[i], &tiles[i], sizeof(float)) != 0;
+            nonzero += runs[i] != 0.f;
+          }
+          EXPECT_EQ(differ, 0u) << isa_name(t->isa) << " C=" << s.C << " K=" << s.K << " " << s.H << "x" << s.W
+                                << " block " << block << " threads " << threads;
+          EXPECT_GT(nonzero, static_cast<size_t>(out / 4));
+        }
+      }
+}
+
 // 16-channel blocks (Conv2dShape::x_block / y_block, AVX-512 only) against the double
 // reference, in either direction and both: the general schedule (3x3 with one and three K
 // blocks, a bottom row whose last K block has no step, wrap and wide tiles, Silu through C), the
