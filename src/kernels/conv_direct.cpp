@@ -736,14 +736,14 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               next_cols = std::min(p.unit_cols, nx.end_col - nx.first_col), next_rows = std::min(p.kc, p.KK);
             }
           }
-          // No division per tile: two of them (here and the slot's modulo) were on the path to
-          // the tile's call and cost 6-9% of a 16-step 1x1's time (mobilenet_v2's 16 -> 96 at
-          // 112x112 0.91-0.92, 24 -> 144 at 56x56 0.94-0.97 in process, one and two threads).
           if (direct_flat_runs && p.flat && p.kblocks == 1 && fuse_cols && !s.y_padded() && !next_w &&
               !blocks[0].seg.empty() && first_block[0] == 0) {
             run_flat(k0, t0, t1, ncols, wide, block_w);
             continue;
           }
+          // No division per tile: two of them (here and the slot's modulo) were on the path to
+          // the tile's call and cost 6-9% of a 16-step 1x1's time (mobilenet_v2's 16 -> 96 at
+          // 112x112 0.91-0.92, 24 -> 144 at 56x56 0.94-0.97 in process, one and two threads).
           const int64_t next_lines = next_rows * NR / kLineFloats, next_panels = ceil_div(next_cols, NR);
           int64_t group_slot = -1;  // (ti - t0) % p.group_tiles
           for (int64_t ti = t0; ti < t1; ++ti) {
