@@ -623,6 +623,15 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       o.fetch_for_write = fetch_out;
       return o;
     };
+    // The kernel for a tile of `rows` pixels of a unit of `ncols` columns (`wide`: two panels):
+    // whole tiles of at most a half or three quarters of a panel's columns take the narrower
+    // tiles (fewer FMAs on the panel's zero columns).
+    auto tile_for = [&](int64_t rows, int ncols, int wide) {
+      ConvTileKernel tile = wide ? tiles[1][rows - 1] : row_tiles[rows - 1];
+      if (rows == p.mr && half && 2 * ncols <= NR) tile = half;
+      else if (rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
+      return tile;
+    };
     // Tiles [t0, t1) of a flat layer (a 1x1's pixels as one row) over one K block, each storing
     // its outputs with the epilogue itself, no weights to fetch: the calls run_item makes, without
     // its per-tile work (the row class, the tile's ConvTileOut built anew, the weight fetch share,
@@ -637,21 +646,15 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       const ConvSegment* seg = blk.seg.data();
       const int nseg = static_cast<int>(blk.seg.size());
       const float* b = block_w + blk.skip * NR;
-      auto tile_for = [&](int64_t rows) {
-        ConvTileKernel tile = wide ? tiles[1][rows - 1] : row_tiles[rows - 1];
-        if (rows == p.mr && half && 2 * ncols <= NR) tile = half;
-        else if (rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
-        return tile;
-      };
-      const ConvTileKernel whole = tile_for(p.tile);
+      const ConvTileKernel whole = tile_for(p.tile, ncols, wide);
       ConvTileOut o = tile_out(k0, t0 * p.tile);
       const int64_t out_step = p.tile * bo;  // an unpadded output: pixel after pixel, bo floats each
       const float* a = in + t0 * p.tile * p.sw;
       const int64_t a_tile = p.tile * p.sw;
       for (int64_t ti = t0; ti < t1; ++ti, a += a_tile) {
         const int64_t rows = std::min<int64_t>(p.tile, p.OHW - ti * p.tile);
-        (rows == p.tile ? whole : tile_for(rows))(seg, nseg, a_step, a, b, p.KK * NR, nullptr, p.unit_cols, ncols,
-                                                   false, &o, nullptr);
+        (rows == p.tile ? whole : tile_for(rows, ncols, wide))(seg, nseg, a_step, a, b, p.KK * NR, nullptr,
+                                                               p.unit_cols, ncols, false, &o, nullptr);
         o.dst += out_step;
         if (o.residual) o.residual += out_step;
       }
@@ -800,12 +803,8 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               } else {
                 a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-                // Whole tiles of at most a half or three quarters of a panel's columns: the
-                // narrower tiles (fewer FMAs on the panel's zero columns).
-                ConvTileKernel tile = wide ? tiles[1][rows - 1] : row_tiles[rows - 1];
-                if (rows == p.mr && half && 2 * ncols <= NR) tile = half;
-                else if (rows == p.mr && three_quarter && 4 * ncols <= 3 * NR) tile = three_quarter;
-                tile(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c, direct_out ? &o : nullptr, l2p);
+                tile_for(rows, ncols, wide)(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c,
+                                            direct_out ? &o : nullptr, l2p);
               }
             }
             if (!last || direct_out) continue;

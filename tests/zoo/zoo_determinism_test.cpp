@@ -7,13 +7,13 @@
 // left to the measurement, so the test is the same on every host.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <string>
 
 #include "kiln/compiler/compile.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/runtime/executable.h"
+#include "runtime/runtime_test_util.h"
 #include "zoo/zoo_parity.h"
 
 namespace kiln::zoo {
@@ -40,15 +40,6 @@ struct AutoModes {
     kernels::set_write_prefetch(WritePrefetch::Auto);
   }
 };
-
-size_t differing_floats(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() != b.nbytes()) return SIZE_MAX;
-  size_t differ = 0;
-  const char* pa = static_cast<const char*>(a.raw());
-  const char* pb = static_cast<const char*>(b.raw());
-  for (size_t i = 0; i + 4 <= a.nbytes(); i += 4) differ += std::memcmp(pa + i, pb + i, 4) != 0;
-  return differ;
-}
 
 void expect_same_bits_in_every_mode(const std::string& model) {
   const fs::path out_dir = fs::path(KILN_BINARY_DIR) / "zoo_compiled";
@@ -81,8 +72,7 @@ void expect_same_bits_in_every_mode(const std::string& model) {
     }
     ASSERT_EQ(got.size(), first.size()) << model << ", " << m.what;
     for (const auto& [name, t] : first)
-      EXPECT_EQ(differing_floats(got.at(name), t), 0u) << model << ", " << m.what << ": output " << name << " of "
-                                                        << t.nbytes() / 4 << " floats";
+      EXPECT_TRUE(testing::bit_equal(got.at(name), t)) << model << ", " << m.what << ": output " << name;
   }
 }
 
