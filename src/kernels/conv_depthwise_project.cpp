@@ -78,8 +78,9 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
   // they share one. mobilenet_v2 at two threads against ORT, the Zen 5 host: far 0.63-0.73 with
   // the pairs banded against 0.71-0.79 apart; close (fork-join under 0.5 us before and after)
   // 0.80-0.85 banded against 0.77-0.79 apart (a handful of samples: close minutes are short and
-  // rare). One thread banded: 1.021 of the two calls' time.
-  if ((parts == 1 || !expand_bands_pay(threads)) && workspace) {
+  // rare). One thread banded: 1.021 of the two calls' time. On the Zen 4 host, where the cores
+  // were mostly close, a pair of one band per thread still paid there (depthwise_project_bands_pay).
+  if ((parts == 1 || !depthwise_project_bands_pay(bands, OH, threads)) && workspace) {
     float* mid = workspace;
     float* rest = mid + static_cast<size_t>(d.N * d.K * OH * OW) + kLineFloats;
     conv2d(ConvTactic::Depthwise, d, x, wd, mid, epi_d, rest, threads);

@@ -186,6 +186,18 @@ bool expand_bands_pay(int threads) {
   return false;
 }
 
+bool depthwise_project_bands_pay(int64_t bands, int64_t out_rows, int threads) {
+  switch (expand_bands_mode().load(std::memory_order_relaxed)) {
+    case ExpandBands::On: return true;
+    case ExpandBands::Off: return false;
+    case ExpandBands::Auto:
+      if (threads <= 1) return false;
+      if (g_far_cores.load(std::memory_order_relaxed)) return true;
+      return bands == threads && out_rows >= kCloseBandMinRows * threads;
+  }
+  return false;
+}
+
 void set_expand_bands(ExpandBands mode) { expand_bands_mode().store(mode); }
 
 bool claim_for_write(void* p, int64_t bytes) {

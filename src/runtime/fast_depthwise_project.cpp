@@ -2,7 +2,8 @@
 // projection band by band (kernels::depthwise_project), both weights packed by the lowering, each
 // convolution's bias and activation in its own epilogue, the projection's residual in its. The
 // workspace holds the whole depthwise output for the runs that take the two convolutions one
-// after the other (one thread, or cores that share an L3: kernels::expand_bands_pay).
+// after the other (one thread, or cores that share an L3 where the pair is not one band per
+// thread: kernels::depthwise_project_bands_pay).
 #include "fast_common.h"
 #include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/gemm_packed.h"

@@ -121,6 +121,28 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
   }
 }
 
+// The modes as expand_bands_pay's; in Auto with the cores close (the only reading before any
+// run measured them far), only one band per thread of kCloseBandMinRows rows or more.
+TEST(DepthwiseProject, BandsAsTheModeAndTheSplitSay) {
+  set_expand_bands(ExpandBands::Off);
+  EXPECT_FALSE(depthwise_project_bands_pay(2, 14, 2));
+  set_expand_bands(ExpandBands::On);
+  EXPECT_TRUE(depthwise_project_bands_pay(1, 7, 1));
+  EXPECT_TRUE(depthwise_project_bands_pay(4, 56, 2));
+  set_expand_bands(ExpandBands::Auto);
+  EXPECT_FALSE(depthwise_project_bands_pay(1, 14, 1));
+  if (!expand_bands_pay(2)) {  // close cores
+    EXPECT_TRUE(depthwise_project_bands_pay(2, 14, 2));
+    EXPECT_TRUE(depthwise_project_bands_pay(2, 28, 2));
+    EXPECT_TRUE(depthwise_project_bands_pay(2, 2 * kCloseBandMinRows, 2));
+    EXPECT_FALSE(depthwise_project_bands_pay(2, 2 * kCloseBandMinRows - 1, 2));  // 7x7: 3 and 4 rows
+    EXPECT_FALSE(depthwise_project_bands_pay(4, 56, 2));  // two bands a thread
+    EXPECT_TRUE(depthwise_project_bands_pay(3, 21, 3));
+  } else {
+    EXPECT_TRUE(depthwise_project_bands_pay(4, 56, 2));
+  }
+}
+
 TEST(DepthwiseProject, SaysWhyAPairCannotRun) {
   const Pair q = pair(1, 32, 28, 28, 3, 1, 16, kConvBlock);
   Pair three = q;

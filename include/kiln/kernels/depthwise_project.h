@@ -18,7 +18,8 @@ namespace kiln::kernels {
 // through small planes: depthwise_wide.h); `project`: 1x1, stride 1, unpadded, one group, direct
 // tactic, reading the depthwise output in its blocks, writing blocked, unpadded planes. Bands
 // of up to 512 KiB of depthwise rows, a multiple of the threads; with a workspace, the two
-// calls one after the other wherever expand_bands_pay says no (one thread, close cores).
+// calls one after the other wherever depthwise_project_bands_pay says no (one thread; close
+// cores, unless the pair is one band per thread of 6 rows or more).
 std::string depthwise_project_unsupported(const Conv2dShape& depthwise, const Conv2dShape& project);
 // Workspace floats for up to `threads` threads: the whole depthwise output and the two
 // convolutions' own, for the two calls one after the other (a single band). Without a workspace

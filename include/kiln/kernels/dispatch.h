@@ -450,8 +450,8 @@ bool claim_output_pays(int threads);
 enum class ClaimOutput { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_CLAIM_OUTPUT says.
 void set_claim_output(ClaimOutput mode);
-// Whether kernels::expand_depthwise (and kernels::depthwise_project, whose measurements are in
-// conv_depthwise_project.cpp) on `threads` threads runs its pair band by band (else the two
+// Whether kernels::expand_depthwise (and, far apart, kernels::depthwise_project, whose own
+// switch follows) on `threads` threads runs its pair band by band (else the two
 // convolutions one after the other, over the workspace). Band by band each thread keeps
 // its expanded rows in its own L2; apart, the expanded tensor goes through L3. That pays when
 // the cores are far apart (vCPUs in different core complexes, each with its own L3) and costs
@@ -462,6 +462,18 @@ void set_claim_output(ClaimOutput mode);
 // the last refresh_core_distance measured far cores; KILN_EXPAND_BANDS=0 / =1 pins it off / on
 // (on: any thread count, one thread too).
 bool expand_bands_pay(int threads);
+// kernels::depthwise_project's own switch, `bands` its bands (a multiple of the threads) over
+// `out_rows` output rows. As expand_bands_pay, except that with the cores close (sharing an L3)
+// it still bands a pair that splits into one band per thread of kCloseBandMinRows rows or more:
+// each thread then keeps its rows from the depthwise layer through the projection into the
+// next block's expand, which reads them on the same core. mobilenet_v2 on the 2-vCPU Zen 4 host,
+// two threads, cores close, in-process pairs of runs alternating the rules (thousands of pairs
+// each): banding its 14-row outputs (6 pairs) 0.993-0.996 of the time of none; the 28-row one
+// too, 0.996 of that; the 56-row one too (4 bands of 14) 0.999 of that, so not. By layer (kiln
+// profile): the 14x14 projections 0.93-0.96, the 28 -> 14 block's expand and pair 0.86; its
+// 7-row pairs banded (3 and 4 rows a thread, each reading all the weights) 1.05-1.07.
+bool depthwise_project_bands_pay(int64_t bands, int64_t out_rows, int threads);
+constexpr int64_t kCloseBandMinRows = 6;
 enum class ExpandBands { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_EXPAND_BANDS says.
 void set_expand_bands(ExpandBands mode);

@@ -1,0 +1,109 @@
+// One artifact, two settings of a runtime switch, alternated run by run in one process:
+//
+//   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
+//
+// SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h); side A runs it Off, side
+// B Auto, in alternating order pair by pair. Prints, for the pairs run while the cores measured
+// close and those while they measured far (core_round_trip_ns, every 25 pairs, against
+// kFarCoresNs), each side's median and the median of the pairs' B/A ratios. Separate processes
+// (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host; pairs of
+// back-to-back runs see the same minute. The inputs are random normal floats (seed 7) of each
+// input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/kernels/dispatch.h"
+#include "kiln/kernels/parallel.h"
+#include "kiln/ir/error.h"
+#include "kiln/runtime/executable.h"
+
+namespace {
+
+using namespace kiln;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Sets the named switch Off (b false) or Auto (b true); false for an unknown name.
+bool set_switch(const std::string& name, bool b) {
+  using namespace kiln::kernels;
+  if (name == "expand-bands") set_expand_bands(b ? ExpandBands::Auto : ExpandBands::Off);
+  else if (name == "claim-output") set_claim_output(b ? ClaimOutput::Auto : ClaimOutput::Off);
+  else if (name == "write-prefetch") set_write_prefetch(b ? WritePrefetch::Auto : WritePrefetch::Off);
+  else return false;
+  return true;
+}
+
+int run(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS expand-bands|claim-output|write-prefetch\n");
+    return 1;
+  }
+  const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);
+  const std::string which = argv[4];
+  if (pairs < 1 || threads < 1 || !set_switch(which, false)) {
+    std::fprintf(stderr, "runtime_modes_bench: PAIRS and THREADS must be positive and SWITCH one of the three\n");
+    return 1;
+  }
+  auto exe = Executable::load(argv[1]);
+  const Graph& g = *exe->model().graph;
+  std::vector<Tensor> in, out;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (const auto& v : g.inputs) {
+    KILN_CHECK(v->shape.rank_known && v->shape.is_static(), "input ", v->name,
+               " has a symbolic or unknown dim: compile the artifact with --dim");
+    KILN_CHECK(v->dtype == DType::f32, "input ", v->name, " is not f32");
+    Tensor t(DType::f32, v->shape.static_dims());
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = normal(rng);
+    in.push_back(std::move(t));
+  }
+  RunOptions ro;
+  ro.threads = threads;
+  for (int i = 0; i < 100; ++i) {
+    set_switch(which, i % 2);
+    exe->run(in, out, ro);
+  }
+  std::vector<double> ms[2][2], ratio[2];  // [close, far][A, B]
+  bool far = false;
+  for (int i = 0; i < pairs; ++i) {
+    if (i % 25 == 0) far = kernels::core_round_trip_ns() > kernels::kFarCoresNs;
+    double t[2];
+    for (int k = 0; k < 2; ++k) {
+      const int side = i % 2 ? 1 - k : k;
+      set_switch(which, side == 1);
+      const auto t0 = std::chrono::steady_clock::now();
+      exe->run(in, out, ro);
+      t[side] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ms[far][0].push_back(t[0]);
+    ms[far][1].push_back(t[1]);
+    ratio[far].push_back(t[1] / t[0]);
+  }
+  std::printf("%s, %d threads, A = %s off, B = auto\n", argv[1], threads, which.c_str());
+  for (int f = 0; f < 2; ++f)
+    if (!ratio[f].empty())
+      std::printf("  %s: %zu pairs, A %.3f ms, B %.3f ms, B/A pair by pair %.4f\n", f ? "far" : "close",
+                  ratio[f].size(), median(ms[f][0]), median(ms[f][1]), median(ratio[f]));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runtime_modes_bench: %s\n", e.what());
+    return 1;
+  }
+}
