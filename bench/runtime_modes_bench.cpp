@@ -9,7 +9,6 @@
 // (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host; pairs of
 // back-to-back runs see the same minute. The inputs are random normal floats (seed 7) of each
 // input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/analysis/profile.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/ir/error.h"
@@ -25,12 +25,7 @@
 namespace {
 
 using namespace kiln;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using analysis::median;
 
 // Sets the named switch Off (b false) or Auto (b true); false for an unknown name.
 bool set_switch(const std::string& name, bool b) {

@@ -187,15 +187,10 @@ bool expand_bands_pay(int threads) {
 }
 
 bool depthwise_project_bands_pay(int64_t bands, int64_t out_rows, int threads) {
-  switch (expand_bands_mode().load(std::memory_order_relaxed)) {
-    case ExpandBands::On: return true;
-    case ExpandBands::Off: return false;
-    case ExpandBands::Auto:
-      if (threads <= 1) return false;
-      if (g_far_cores.load(std::memory_order_relaxed)) return true;
-      return bands == threads && out_rows >= kCloseBandMinRows * threads;
-  }
-  return false;
+  if (expand_bands_pay(threads)) return true;  // pinned on, or far cores
+  // Auto with the cores close: one band per thread of enough rows.
+  return expand_bands_mode().load(std::memory_order_relaxed) == ExpandBands::Auto && threads > 1 &&
+         bands == threads && out_rows >= kCloseBandMinRows * threads;
 }
 
 void set_expand_bands(ExpandBands mode) { expand_bands_mode().store(mode); }
