@@ -3,7 +3,7 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h); side A runs it Off, side
-// B Auto, in alternating order pair by pair. Prints, for the pairs run while the cores measured
+// B Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured
 // close and those while they measured far (core_round_trip_ns, every 25 pairs, against
 // kFarCoresNs), each side's median and the median of the pairs' B/A ratios. Separate processes
 // (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host; pairs of
@@ -27,19 +27,26 @@ namespace {
 using namespace kiln;
 using analysis::median;
 
-// Sets the named switch Off (b false) or Auto (b true); false for an unknown name.
-bool set_switch(const std::string& name, bool b) {
+// Sets the named switch Off (b false) or Auto (b true); with the suffix "=on", Auto (b false) or
+// On (b true). False for an unknown name.
+bool set_switch(std::string name, bool b) {
   using namespace kiln::kernels;
-  if (name == "expand-bands") set_expand_bands(b ? ExpandBands::Auto : ExpandBands::Off);
-  else if (name == "claim-output") set_claim_output(b ? ClaimOutput::Auto : ClaimOutput::Off);
-  else if (name == "write-prefetch") set_write_prefetch(b ? WritePrefetch::Auto : WritePrefetch::Off);
+  const bool on = name.size() > 3 && name.compare(name.size() - 3, 3, "=on") == 0;
+  if (on) name.resize(name.size() - 3);
+  if (name == "expand-bands")
+    set_expand_bands(on ? (b ? ExpandBands::On : ExpandBands::Auto) : (b ? ExpandBands::Auto : ExpandBands::Off));
+  else if (name == "claim-output")
+    set_claim_output(on ? (b ? ClaimOutput::On : ClaimOutput::Auto) : (b ? ClaimOutput::Auto : ClaimOutput::Off));
+  else if (name == "write-prefetch")
+    set_write_prefetch(on ? (b ? WritePrefetch::On : WritePrefetch::Auto)
+                          : (b ? WritePrefetch::Auto : WritePrefetch::Off));
   else return false;
   return true;
 }
 
 int run(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS expand-bands|claim-output|write-prefetch\n");
+    std::fprintf(stderr, "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS expand-bands|claim-output|write-prefetch[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);
@@ -84,11 +91,20 @@ int run(int argc, char** argv) {
     ms[far][1].push_back(t[1]);
     ratio[far].push_back(t[1] / t[0]);
   }
-  std::printf("%s, %d threads, A = %s off, B = auto\n", argv[1], threads, which.c_str());
-  for (int f = 0; f < 2; ++f)
-    if (!ratio[f].empty())
-      std::printf("  %s: %zu pairs, A %.3f ms, B %.3f ms, B/A pair by pair %.4f\n", f ? "far" : "close",
-                  ratio[f].size(), median(ms[f][0]), median(ms[f][1]), median(ratio[f]));
+  std::printf("%s, %d threads, A / B = %s\n", argv[1], threads,
+              which.find("=on") != std::string::npos ? "auto / on" : "off / auto");
+  for (int f = 0; f < 2; ++f) {
+    if (ratio[f].empty()) continue;
+    std::printf("  %s: %zu pairs, A %.3f ms, B %.3f ms, B/A pair by pair %.4f\n", f ? "far" : "close",
+                ratio[f].size(), median(ms[f][0]), median(ms[f][1]), median(ratio[f]));
+    // The host's fast and slow minutes apart: the pairs whose mean time is under / over the median.
+    std::vector<double> mean, fast, slow;
+    for (size_t i = 0; i < ratio[f].size(); ++i) mean.push_back(ms[f][0][i] + ms[f][1][i]);
+    const double mid = median(mean);
+    for (size_t i = 0; i < ratio[f].size(); ++i) (mean[i] <= mid ? fast : slow).push_back(ratio[f][i]);
+    if (!fast.empty() && !slow.empty())
+      std::printf("    faster half B/A %.4f, slower half B/A %.4f\n", median(fast), median(slow));
+  }
   return 0;
 }
 

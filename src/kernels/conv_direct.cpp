@@ -418,6 +418,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // four alternated rounds). Outputs into padded planes take the path below (their borders are
   // zeroed there).
   if (direct_bands_apply(s, epi, threads)) return conv_direct_bands(t, s, x, packed_w, y, epi, threads);
+  if (direct_edge_rows_apply(t, s, epi)) return conv_direct_edge_rows(t, s, x, packed_w, y, epi, threads);
   if (!s.y_padded() && direct_1x1_applies(t, s, epi)) {
     const int64_t OHW = s.out_h() * s.out_w();
     threads = gemm_threads(OHW, s.K, s.C * s.R * s.S, false, threads);  // as below, with plan_for's OHW and KK

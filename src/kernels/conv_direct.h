@@ -107,4 +107,15 @@ bool direct_bands_apply(const Conv2dShape& s, const Epilogue& epi, int threads);
 void conv_direct_bands(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                        const Epilogue& epi, int threads);
 
+// Narrow images (rows of up to 16 pixels that the table has an edge-row tile for: 8 on AVX-512)
+// under a 3x3 window at stride 1 with one pixel of padding on every side, between channel-blocked
+// activations, K up to one block (9 C <= 768): conv_direct_edge_rows runs one output row a tile,
+// read in place, each segment skipping the pixels whose tap lies in the left or right padding
+// (conv_direct_rows.cpp). The general schedule's floats bit for bit. KILN_DIRECT_EDGE_ROWS=0 at
+// start-up turns it off (in-process A/B harnesses flip it between calls).
+extern bool direct_edge_rows_enabled;
+bool direct_edge_rows_apply(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi);
+void conv_direct_edge_rows(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w,
+                           float* y, const Epilogue& epi, int threads);
+
 }  // namespace kiln::kernels::detail

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1536,6 +1537,86 @@ TEST(Conv, StemsBandByBandMatchThePaddedCopy) {
   EXPECT_FALSE(detail::direct_bands_apply(b, Epilogue{}, 2));
   Conv2dShape planar_out = shape(1, 3, 28, 28, 32, 3, 3, 1, 1);
   EXPECT_FALSE(detail::direct_bands_apply(planar_out, Epilogue{}, 2));
+}
+
+// Narrow images one output row a tile, the padding's taps skipped (detail::conv_direct_edge_rows,
+// AVX-512's 8-wide rows): against the reference (check), and against the general schedule's
+// padded copy bit for bit (a skipped tap is an FMA of a padding zero): digits_cnn's 16 -> 32 on a
+// batch, a second panel of 8 columns (K = 40), 16-channel blocks in and out, one- and two-row
+// images (the top and bottom row classes at once / alone), every fused activation, bias and
+// residual or neither, one to three threads.
+TEST(Conv, EdgeRowsEqualTheGeneralScheduleBitForBit) {
+  const KernelTable& t = kernel_table();
+  struct Case {
+    ConvCase c;
+    int64_t block;
+  };
+  std::vector<Case> cases = {
+      {{shape(5, 16, 8, 8, 32, 3, 3, 1, 1), Act::Relu, true, false}, kConvBlock},   // digits_cnn's
+      {{shape(2, 8, 8, 8, 40, 3, 3, 1, 1), Act::Clip, true, true}, kConvBlock},     // 32 + 8 columns
+      {{shape(1, 24, 1, 8, 32, 3, 3, 1, 1), Act::LeakyRelu, true, true}, kConvBlock},  // one row
+      {{shape(3, 16, 2, 8, 16, 3, 3, 1, 1), Act::None, false, false}, kConvBlock},  // two rows, half a panel
+      {{shape(2, 32, 8, 8, 64, 3, 3, 1, 1), Act::Relu, true, true}, kConvBlockWide},
+  };
+  int ran = 0;
+  for (Case& k : cases) {
+    Conv2dShape& s = k.c.s;
+    s.x_blocked = s.y_blocked = true;
+    s.x_block = s.y_block = k.block;
+    if (!conv_tactic_unsupported(ConvTactic::Direct, s).empty()) continue;
+    Epilogue e;
+    e.act = k.c.act;
+    if (!detail::direct_edge_rows_apply(t, s, e)) continue;  // a table without the tile
+    ++ran;
+    SCOPED_TRACE(std::to_string(s.N) + " x " + std::to_string(s.C) + " -> " + std::to_string(s.K) + " at " +
+                 std::to_string(s.H) + "x" + std::to_string(s.W) + ", blocks of " + std::to_string(k.block));
+    for (int threads : {1, 2}) check(t, ConvTactic::Direct, k.c, threads, threads == 2);
+    const int64_t HW = s.H * s.W;
+    const auto x = random_vec(s.N * s.C * HW, 71), w = random_vec(s.K * s.C * 9, 72), bias = random_vec(s.K, 73),
+               res = random_vec(s.N * s.K * HW, 74);
+    test::act_params(e.act, e.act_alpha, e.act_beta);
+    if (k.c.bias) e.bias = bias.data(), e.bias_per_row = true;
+    if (k.c.residual) e.residual = res.data(), e.ldr = HW;
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    std::vector<float> general(s.N * s.K * HW);
+    detail::direct_edge_rows_enabled = false;
+    conv2d(ConvTactic::Direct, s, x.data(), packed.data(), general.data(), e, nullptr, 2);
+    detail::direct_edge_rows_enabled = true;
+    for (int threads : {1, 2, 3}) {
+      std::vector<float> rows(general.size(), -7.f);
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), rows.data(), e, nullptr, threads);
+      for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i], general[i]) << "threads " << threads << ", at " << i;
+    }
+  }
+  if (t.simd_width == kConvBlockWide) EXPECT_EQ(ran, static_cast<int>(cases.size()));
+  // Not for other widths (no tile), strides, windows or padding, planar or padded activations,
+  // channel means, or an activation the tile cannot apply.
+  Conv2dShape digits = shape(1, 16, 8, 8, 32, 3, 3, 1, 1);
+  digits.x_blocked = digits.y_blocked = true;
+  const bool has = detail::direct_edge_rows_apply(t, digits, Epilogue{});
+  EXPECT_EQ(has, t.simd_width == kConvBlockWide);
+  for (auto change : std::vector<std::function<void(Conv2dShape&)>>{
+           [](Conv2dShape& s) { s.W = 9; },
+           [](Conv2dShape& s) { s.stride_h = s.stride_w = 2; },
+           [](Conv2dShape& s) { s.R = s.S = 5, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 2; },
+           [](Conv2dShape& s) { s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 0; },
+           [](Conv2dShape& s) { s.x_blocked = false; },
+           [](Conv2dShape& s) { s.y_blocked = false; },
+           [](Conv2dShape& s) { s.x_padded = true; },
+           [](Conv2dShape& s) { s.C = 128; },  // 9 C past one K block
+       }) {
+    Conv2dShape s = digits;
+    change(s);
+    EXPECT_FALSE(detail::direct_edge_rows_apply(t, s, Epilogue{}));
+  }
+  Epilogue silu;
+  silu.act = Act::Silu;
+  EXPECT_FALSE(detail::direct_edge_rows_apply(t, digits, silu));
+  float means[32];
+  Epilogue with_means;
+  with_means.channel_means = means;
+  EXPECT_FALSE(detail::direct_edge_rows_apply(t, digits, with_means));
 }
 
 }  // namespace

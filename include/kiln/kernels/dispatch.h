@@ -110,6 +110,15 @@ inline bool epilogue_in_registers(const TileEpilogue& e) {
 struct ConvSegment {
   int64_t offset = 0, steps = 0;
 };
+// A run of K steps for an edge-row tile (KernelTable::conv_edge_row, conv_direct_rows.cpp),
+// like ConvSegment, plus which of the row's pixels the run's window column leaves in the
+// padding: skip 1 the first pixel (the window's left column), 2 the last (its right column), 0
+// none. Those pixels take no broadcast and no FMA for the run; `offset` is the first pixel the
+// run computes (the second one's with skip 1).
+struct ConvEdgeSegment {
+  int64_t offset = 0, steps = 0;
+  int skip = 0;
+};
 // One depthwise plane's geometry (KernelTable::depthwise_plane): input H x W, output OH x OW,
 // window R x S with its strides (stride_w 1 or 2), dilations and top/left padding (the
 // bottom/right padding is implied by OH, OW).
@@ -323,6 +332,17 @@ struct KernelTable {
   void (*conv_wrap_p64[4][8])(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, int64_t jump,
                               const float* b, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out,
                               const ConvL2Lines* l2) = {};
+  // conv_edge_row[slot][cols - 1] (slot 0: 8-channel blocks, 1: 16-channel ones): one whole
+  // output row of `cols` pixels by one NR-column panel, for a 3x3 window at stride 1 with one
+  // pixel of padding on every side, read in place from the unpadded channel-blocked input (a
+  // pixel's channels consecutive, a_step 1, pixels one block apart): `a` is the row's first
+  // pixel in block 0, the segments' offsets relative to it (ConvEdgeSegment::skip: the pixels
+  // whose tap lies in the left or right padding take none of the segment's FMAs); `b` the
+  // segments' first packed weight row, NR floats a step; the sums from zero through `out` (its
+  // bias, residual and clamp activation, as conv_tile's stores). AVX-512 only, 8-wide rows so
+  // far (conv_direct_rows.cpp: digits_cnn's 8x8 images); null elsewhere.
+  void (*conv_edge_row[2][16])(const ConvEdgeSegment* seg, int nseg, const float* a, const float* b,
+                               const ConvTileOut& out, int ncols) = {};
   // c[r*ldc + j] = epilogue(c[...]) for r < rows, j < cols.
   void (*epilogue_tile)(float* c, int64_t ldc, int64_t rows, int64_t cols, const TileEpilogue& e) = nullptr;
   // dst[r*ldd + j] = epilogue(src[r*lds + j]): the epilogue fused with a copy (convolutions

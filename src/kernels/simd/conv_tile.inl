@@ -364,6 +364,59 @@ void fill_p64_tiles(KernelTable& t) {
   }
 }
 
+// The edge-row tile (KernelTable::conv_edge_row, conv_direct_rows.cpp): a whole output row of
+// ROWS pixels by one NR-column panel, reading the unpadded channel-blocked input in place (pixels
+// SW floats apart). A segment's pixels [P0, P1) take its steps: the others' taps lie in the left
+// or right padding, where the general schedule's padded copy has zeros and its FMAs add 0 * w,
+// which leaves every sum as it was (finite weights): same sums in the same order, fewer FMAs.
+// A segment's offset is its first computed pixel's, so no pointer leaves the input.
+// digits_cnn's 8-wide rows: 22 of 24 pixel-taps a window row (ORT's NCHWc kernel skips them too).
+template <int ROWS, int SW, int P0, int P1>
+[[gnu::always_inline]] inline void edge_row_steps(V (&acc)[ROWS][NR / V::W], const float* __restrict ap,
+                                                  const float* __restrict b, int64_t steps) {
+  constexpr int NVEC = NR / V::W;
+#pragma GCC unroll 8
+  for (int64_t q = 0; q < steps; ++q, ++ap, b += NR) {
+    V bv[NVEC];
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) bv[v] = V::load(b + v * V::W);
+#pragma GCC unroll 16
+    for (int r = P0; r < P1; ++r) {
+      const V ar = V::set1(ap[(r - P0) * SW]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NVEC; ++v) acc[r][v] = fma(ar, bv[v], acc[r][v]);
+    }
+  }
+}
+template <int ROWS, int SW>
+void conv_edge_row(const ConvEdgeSegment* seg, int nseg, const float* a, const float* b, const ConvTileOut& out,
+                   int ncols) {
+  constexpr int NVEC = NR / V::W;
+  V acc[ROWS][NVEC];
+#pragma GCC unroll 16
+  for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NVEC; ++v) acc[r][v] = V::zero();
+  for (int s = 0; s < nseg; ++s) {
+    const float* ap = a + seg[s].offset;
+    switch (seg[s].skip) {
+      case 1: edge_row_steps<ROWS, SW, 1, ROWS>(acc, ap, b, seg[s].steps); break;
+      case 2: edge_row_steps<ROWS, SW, 0, ROWS - 1>(acc, ap, b, seg[s].steps); break;
+      default: edge_row_steps<ROWS, SW, 0, ROWS>(acc, ap, b, seg[s].steps); break;
+    }
+    b += seg[s].steps * NR;
+  }
+  conv_tile_store_blocked<ROWS, NVEC>(acc, out, ncols);
+}
+// 8-wide rows on 16 lanes: 16 accumulators of one 32-column panel.
+template <class VV = V>
+void fill_edge_rows(KernelTable& t) {
+  if constexpr (VV::W == 16 && NR == 2 * VV::W) {
+    t.conv_edge_row[0][7] = conv_edge_row<8, 8>;
+    t.conv_edge_row[1][7] = conv_edge_row<8, 16>;
+  }
+}
+
 // The table slots for pixel stride SW: planar (1, 2) or channel-blocked (8, 16).
 template <int SW>
 auto& conv_tile_slots(KernelTable& t) {

@@ -34,6 +34,7 @@ KernelTable make_table() {
     t.conv_tile_three_quarter_blk[1] = conv_tile<MR, 2, 16, true>;
     fill_conv_1x1<kConv1x1Rows>(t);
     fill_p64_tiles(t);
+    fill_edge_rows(t);
   }
   t.epilogue_tile = epilogue_tile;
   t.epilogue_copy = epilogue_copy;
