@@ -4,8 +4,9 @@
 // Why: the general schedule reads a zero-padded copy of the input and a tile's pixels share its K
 // loop, so only whole window rows in the top or bottom padding are skipped (row classes); every
 // pixel in the first or last column still multiplies a padding zero for a third of its taps. On
-// digits_cnn's 16 -> 32 3x3 layer over 8x8 images that is 1056 of 1152 K steps a pixel row pair
-// against 968 needed: ORT's NCHWc kernel skips them, and with both near the FMA peak ORT's layer
+// digits_cnn's 16 -> 32 3x3 layer over 8x8 images the pixels of an output column ran 1056 of
+// their 1152 K steps, where 968 a column are needed on average (704 in the first and last
+// columns): ORT's NCHWc kernel skips them, and with both near the FMA peak ORT's layer
 // took 0.92x kiln's (1.777 against 1.893 ms, `kiln profile --vs ort`, one thread, Zen 4). Here a
 // tile is a whole output row (KernelTable::conv_edge_row), so the pixels that a window column
 // leaves in the padding are known per segment and skip it; and the input is read in place, so
