@@ -3,9 +3,10 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h); side A runs it Off, side
-// B Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured
-// close and those while they measured far (core_round_trip_ns, every 25 pairs, against
-// kFarCoresNs), each side's median and the median of the pairs' B/A ratios. Separate processes
+// B Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints,
+// for the pairs run while the cores measured close and those while they measured far
+// (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
+// of the pairs' B/A ratios. Separate processes
 // (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host; pairs of
 // back-to-back runs see the same minute. The inputs are random normal floats (seed 7) of each
 // input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
@@ -33,13 +34,14 @@ bool set_switch(std::string name, bool b) {
   using namespace kiln::kernels;
   const bool on = name.size() > 3 && name.compare(name.size() - 3, 3, "=on") == 0;
   if (on) name.resize(name.size() - 3);
-  if (name == "expand-bands")
-    set_expand_bands(on ? (b ? ExpandBands::On : ExpandBands::Auto) : (b ? ExpandBands::Auto : ExpandBands::Off));
-  else if (name == "claim-output")
-    set_claim_output(on ? (b ? ClaimOutput::On : ClaimOutput::Auto) : (b ? ClaimOutput::Auto : ClaimOutput::Off));
+  const int mode = on + b;  // 0 Off, 1 Auto, 2 On
+  auto pick = [mode](auto off, auto automatic, auto pinned) {
+    return mode == 0 ? off : mode == 1 ? automatic : pinned;
+  };
+  if (name == "expand-bands") set_expand_bands(pick(ExpandBands::Off, ExpandBands::Auto, ExpandBands::On));
+  else if (name == "claim-output") set_claim_output(pick(ClaimOutput::Off, ClaimOutput::Auto, ClaimOutput::On));
   else if (name == "write-prefetch")
-    set_write_prefetch(on ? (b ? WritePrefetch::On : WritePrefetch::Auto)
-                          : (b ? WritePrefetch::Auto : WritePrefetch::Off));
+    set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
   return true;
 }

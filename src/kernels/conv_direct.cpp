@@ -19,9 +19,6 @@
 namespace kiln::kernels::detail {
 namespace {
 
-// Most K steps per block: a narrow block of the packed weight (kDirectKc x NR floats, 96 KiB
-// on AVX-512) stays in L2 while the chunk's tiles run over it.
-constexpr int64_t kDirectKc = 768;
 // Input bytes one chunk of tiles reads: the share of L2 left to it next to the weight block.
 constexpr double kChunkInputBytes = 256 << 10;
 // Channels per block of the blocked copy of a planar input (Plan::blocked).

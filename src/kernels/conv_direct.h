@@ -21,6 +21,10 @@
 
 namespace kiln::kernels::detail {
 
+// Most K steps per block: a narrow block of the packed weight (kDirectKc x NR floats, 96 KiB
+// on AVX-512) stays in L2 while the chunk's tiles run over it.
+constexpr int64_t kDirectKc = 768;
+
 // The work is cut into parallel_for's kPiecesPerThread pieces a thread (kiln/kernels/parallel.h):
 // a thread that finishes its share first takes the other's last pieces. Inside resnet18 at 2
 // threads the two halves of a 3x3 layer, cut once, finished 20-110 us apart on average (of
@@ -109,7 +113,7 @@ void conv_direct_bands(const KernelTable& t, const Conv2dShape& s, const float* 
 
 // Narrow images (rows of up to 16 pixels that the table has an edge-row tile for: 8 on AVX-512)
 // under a 3x3 window at stride 1 with one pixel of padding on every side, between channel-blocked
-// activations, K up to one block (9 C <= 768): conv_direct_edge_rows runs one output row a tile,
+// activations, K in one block (9 C <= kDirectKc): conv_direct_edge_rows runs one output row a tile,
 // read in place, each segment skipping the pixels whose tap lies in the left or right padding
 // (conv_direct_rows.cpp). The general schedule's floats bit for bit. KILN_DIRECT_EDGE_ROWS=0 at
 // start-up turns it off (in-process A/B harnesses flip it between calls).

@@ -26,10 +26,6 @@
 namespace kiln::kernels::detail {
 namespace {
 
-// K steps up to which one K block holds the whole window (conv_direct.cpp's kDirectKc): the
-// general schedule then sums every tap in one run from zero, as the edge rows do.
-constexpr int64_t kEdgeRowsMaxSteps = 768;
-
 // The segments of output row class `cls` (0: a middle row, 1: the top row, 2: the bottom one;
 // 3: an image of one row, both) over K order (kh, kw, channel), and the K step they start at.
 struct RowClass {
@@ -67,7 +63,9 @@ bool direct_edge_rows_apply(const KernelTable& t, const Conv2dShape& s, const Ep
   if (s.pad_top != 1 || s.pad_left != 1 || s.pad_bottom != 1 || s.pad_right != 1) return false;
   if (!s.x_blocked || s.x_padded || s.x_nhwc || s.C % s.x_block != 0) return false;
   if (!s.y_blocked || s.y_padded() || s.y_plane_rows || s.y_nhwc || s.K % s.y_block != 0) return false;
-  if (s.W < 2 || s.W > 16 || s.C * 9 > kEdgeRowsMaxSteps) return false;
+  // One K block (kDirectKc) holds the whole window: the general schedule then sums every tap in
+  // one run from zero, as the edge rows do.
+  if (s.W < 2 || s.W > 16 || s.C * 9 > kDirectKc) return false;
   if (epi.channel_means || !ConvTileOut::fused_act(epi.act)) return false;
   const int slot = s.x_block == kConvBlock ? 0 : s.x_block == kConvBlockWide ? 1 : -1;
   return slot >= 0 && t.conv_edge_row[slot][s.W - 1] != nullptr;

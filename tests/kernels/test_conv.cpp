@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "kernel_test_util.h"
 #include "kiln/ir/error.h"
@@ -1589,7 +1589,9 @@ TEST(Conv, EdgeRowsEqualTheGeneralScheduleBitForBit) {
       for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i], general[i]) << "threads " << threads << ", at " << i;
     }
   }
-  if (t.simd_width == kConvBlockWide) EXPECT_EQ(ran, static_cast<int>(cases.size()));
+  if (t.simd_width == kConvBlockWide) {
+    EXPECT_EQ(ran, static_cast<int>(cases.size()));
+  }
   // Not for other widths (no tile), strides, windows or padding, planar or padded activations,
   // channel means, or an activation the tile cannot apply.
   Conv2dShape digits = shape(1, 16, 8, 8, 32, 3, 3, 1, 1);
