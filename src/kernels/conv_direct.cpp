@@ -823,10 +823,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
     // An item's weight fetches cover the next item only when the same thread runs it.
     parallel_for(parts, threads, [&](int64_t pb, int64_t pe) {
       for (int64_t part = pb; part < pe; ++part) {
-        const int64_t i1 = items * (part + 1) / parts;
+        const int64_t i1 = tapered_start(items, parts, threads, part + 1);
         const bool next_same =
             part + 1 < parts && parallel_owner(parts, threads, part + 1) == parallel_owner(parts, threads, part);
-        for (int64_t i = items * part / parts; i < i1; ++i)
+        for (int64_t i = tapered_start(items, parts, threads, part); i < i1; ++i)
           run_item(i, slots + part * slot, i + 1 < i1 || next_same ? i + 1 : -1);
       }
     });

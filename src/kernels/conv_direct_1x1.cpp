@@ -108,7 +108,7 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   const int64_t items = split_rest ? shares.items() : tile_parts * group_parts;
   // The first group of an item (its tiles' fetches of the next batch end with the item's last).
   auto first_group = [&](int64_t item) {
-    return split_rest ? shares.item(item).unit : groups * (item / tile_parts) / group_parts;
+    return split_rest ? shares.item(item).unit : tapered_start(groups, group_parts, threads, item / tile_parts);
   };
   // next_item: the item this thread runs after this one (-1: none), whose first batch the last
   // batch's tiles fetch (without it each item began on weights in L3: at two threads
@@ -117,8 +117,10 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
   const bool fetch_out = write_prefetch_pays(threads);
   auto run_item = [&](int64_t item, int64_t next_item) {
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
-    int64_t g0 = groups * gp / group_parts, g1 = groups * (gp + 1) / group_parts;
-    int64_t t0 = tiles * tp / tile_parts, t1 = tiles * (tp + 1) / tile_parts;
+    // (One of tile_parts and group_parts is 1: the items are the parts of the other, each a
+    // piece, cut smaller toward the end of each thread's share: tapered_start.)
+    int64_t g0 = tapered_start(groups, group_parts, threads, gp), g1 = tapered_start(groups, group_parts, threads, gp + 1);
+    int64_t t0 = tapered_start(tiles, tile_parts, threads, tp), t1 = tapered_start(tiles, tile_parts, threads, tp + 1);
     if (split_rest) {  // a whole group, or a thread's share of a group left over
       const UnitShares::Item it = shares.item(item);
       g0 = it.unit, g1 = g0 + 1, t0 = it.t0, t1 = it.t1;

@@ -91,14 +91,21 @@ template <class F>
 void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, int64_t units, int64_t slot_floats,
                          int threads, F&& body) {
   const int64_t parts = split.parts();
-  parallel_for(parts, std::min<int>(threads, static_cast<int>(parts)), [&](int64_t pb, int64_t pe) {
+  const int region_threads = std::min<int>(threads, static_cast<int>(parts));
+  // One band: the parts are shares of the units, cut smaller toward the end of each thread's
+  // share (tapered_start). (Bands keep even rows: the scratch is sized for the tallest.)
+  const bool taper = split.bands == 1;
+  auto unit_start = [&](int64_t group) {
+    return taper ? tapered_start(units, split.groups, region_threads, group) : units * group / split.groups;
+  };
+  parallel_for(parts, region_threads, [&](int64_t pb, int64_t pe) {
     thread_local std::vector<float> own;
     if (static_cast<int64_t>(own.size()) < slot_floats) own.resize(slot_floats);
     for (int64_t part = pb; part < pe; ++part) {
       const int64_t band = part / split.groups, group = part % split.groups;
       DepthwiseBand bd = depthwise_band(g, g.OH * band / split.bands, g.OH * (band + 1) / split.bands);
       bd.index = band;
-      body(bd, units * group / split.groups, units * (group + 1) / split.groups, own.data());
+      body(bd, unit_start(group), unit_start(group + 1), own.data());
     }
   });
 }

@@ -462,6 +462,34 @@ int parallel_owner(int64_t n, int threads, int64_t i) {
   return t;
 }
 
+namespace {
+std::atomic<bool> g_tapered_parts{[] {
+  const char* v = std::getenv("KILN_TAPERED_PARTS");
+  return !(v && std::string_view(v) == "0");
+}()};
+}  // namespace
+
+bool tapered_parts_on() { return g_tapered_parts.load(std::memory_order_relaxed); }
+void set_tapered_parts(bool on) { g_tapered_parts.store(on, std::memory_order_relaxed); }
+
+int64_t tapered_start(int64_t n, int64_t parts, int threads, int64_t p) {
+  if (p <= 0 || parts <= 0) return 0;
+  if (p >= parts) return n;
+  if (threads <= 0) threads = default_threads();
+  const int64_t t_count = std::min<int64_t>({threads, parts, int64_t{kMaxThreads}});
+  if (t_count <= 1 || !tapered_parts_on()) return n * p / parts;
+  // Thread t owns parts [first, last) (owned_from), whose even cut is [n * first / parts,
+  // n * last / parts).
+  int64_t t = 0;
+  while (t + 1 < t_count && owned_from(parts, static_cast<int>(t + 1), static_cast<int>(t_count)) <= p) ++t;
+  const int64_t first = owned_from(parts, static_cast<int>(t), static_cast<int>(t_count));
+  const int64_t last = owned_from(parts, static_cast<int>(t + 1), static_cast<int>(t_count));
+  const int64_t a = n * first / parts, len = n * last / parts - a, m = last - first, j = p - first;
+  // Weights m, m-1, .., 1: the first j parts hold j m - j (j - 1) / 2 of m (m + 1) / 2.
+  const int64_t before = j * m - j * (j - 1) / 2, all = m * (m + 1) / 2;
+  return a + len * before / all;
+}
+
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();

@@ -17,6 +17,7 @@
 #include "kernels/conv_winograd.h"
 #include "kernels/depthwise_parts.h"
 #include "kiln/kernels/conv.h"
+#include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels {
 namespace {
@@ -602,6 +603,54 @@ TEST(Conv, WeightStreamSharesCoverTheNextBlockOnce) {
       conv2d(ConvTactic::Direct, s, x.data(), packed.data(), off.data(), e, nullptr, threads);
       detail::direct_stream_weights = true;
       for (size_t i = 0; i < on.size(); ++i) ASSERT_EQ(on[i], off[i]) << "C=" << s.C << " at " << i;
+    }
+  }
+}
+
+// Tapered parts (tapered_start: each thread's share of tiles, items or channel blocks cut into
+// parts that shrink toward its end) move work between the pieces, never change it: the floats
+// are the even cut's, bit for bit, on 2 and 3 threads. The layers: the 1x1 schedule cutting
+// tiles (mobilenet_v2's 32 -> 192 at 28x28) and groups (a weight-heavy 1x1 at 14x14), the general
+// schedule with more items than pieces (a 3x3 whose 3.2 MB input makes 13 chunks), and the
+// blocked depthwise kernel cutting channel blocks.
+TEST(Conv, TaperedPartsAreTheEvenCutsFloats) {
+  ASSERT_TRUE(tapered_parts_on());
+  struct Layer {
+    Conv2dShape s;
+    ConvTactic tactic;
+  };
+  Conv2dShape depthwise = shape(1, 144, 28, 28, 144, 3, 3, 1, 1, 1, 144);
+  const std::vector<Layer> layers = {
+      {shape(1, 32, 28, 28, 192, 1, 1, 1, 0), ConvTactic::Direct},
+      {shape(1, 512, 14, 14, 1024, 1, 1, 1, 0), ConvTactic::Direct},
+      {shape(1, 64, 112, 112, 64, 3, 3, 1, 1), ConvTactic::Direct},
+      {depthwise, ConvTactic::Depthwise},
+  };
+  for (Layer c : layers) {
+    Conv2dShape& s = c.s;
+    s.x_blocked = s.y_blocked = true;
+    ASSERT_EQ(conv_tactic_unsupported(c.tactic, s), "") << s.C << " -> " << s.K;
+    const int64_t out = s.K * s.out_h() * s.out_w();
+    const auto x = random_vec(s.C * s.H * s.W, 61), w = random_vec(s.K * (s.C / s.group) * s.R * s.S, 62, -0.5f, 0.5f);
+    const auto bias = random_vec(s.K, 63);
+    std::vector<float> packed(conv_packed_weight_floats(c.tactic, s));
+    conv_pack_weight(c.tactic, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+    for (int threads : {2, 3}) {
+      std::vector<float> tapered(out, -1.f), even(out, -2.f);
+      conv2d(c.tactic, s, x.data(), packed.data(), tapered.data(), e, nullptr, threads);
+      set_tapered_parts(false);
+      conv2d(c.tactic, s, x.data(), packed.data(), even.data(), e, nullptr, threads);
+      set_tapered_parts(true);
+      size_t differ = 0, nonzero = 0;
+      for (int64_t i = 0; i < out; ++i) {
+        differ += std::memcmp(&tapered[i], &even[i], sizeof(float)) != 0;
+        nonzero += tapered[i] != 0.f;
+      }
+      EXPECT_EQ(differ, 0u) << conv_tactic_name(c.tactic) << " " << s.C << " -> " << s.K << " at " << s.H << "x"
+                            << s.W << ", " << threads << " threads";
+      EXPECT_GT(nonzero, static_cast<size_t>(out / 4));
     }
   }
 }

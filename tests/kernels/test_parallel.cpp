@@ -187,6 +187,46 @@ TEST(Parallel, SharesDifferByAtMostOneIndex) {
   EXPECT_EQ(parallel_owner(14, 2, 7), 1);
 }
 
+// tapered_start keeps each thread's share of [0, n) where an even cut puts it, and cuts it into
+// parts that shrink toward its end (m : m-1 : .. : 1); off, or on one thread, the even cut.
+TEST(Parallel, TaperedPartsKeepEachThreadsShareAndShrinkTowardItsEnd) {
+  ASSERT_TRUE(tapered_parts_on());
+  for (int threads : {1, 2, 3})
+    for (int64_t parts : {1, 2, 6, 8, 12})
+      for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{28}, int64_t{100}, int64_t{1000}}) {
+        const std::string at = std::to_string(n) + " in " + std::to_string(parts) + " on " + std::to_string(threads);
+        EXPECT_EQ(tapered_start(n, parts, threads, 0), 0) << at;
+        EXPECT_EQ(tapered_start(n, parts, threads, parts), n) << at;
+        for (int64_t p = 0; p < parts; ++p)
+          EXPECT_LE(tapered_start(n, parts, threads, p), tapered_start(n, parts, threads, p + 1)) << at;
+        const int64_t t_count = std::min<int64_t>(threads, parts);
+        if (t_count <= 1) {
+          for (int64_t p = 0; p <= parts; ++p) EXPECT_EQ(tapered_start(n, parts, threads, p), n * p / parts) << at;
+          continue;
+        }
+        for (int64_t p = 0; p < parts; ++p) {
+          // A part that starts a thread's share starts where the even cut starts it.
+          const bool first = p == 0 || parallel_owner(parts, threads, p) != parallel_owner(parts, threads, p - 1);
+          if (first) {
+            EXPECT_EQ(tapered_start(n, parts, threads, p), n * p / parts) << at << " part " << p;
+          }
+          // Within a share each part is no smaller than the next but for rounding.
+          const bool next_same = p + 1 < parts && parallel_owner(parts, threads, p + 1) == parallel_owner(parts, threads, p);
+          if (next_same && p + 2 <= parts) {
+            const int64_t here = tapered_start(n, parts, threads, p + 1) - tapered_start(n, parts, threads, p);
+            const int64_t next = tapered_start(n, parts, threads, p + 2) - tapered_start(n, parts, threads, p + 1);
+            EXPECT_GE(here + 1, next) << at << " part " << p;
+          }
+        }
+      }
+  // 1000 on 2 threads in 8 parts: shares of 500, each 200, 150, 100, 50.
+  const std::vector<int64_t> want = {0, 200, 350, 450, 500, 700, 850, 950, 1000};
+  for (int64_t p = 0; p <= 8; ++p) EXPECT_EQ(tapered_start(1000, 8, 2, p), want[static_cast<size_t>(p)]) << p;
+  set_tapered_parts(false);
+  for (int64_t p = 0; p <= 8; ++p) EXPECT_EQ(tapered_start(1000, 8, 2, p), 125 * p) << p;
+  set_tapered_parts(true);
+}
+
 TEST(Parallel, ExceptionsFromAnyChunkReachTheCaller) {
   for (int64_t bad : {0, 60}) {
     EXPECT_THROW(parallel_for(64, 2,

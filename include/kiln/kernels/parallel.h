@@ -117,6 +117,21 @@ PoolStats take_pool_stats();
 // it. A thread that finishes early may still steal the piece; that only wastes the fetch.
 int parallel_owner(int64_t n, int threads, int64_t i);
 
+// Where part p of `parts` begins in [0, n), for a kernel that cuts n units of work (tiles,
+// chunks) into parts and runs them as parallel_for(parts, threads, ...) with parts <= threads *
+// kPiecesPerThread (each part a piece): each thread's parts cover the share of [0, n) an even
+// cut gives it (n * its first part / parts onward), but shrink toward that share's end, in the
+// ratio m : m-1 : .. : 1 for its m parts, when tapered_parts_on(). The pool runs a thread's own
+// parts front to back and steals from the back of another's, so the last piece run on each
+// thread, which decides how long the other waits at the join, is its smallest. Part p covers
+// [tapered_start(.., p), tapered_start(.., p + 1)); tapered_start(.., parts) is n. With tapering
+// off, or one thread, the even cut n * p / parts.
+int64_t tapered_start(int64_t n, int64_t parts, int threads, int64_t p);
+// Whether tapered_start tapers: on unless KILN_TAPERED_PARTS=0 at start-up; set_tapered_parts
+// for A/B harnesses (between calls).
+bool tapered_parts_on();
+void set_tapered_parts(bool on);
+
 // How long a cache line takes to go from the calling thread to pool worker 1 and back, in ns:
 // the mean of 8 round trips through one atomic, the better of two tries. Negative when it was
 // not measured: called inside a parallel region, no second thread, or the worker not there
