@@ -3,13 +3,13 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), or tapered-parts
-// (parallel.h: Off, or on for both Auto and On); side A runs it Off, side B Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints,
-// for the pairs run while the cores measured close and those while they measured far
-// (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
-// of the pairs' B/A ratios. Separate processes
-// (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host; pairs of
-// back-to-back runs see the same minute. The inputs are random normal floats (seed 7) of each
-// input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
+// (parallel.h: off, or on for both Auto and On); side A runs it Off, side B Auto, in alternating
+// order pair by pair (with "=on" after the name: A Auto, B On). Prints, for the pairs run while
+// the cores measured close and those while they measured far (core_round_trip_ns, every 25
+// pairs, against kFarCoresNs), each side's median and the median of the pairs' B/A ratios.
+// Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
+// pairs of back-to-back runs see the same minute. The inputs are random normal floats (seed 7)
+// of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +49,9 @@ bool set_switch(std::string name, bool b) {
 
 int run(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS expand-bands|claim-output|write-prefetch|tapered-parts[=on]\n");
+    std::fprintf(stderr,
+                 "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
+                 "expand-bands|claim-output|write-prefetch|tapered-parts[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

@@ -119,7 +119,8 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
     const int64_t gp = item / tile_parts, tp = item % tile_parts;
     // (One of tile_parts and group_parts is 1: the items are the parts of the other, each a
     // piece, cut smaller toward the end of each thread's share: tapered_start.)
-    int64_t g0 = tapered_start(groups, group_parts, threads, gp), g1 = tapered_start(groups, group_parts, threads, gp + 1);
+    int64_t g0 = tapered_start(groups, group_parts, threads, gp);
+    int64_t g1 = tapered_start(groups, group_parts, threads, gp + 1);
     int64_t t0 = tapered_start(tiles, tile_parts, threads, tp), t1 = tapered_start(tiles, tile_parts, threads, tp + 1);
     if (split_rest) {  // a whole group, or a thread's share of a group left over
       const UnitShares::Item it = shares.item(item);

@@ -211,7 +211,8 @@ TEST(Parallel, TaperedPartsKeepEachThreadsShareAndShrinkTowardItsEnd) {
             EXPECT_EQ(tapered_start(n, parts, threads, p), n * p / parts) << at << " part " << p;
           }
           // Within a share each part is no smaller than the next but for rounding.
-          const bool next_same = p + 1 < parts && parallel_owner(parts, threads, p + 1) == parallel_owner(parts, threads, p);
+          const bool next_same =
+              p + 1 < parts && parallel_owner(parts, threads, p + 1) == parallel_owner(parts, threads, p);
           if (next_same && p + 2 <= parts) {
             const int64_t here = tapered_start(n, parts, threads, p + 1) - tapered_start(n, parts, threads, p);
             const int64_t next = tapered_start(n, parts, threads, p + 2) - tapered_start(n, parts, threads, p + 1);

@@ -340,7 +340,9 @@ TEST(BlockedLayout, DepthwiseConvolutionsPassBlocksBetweenDirectOneByOnes) {
   dw.N = 1, dw.C = dw.K = dw.group = 32, dw.H = dw.W = 28, dw.R = dw.S = 3;
   dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
   dw.x_blocked = dw.y_blocked = true;
-  if (avx512()) EXPECT_FALSE(kernels::conv_depthwise_in_place(dw));
+  if (avx512()) {
+    EXPECT_FALSE(kernels::conv_depthwise_in_place(dw));
+  }
   EXPECT_EQ(in_place_nodes(m), kernels::conv_depthwise_in_place(dw) ? "dw pr" : "pr");
   for (const auto& node : m.graph->nodes()) {
     if (node->name == "pr") {
