@@ -478,12 +478,10 @@ int64_t tapered_start(int64_t n, int64_t parts, int threads, int64_t p) {
   if (threads <= 0) threads = default_threads();
   const int64_t t_count = std::min<int64_t>({threads, parts, int64_t{kMaxThreads}});
   if (t_count <= 1 || !tapered_parts_on()) return n * p / parts;
-  // Thread t owns parts [first, last) (owned_from), whose even cut is [n * first / parts,
-  // n * last / parts).
-  int64_t t = 0;
-  while (t + 1 < t_count && owned_from(parts, static_cast<int>(t + 1), static_cast<int>(t_count)) <= p) ++t;
-  const int64_t first = owned_from(parts, static_cast<int>(t), static_cast<int>(t_count));
-  const int64_t last = owned_from(parts, static_cast<int>(t + 1), static_cast<int>(t_count));
+  // Part p's thread t owns parts [first, last) (owned_from), whose even cut is [n * first /
+  // parts, n * last / parts).
+  const int t = parallel_owner(parts, static_cast<int>(t_count), p), tc = static_cast<int>(t_count);
+  const int64_t first = owned_from(parts, t, tc), last = owned_from(parts, t + 1, tc);
   const int64_t a = n * first / parts, len = n * last / parts - a, m = last - first, j = p - first;
   // Weights m, m-1, .., 1: the first j parts hold j m - j (j - 1) / 2 of m (m + 1) / 2.
   const int64_t before = j * m - j * (j - 1) / 2, all = m * (m + 1) / 2;
