@@ -3,10 +3,11 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), or tapered-parts
-// (parallel.h: off, or on for both Auto and On); side A runs it Off, side B Auto, in alternating
-// order pair by pair (with "=on" after the name: A Auto, B On). Prints, for the pairs run while
-// the cores measured close and those while they measured far (core_round_trip_ns, every 25
-// pairs, against kFarCoresNs), each side's median and the median of the pairs' B/A ratios.
+// (parallel.h) or fetch-ahead (kiln/runtime/step.h): off, or on for both Auto and On; side A
+// runs it Off, side B Auto, in alternating order pair by pair (with "=on" after the name: A
+// Auto, B On). Prints, for the pairs run while the cores measured close and those while they
+// measured far (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median
+// and the median of the pairs' B/A ratios.
 // Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
 // pairs of back-to-back runs see the same minute. The inputs are random normal floats (seed 7)
 // of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
@@ -22,6 +23,7 @@
 #include "kiln/kernels/parallel.h"
 #include "kiln/ir/error.h"
 #include "kiln/runtime/executable.h"
+#include "kiln/runtime/step.h"
 
 namespace {
 
@@ -41,6 +43,7 @@ bool set_switch(std::string name, bool b) {
   if (name == "expand-bands") set_expand_bands(pick(ExpandBands::Off, ExpandBands::Auto, ExpandBands::On));
   else if (name == "claim-output") set_claim_output(pick(ClaimOutput::Off, ClaimOutput::Auto, ClaimOutput::On));
   else if (name == "tapered-parts") set_tapered_parts(mode != 0);
+  else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -51,13 +54,13 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);
   const std::string which = argv[4];
   if (pairs < 1 || threads < 1 || !set_switch(which, false)) {
-    std::fprintf(stderr, "runtime_modes_bench: PAIRS and THREADS must be positive and SWITCH one of the four\n");
+    std::fprintf(stderr, "runtime_modes_bench: PAIRS and THREADS must be positive and SWITCH one of the five\n");
     return 1;
   }
   auto exe = Executable::load(argv[1]);

@@ -187,6 +187,7 @@ Profile profile_model(Executable& exe, const std::vector<Tensor>& inputs, const 
     k.op = steps[s].op;
     k.tactic = steps[s].tactic;
     k.fast = steps[s].fast;
+    k.fetch_ahead_bytes = steps[s].fetch_ahead_bytes, k.fetch_ahead_for = steps[s].fetch_ahead_for;
     std::vector<double> ms;
     for (const auto& run : p.timeline) ms.push_back(run.at(s).ms);
     k.ms = median(ms);

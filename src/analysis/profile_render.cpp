@@ -80,6 +80,12 @@ std::string profile_to_text(const Profile& p, size_t top) {
                 by_verdict[static_cast<int>(Bound::compute)], by_verdict[static_cast<int>(Bound::memory)],
                 by_verdict[static_cast<int>(Bound::overhead)]);
   o << buf;
+  for (const auto& k : p.kernels)
+    if (k.fetch_ahead_bytes > 0) {
+      std::snprintf(buf, sizeof buf, "fetched ahead: %s fetched %.2f MiB of %s's weights into cache as it computed\n",
+                    k.name.c_str(), k.fetch_ahead_bytes / 1048576.0, k.fetch_ahead_for.c_str());
+      o << buf;
+    }
   if (!p.sources.empty()) {
     std::vector<const SourceNodeProfile*> src;
     for (const auto& s : p.sources) src.push_back(&s);
@@ -121,6 +127,10 @@ std::string profile_to_json(const Profile& p, const Diagnosis* explain, const Sc
     e.set("op", k.op);
     e.set("tactic", k.tactic);
     e.set("fast", k.fast);
+    if (k.fetch_ahead_bytes > 0) {
+      e.set("fetch_ahead_bytes", k.fetch_ahead_bytes);
+      e.set("fetch_ahead_for", k.fetch_ahead_for);
+    }
     json::Value& nodes = e.set("nodes", json::Array{});
     for (const auto& n : k.nodes) nodes.push(n);
     e.set("ms", k.ms);

@@ -675,9 +675,18 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       }
       return r;
     };
+    // Epilogue::warm: item i fetches lines [warm_lines * i / items, warm_lines * (i + 1) / items),
+    // shared out evenly among its tile calls, at most kWarmLinesPerStep a K step. The threads run
+    // contiguous runs of items, so at two threads each fetches the half of a GEMV's weights that
+    // it reads itself after (gemv_run cuts the panels in two the same way); the last L2's worth
+    // stays in its L2, the rest goes to L3.
+    const int64_t warm_lines = e.warm ? e.warm_floats / kLineFloats : 0;
     // next_item: the item this thread runs after this one, or -1.
     auto run_item = [&](int64_t item, float* cbuf, int64_t next_item) {
       const auto [t0, t1, first_col, end_col] = item_range(item);
+      const int64_t warm0 = warm_lines * item / items, warm_n = warm_lines * (item + 1) / items - warm0;
+      const int64_t warm_calls = ceil_div(end_col - first_col, p.unit_cols) * p.kblocks * (t1 - t0);
+      int64_t warm_call = 0;
       for (int64_t k0 = first_col; k0 < end_col; k0 += p.unit_cols) {
         const int ncols = static_cast<int>(std::min(p.unit_cols, end_col - k0));
         const int wide = ncols > NR ? 1 : 0;
@@ -737,7 +746,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               next_cols = std::min(p.unit_cols, nx.end_col - nx.first_col), next_rows = std::min(p.kc, p.KK);
             }
           }
-          if (direct_flat_runs && p.flat && p.kblocks == 1 && fuse_cols && !s.y_padded() && !next_w &&
+          if (direct_flat_runs && p.flat && p.kblocks == 1 && fuse_cols && !s.y_padded() && !next_w && !warm_lines &&
               !blocks[0].seg.empty() && first_block[0] == 0) {
             run_flat(k0, t0, t1, ncols, wide, block_w);
             continue;
@@ -751,7 +760,14 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
             if (++group_slot == p.group_tiles) group_slot = 0;
             ConvL2Lines l2;
             if (next_w) l2 = l2_share(next_w, next_lines, next_panels, p.KK * NR, ti - t0, t1 - t0);
-            const ConvL2Lines* l2p = l2.count > 0 ? &l2 : nullptr;
+            if (warm_n > 0) {
+              const int64_t a0 = warm_n * warm_call / warm_calls, a1 = warm_n * (warm_call + 1) / warm_calls;
+              const int64_t steps = std::max<int64_t>(1, std::min(p.kc, p.KK - kb * p.kc));
+              l2.warm = e.warm + (warm0 + a0) * kLineFloats, l2.warm_count = a1 - a0;
+              l2.warm_per_step = static_cast<int>(std::min<int64_t>(kWarmLinesPerStep, ceil_div(a1 - a0, steps)));
+              ++warm_call;
+            }
+            const ConvL2Lines* l2p = l2.count > 0 || l2.warm_count > 0 ? &l2 : nullptr;
             int64_t pix, rows;
             const float* a;
             const int64_t slot_tile = p.kblocks > 1 ? ti - t0 : group_slot;
@@ -838,6 +854,15 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
 namespace kiln::kernels {
 
 bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p64(kernel_table(), s); }
+
+// The branches conv_direct takes before the general schedule, in its order.
+bool conv_fetches_ahead(ConvTactic tactic, const Conv2dShape& s, const Epilogue& e, int threads) {
+  using namespace detail;
+  const KernelTable& t = kernel_table();
+  if (tactic != ConvTactic::Direct || s.winograd || !direct_unsupported(s).empty()) return false;
+  if (subsampled(s) && !direct_1x1_applies(t, s, e)) return conv_fetches_ahead(tactic, subsampled_shape(s), e, threads);
+  return !direct_bands_apply(s, e, threads) && !direct_edge_rows_apply(t, s, e) && !direct_1x1_applies(t, s, e);
+}
 bool conv_direct_p64_enabled() { return detail::direct_p64; }
 
 namespace {

@@ -40,6 +40,10 @@ constexpr int64_t kDirectKc = 768;
 // resnet18 / resnet50 unchanged (0.995-1.007). Below it (an L1's worth) a layer's few lines
 // are not worth the prefetches.
 constexpr double kStreamWeightBytes = 64 << 10;
+// The most lines of Epilogue::warm a tile fetches a K step (a share left over is not fetched:
+// the later kernel reads it from memory). mobilenet_v2's last 1x1 (320 -> 1280 at 7x7) fetches
+// the classifier's 4.9 MiB at about 1.8 lines a step of 28 FMAs.
+constexpr int kWarmLinesPerStep = 4;
 
 // Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
 // each, the first at `base`, the next `panel_stride` floats on; the shares are as even as

@@ -49,12 +49,25 @@ void run(StepContext& ctx) {
   if (ctx.inputs.size() > 2 && ctx.inputs[2]) epi.bias = ctx.in(2).data<float>();
   if (ctx.inputs.size() > 3 && ctx.inputs[3]) epi.residual = ctx.in(3).data<float>();
   if (ctx.outputs.size() > 1 && ctx.outputs[1]) epi.channel_means = ctx.out(1).data<float>();
+  if (ctx.warm && fetch_ahead_on()) {
+    epi.warm = static_cast<const float*>(ctx.warm);
+    epi.warm_floats = ctx.warm_bytes / static_cast<int64_t>(sizeof(float));
+  }
   kernels::conv2d(st.tactic, st.shape, ctx.in(0).data<float>(), ctx.in(1).data<float>(), ctx.out(0).data<float>(),
                   epi, static_cast<float*>(ctx.workspace), ctx.threads);
 }
 
+bool fetches_ahead(const StepContext& ctx) {
+  const ConvState& st = *static_cast<const ConvState*>(ctx.state.get());
+  return kernels::conv_fetches_ahead(st.tactic, st.shape, st.epi, ctx.max_threads);
+}
+
 }  // namespace
 
-FastKernel fast_FusedConv() { return FastKernel{prepare, run}; }
+FastKernel fast_FusedConv() {
+  FastKernel k{prepare, run};
+  k.fetches_ahead = fetches_ahead;
+  return k;
+}
 
 }  // namespace kiln::runtime

@@ -130,8 +130,22 @@ void run(StepContext& ctx) {
   else run_batched(ctx, st);
 }
 
+// A packed one-row product (gemm_packed_b's GEMV) reads each weight once for one FMA lane: the
+// weights are what it waits for.
+const void* cold_weights(const StepContext& ctx, int64_t& bytes) {
+  const MatMulState& st = *static_cast<const MatMulState*>(ctx.state.get());
+  bytes = 0;
+  if (!st.packed || st.M != 1 || ctx.inputs.size() < 2 || !ctx.inputs[1]) return nullptr;
+  bytes = static_cast<int64_t>(ctx.in(1).nbytes());
+  return ctx.in(1).raw();
+}
+
 }  // namespace
 
-FastKernel fast_FusedMatMul() { return FastKernel{prepare, run}; }
+FastKernel fast_FusedMatMul() {
+  FastKernel k{prepare, run};
+  k.cold_weights = cold_weights;
+  return k;
+}
 
 }  // namespace kiln::runtime

@@ -30,6 +30,8 @@ std::vector<StepTiming> timed_run(ShapeInstance& inst, const std::vector<const T
     steps[i].start_ms = prev;
     steps[i].ms = e.end_ms - prev;
     steps[i].again_ms = e.again_ms;
+    steps[i].fetch_ahead_bytes = e.fetch_ahead_bytes;
+    if (e.fetch_ahead_for) steps[i].fetch_ahead_for = e.fetch_ahead_for->name;
     if (e.has_pool) {
       const int used = std::min(std::max(e.pool.threads, 1), kernels::PoolStats::kThreads);
       for (int t = 0; t < used; ++t) steps[i].busy_ms.push_back(e.pool.busy_ns[t] * 1e-6);

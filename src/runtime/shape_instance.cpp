@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "fetch_ahead.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/ops/kiln_ops.h"
@@ -198,6 +199,9 @@ void ShapeInstance::make_steps(const KernelLibrary* library, int max_threads) {
     }
     steps_.push_back(std::move(st));
   }
+  std::vector<FetchAheadStep> fetch;
+  for (Step& st : steps_) fetch.push_back({st.fast, &st.ctx});
+  assign_fetch_ahead(fetch);
   prepared_.clear();
   branches_.clear();
 }
@@ -313,6 +317,7 @@ void ShapeInstance::run_steps(int threads, StepTrace* trace) {
       StepTrace::Entry e{st.ctx.node, st.fast != nullptr || st.branch[0] != nullptr,
                          std::chrono::duration<double, std::milli>(end - trace->start).count()};
       e.resume_ms = e.end_ms;
+      if (st.ctx.warm && fetch_ahead_on()) e.fetch_ahead_bytes = st.ctx.warm_bytes, e.fetch_ahead_for = st.ctx.warm_for;
       if (kernels::pool_stats_on()) {
         // Taken off the clock: the next step's time starts after it.
         e.has_pool = true;

@@ -59,6 +59,8 @@ struct StepTrace {
     double end_ms = 0;
     double again_ms = -1;
     double resume_ms = 0;
+    int64_t fetch_ahead_bytes = 0;        // StepContext::warm_bytes, when fetching ahead was on
+    const Node* fetch_ahead_for = nullptr;  // StepContext::warm_for
     bool has_pool = false;  // kernels::pool_stats_on() during the run: `pool` is the step's
     kernels::PoolStats pool;
   };

@@ -655,6 +655,49 @@ TEST(Conv, TaperedPartsAreTheEvenCutsFloats) {
   }
 }
 
+// Epilogue::warm: the general direct schedule's tiles prefetch a later kernel's weights as
+// they compute, which moves no float. mobilenet_v2's last 1x1 (320 -> 1280 at 7x7: 7 tiles, the
+// general schedule) fetches ahead; its 32 -> 192 at 28x28 runs the 1x1 schedule and a GEMM
+// tactic none, so conv_fetches_ahead says no and they ignore it. Warm ranges of a classifier's
+// 4.9 MiB (about 1.8 lines a K step), of a few lines, and of 16 MiB (more lines than four a
+// step reach).
+TEST(Conv, FetchingAheadLeavesTheFloats) {
+  Conv2dShape last = shape(1, 320, 7, 7, 1280, 1, 1, 1, 0), expand = shape(1, 32, 28, 28, 192, 1, 1, 1, 0);
+  last.x_blocked = last.y_blocked = expand.x_blocked = expand.y_blocked = true;
+  Epilogue e;
+  e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+  for (int threads : {1, 2}) {
+    EXPECT_TRUE(conv_fetches_ahead(ConvTactic::Direct, last, e, threads));
+    EXPECT_FALSE(conv_fetches_ahead(ConvTactic::Direct, expand, e, threads));
+    EXPECT_FALSE(conv_fetches_ahead(ConvTactic::Gemm, shape(1, 320, 7, 7, 1280, 1, 1, 1, 0), e, threads));
+  }
+  const std::vector<float> weights_later = random_vec(size_t{4} << 20, 70);
+  for (const Conv2dShape& s : {last, expand}) {
+    const int64_t out = s.K * s.out_h() * s.out_w();
+    const auto x = random_vec(s.C * s.H * s.W, 71), w = random_vec(s.K * s.C, 72, -0.5f, 0.5f);
+    const auto bias = random_vec(s.K, 73);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    e.bias = bias.data(), e.bias_per_row = true;
+    for (int threads : {1, 2}) {
+      std::vector<float> plain(out, -1.f);
+      Epilogue none = e;
+      conv2d(ConvTactic::Direct, s, x.data(), packed.data(), plain.data(), none, nullptr, threads);
+      for (int64_t floats : {int64_t{1280 * 1024}, int64_t{40}, int64_t{4} << 20}) {
+        std::vector<float> fetched(out, -2.f);
+        Epilogue warm = e;
+        warm.warm = weights_later.data(), warm.warm_floats = floats;
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), fetched.data(), warm, nullptr, threads);
+        EXPECT_EQ(std::memcmp(plain.data(), fetched.data(), out * sizeof(float)), 0)
+            << s.C << " -> " << s.K << " at " << s.H << "x" << s.W << ", " << threads << " threads, " << floats;
+      }
+      size_t nonzero = 0;
+      for (float v : plain) nonzero += v != 0.f;
+      EXPECT_GT(nonzero, static_cast<size_t>(out / 4));
+    }
+  }
+}
+
 // The general schedule's flat runs (a 1x1's tiles in a loop of bare calls, direct_flat_runs)
 // are the per-tile path's calls with the same arguments: the same floats, bit for bit, on every
 // table, with a residual, a short last tile (13x13 pixels), half- and three-quarter-width units

@@ -67,6 +67,8 @@ struct KernelProfile {
   bool costed = true;               // the op table had a cost for it
   KernelJudgement j;
   double predicted_ms = -1;         // the perf model's time for it (--explain; -1: not predicted)
+  int64_t fetch_ahead_bytes = 0;    // a later kernel's weights it fetched as it computed (StepTiming)
+  std::string fetch_ahead_for;      // that kernel
 };
 
 struct SourceNodeProfile {

@@ -136,6 +136,11 @@ bool conv_winograd_enabled();
 // by 2 nr channels): rows of at most mr / 2, or whole tiles plus exactly half of one.
 bool conv_direct_wide(int mr, int64_t row_len);
 
+// Whether conv2d on tactic t, shape s, epilogue e and `threads` threads runs the direct tactic's
+// general schedule, whose tiles fetch Epilogue::warm toward cache as they compute (the 1x1
+// schedule, row bands, edge rows and Winograd tiles do not: warm is ignored there).
+bool conv_fetches_ahead(ConvTactic t, const Conv2dShape& s, const Epilogue& e, int threads);
+
 // Whether the depthwise tactic may write its output over its input X (same bytes, no residual)
 // at any thread count: the channel-blocked kernel copies a block's input planes into its own
 // scratch before it writes that block, and blocks are disjoint, as long as no split cuts the

@@ -200,6 +200,12 @@ struct ConvL2Lines {
   int64_t count = 0;
   const float* lines2 = nullptr;
   int64_t count2 = 0;
+  // Lines a later kernel reads (Epilogue::warm), `warm_per_step` of them fetched each K step
+  // beside the one above (warm_count may go past what the tile's steps reach: the rest is not
+  // fetched).
+  const float* warm = nullptr;
+  int64_t warm_count = 0;
+  int warm_per_step = 0;
 };
 using ConvTileKernel = void (*)(const ConvSegment* seg, int nseg, int64_t a_step, const float* a, const float* b,
                                 int64_t b_next, float* c, int64_t ldc, int ncols, bool load_c, const ConvTileOut* out,

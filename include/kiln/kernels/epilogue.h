@@ -24,6 +24,13 @@ struct Epilogue {
   // double: TileEpilogue::sums), an NCHW one right after each part; other tactics average the
   // output after it, in double (efficientnet_b0's squeeze-excitation averages).
   float* channel_means = nullptr;
+  // conv2d only, and only where conv_fetches_ahead (the direct tactic's general schedule):
+  // warm_floats floats that a later kernel reads once from memory (the classifier GEMV's
+  // weights after a network's last convolution), which the tiles fetch into L2 a few lines a K
+  // step as they compute, so that the memory traffic overlaps this kernel's FMAs instead of
+  // stalling the later one. Prefetches only: the outputs do not change.
+  const float* warm = nullptr;
+  int64_t warm_floats = 0;
 };
 
 }  // namespace kiln::kernels

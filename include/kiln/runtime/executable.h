@@ -43,6 +43,10 @@ struct StepTiming {
   // first call left it (in cache, on the cores that wrote it); -1 where it was not run again (a
   // step that writes what it reads, a reference kernel, an If).
   double again_ms = -1;
+  // Bytes of a later step's constant weights this step fetched toward cache as it computed, and
+  // that step's node (StepContext::warm; docs/runtime.md, "Fetching ahead"); 0 / "" for none.
+  int64_t fetch_ahead_bytes = 0;
+  std::string fetch_ahead_for;
   // With the pool's stats on around the run (kernels::set_pool_stats; kiln profile --balance):
   // the step's parallel regions, per thread (0: the caller) the time inside their pieces, and
   // the pieces run and stolen, and the regions' wall time (the rest of `ms` is the step's serial

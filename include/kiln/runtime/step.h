@@ -31,6 +31,12 @@ struct StepContext {
   int max_threads = 1;                    // the most `threads` will ever be (size scratch by it)
   const KernelLibrary* library = nullptr; // the artifact's generated kernels, if any
   std::shared_ptr<void> state;            // whatever prepare leaves for run
+  // Constant bytes a later step reads once from memory (its FastKernel::cold_weights), which
+  // this step's kernel fetches toward cache as it computes (FastKernel::fetches_ahead); set
+  // when the steps are made (ShapeInstance, "Fetching ahead" in docs/runtime.md), nullptr = none.
+  const void* warm = nullptr;
+  int64_t warm_bytes = 0;
+  const Node* warm_for = nullptr;  // the step that reads them
 
   const Tensor& in(size_t i) const { return *inputs[i]; }
   Tensor& out(size_t i) const { return *outputs[i]; }
@@ -44,7 +50,17 @@ struct FastKernel {
   bool (*prepare)(StepContext& ctx) = nullptr;
   // Computes ctx.outputs from ctx.inputs. Runs on every inference: must not allocate.
   void (*run)(StepContext& ctx) = nullptr;
+  // Optional, read once the inputs are bound: the constant bytes run streams once from memory
+  // with too little arithmetic to hide them (a GEMV's packed weights), or nullptr (bytes 0).
+  const void* (*cold_weights)(const StepContext& ctx, int64_t& bytes) = nullptr;
+  // Optional, after prepare: whether run's kernel fetches ctx.warm as it computes.
+  bool (*fetches_ahead)(const StepContext& ctx) = nullptr;
 };
+
+// Whether steps fetch a later step's cold weights ahead (StepContext::warm): on unless
+// KILN_FETCH_AHEAD=0 at start-up; set_fetch_ahead flips it between runs (A/B harnesses).
+bool fetch_ahead_on();
+void set_fetch_ahead(bool on);
 
 // nullptr when (domain, op) has no fast kernel; the first entry when it has several.
 const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op);

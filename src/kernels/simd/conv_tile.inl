@@ -209,10 +209,22 @@ struct L2Fetch {
   int64_t left = 0;
   const float* then = nullptr;
   int64_t then_left = 0;
+  const float* warm = nullptr;
+  int64_t warm_left = 0;
+  int warm_step = 0;
   explicit L2Fetch(const ConvL2Lines* l2) {
-    if (l2) at = l2->lines, left = l2->count, then = l2->lines2, then_left = l2->count2;
+    if (l2) {
+      at = l2->lines, left = l2->count, then = l2->lines2, then_left = l2->count2;
+      warm = l2->warm, warm_left = l2->warm_count, warm_step = l2->warm_per_step;
+    }
   }
   [[gnu::always_inline]] void step() {
+    if (warm_left > 0) {
+      const int n = warm_left < warm_step ? static_cast<int>(warm_left) : warm_step;
+      for (int i = 0; i < n; ++i) prefetch_l2(warm + i * kLineFloats);
+      warm += n * kLineFloats;
+      warm_left -= n;
+    }
     if (left <= 0) return;
     prefetch_l2(at);
     at += kLineFloats;
