@@ -392,10 +392,20 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
          static_cast<size_t>(std::max(threads, 1) * kPiecesPerThread) * p.slot_floats();
 }
 
+DirectRoute direct_route(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads) {
+  if (s.winograd) return DirectRoute::Winograd;
+  if (subsampled(s) && !direct_1x1_applies(t, s, epi)) return DirectRoute::Subsampled;
+  if (direct_bands_apply(s, epi, threads)) return DirectRoute::Bands;
+  if (direct_edge_rows_apply(t, s, epi)) return DirectRoute::EdgeRows;
+  if (!s.y_padded() && direct_1x1_applies(t, s, epi)) return DirectRoute::OneByOne;
+  return DirectRoute::General;
+}
+
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                  const Epilogue& epi, float* workspace, int threads) {
-  if (s.winograd) return winograd_conv(t, s, x, packed_w, y, epi, threads);
-  if (subsampled(s) && !direct_1x1_applies(t, s, epi)) {
+  const DirectRoute route = direct_route(t, s, epi, threads);
+  if (route == DirectRoute::Winograd) return winograd_conv(t, s, x, packed_w, y, epi, threads);
+  if (route == DirectRoute::Subsampled) {
     const Conv2dShape s1 = subsampled_shape(s);
     const size_t gathered = static_cast<size_t>(s.N * s.C * s1.H * s1.W);
     thread_local std::vector<float> own_gathered;
@@ -414,9 +424,9 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // serial time of each of mobilenet_v2's 14 such layers (kiln profile --balance, two threads,
   // four alternated rounds). Outputs into padded planes take the path below (their borders are
   // zeroed there).
-  if (direct_bands_apply(s, epi, threads)) return conv_direct_bands(t, s, x, packed_w, y, epi, threads);
-  if (direct_edge_rows_apply(t, s, epi)) return conv_direct_edge_rows(t, s, x, packed_w, y, epi, threads);
-  if (!s.y_padded() && direct_1x1_applies(t, s, epi)) {
+  if (route == DirectRoute::Bands) return conv_direct_bands(t, s, x, packed_w, y, epi, threads);
+  if (route == DirectRoute::EdgeRows) return conv_direct_edge_rows(t, s, x, packed_w, y, epi, threads);
+  if (route == DirectRoute::OneByOne) {
     const int64_t OHW = s.out_h() * s.out_w();
     threads = gemm_threads(OHW, s.K, s.C * s.R * s.S, false, threads);  // as below, with plan_for's OHW and KK
     for (int64_t n = 0; n < s.N; ++n) {
@@ -855,13 +865,14 @@ namespace kiln::kernels {
 
 bool conv_direct_takes_p64(const Conv2dShape& s) { return detail::direct_takes_p64(kernel_table(), s); }
 
-// The branches conv_direct takes before the general schedule, in its order.
 bool conv_fetches_ahead(ConvTactic tactic, const Conv2dShape& s, const Epilogue& e, int threads) {
   using namespace detail;
-  const KernelTable& t = kernel_table();
-  if (tactic != ConvTactic::Direct || s.winograd || !direct_unsupported(s).empty()) return false;
-  if (subsampled(s) && !direct_1x1_applies(t, s, e)) return conv_fetches_ahead(tactic, subsampled_shape(s), e, threads);
-  return !direct_bands_apply(s, e, threads) && !direct_edge_rows_apply(t, s, e) && !direct_1x1_applies(t, s, e);
+  if (tactic != ConvTactic::Direct || !direct_unsupported(s).empty()) return false;
+  switch (direct_route(kernel_table(), s, e, threads)) {
+    case DirectRoute::Subsampled: return conv_fetches_ahead(tactic, subsampled_shape(s), e, threads);
+    case DirectRoute::General: return true;
+    default: return false;
+  }
 }
 bool conv_direct_p64_enabled() { return detail::direct_p64; }
 
