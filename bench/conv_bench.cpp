@@ -9,6 +9,7 @@
 //   --benchmark_filter=ExpandOut8vs16: mobilenet_v2's expands into 8- against 16-channel blocks, paired
 //   --benchmark_filter=Dw16vs8: its small depthwise layers on 16- against 8-channel blocks, paired
 //   --benchmark_filter=ExpandDepthwise: its expand + depthwise pairs band by band against apart, paired
+//   --benchmark_filter=DepthwiseHalves: depthwise layers on 256-bit halves against 16-lane pairs, paired
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
+#include "kernels/depthwise_halves.h"
 #include "isa_table.h"
 #include "runtime_memory.h"
 
@@ -403,6 +405,49 @@ void mobilenet_v2_depthwise_project(benchmark::internal::Benchmark* b) {
     for (const auto& q : pairs) b->Args({q[0], q[1], q[2], q[3], th});
 }
 
+// args: C, H, R, stride, threads: a depthwise layer between channel-blocked activations (bias
+// and Clip(0, 6)) on the AVX-512 table's 256-bit halves (depthwise_halves) against its 16-lane
+// pair kernels (depthwise_pairs_s1, depthwise_pairs_s2), call by call, order flipped each time:
+// `halves_vs_pairs` is the median of the per-call ratios (< 1: the halves are faster).
+void BM_DepthwiseHalves(benchmark::State& st) {
+  Conv2dShape d;
+  d.C = d.K = d.group = st.range(0), d.H = d.W = st.range(1), d.R = d.S = st.range(2);
+  d.stride_h = d.stride_w = st.range(3);
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = d.R / 2;
+  d.x_blocked = d.y_blocked = true;
+  const int threads = static_cast<int>(st.range(4));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(d.C * d.H * d.W), y(d.K * d.out_h() * d.out_w());
+  std::vector<float> w(d.K * d.R * d.S), b(d.K);
+  for (auto* v : {&w, &b})
+    for (auto& f : *v) f = u(rng);
+  for (auto& f : x) f = u(rng);
+  Floats pw(conv_packed_weight_floats(ConvTactic::Depthwise, d));
+  conv_pack_weight(ConvTactic::Depthwise, d, w.data(), pw.data());
+  Floats ws(conv_workspace_floats(ConvTactic::Depthwise, d, threads) + 16);
+  Epilogue e;
+  e.bias = b.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+  auto run = [&](bool halves) {
+    kiln::kernels::detail::depthwise_halves_enabled = halves;
+    conv2d(ConvTactic::Depthwise, d, x.data(), pw.data(), y.data(), e, ws.data(), threads);
+  };
+  const bool was = kiln::kernels::detail::depthwise_halves_enabled;
+  paired_blocks(
+      st, [&] { run(false); }, [&] { run(true); }, "halves_vs_pairs", true, "us_pairs", "us_halves");
+  kiln::kernels::detail::depthwise_halves_enabled = was;
+}
+
+// mobilenet_v2's (3x3) and efficientnet_b0's (3x3, 5x5) depthwise layers that the pair kernels
+// take (rows of 14 outputs and more).
+void pair_kernel_depthwise(benchmark::internal::Benchmark* b) {
+  const int64_t layers[][4] = {{96, 112, 3, 2},  {144, 56, 3, 2}, {192, 28, 3, 2}, {144, 56, 5, 2}, {240, 28, 3, 2},
+                               {32, 112, 3, 1},  {144, 56, 3, 1}, {192, 28, 3, 1}, {384, 14, 3, 1}, {576, 14, 3, 1},
+                               {240, 28, 5, 1},  {480, 14, 5, 1}};
+  for (int64_t th : {1, 2})
+    for (const auto& l : layers) b->Args({l[0], l[1], l[2], l[3], th});
+}
+
 void mobilenet_v2_expands(benchmark::internal::Benchmark* b) {
   const int64_t layers[][3] = {{16, 112, 96}, {32, 28, 192}, {64, 14, 384}, {96, 14, 576}, {160, 7, 960}};
   for (int64_t th : {1, 2})
@@ -420,6 +465,7 @@ BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->
 BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandDepthwise)->Name("MobilenetV2ExpandDepthwise")->Apply(mobilenet_v2_expand_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseProject)->Name("MobilenetV2DepthwiseProject")->Apply(mobilenet_v2_depthwise_project)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DepthwiseHalves)->Name("DepthwiseHalves")->Apply(pair_kernel_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

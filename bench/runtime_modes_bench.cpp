@@ -2,10 +2,10 @@
 //
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
-// SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), or tapered-parts
-// (parallel.h) or fetch-ahead (kiln/runtime/step.h): off, or on for both Auto and On; side A
-// runs it Off, side B Auto, in alternating order pair by pair (with "=on" after the name: A
-// Auto, B On). Prints, for the pairs run while the cores measured close and those while they
+// SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
+// (parallel.h), fetch-ahead (kiln/runtime/step.h) or dw-halves (kernels/depthwise_halves.h): off,
+// or on for both Auto and On; side A runs it Off, side B Auto, in alternating order pair by pair
+// (with "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured close and those while they
 // measured far (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median
 // and the median of the pairs' B/A ratios.
 // Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
@@ -24,6 +24,7 @@
 #include "kiln/ir/error.h"
 #include "kiln/runtime/executable.h"
 #include "kiln/runtime/step.h"
+#include "kernels/depthwise_halves.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "claim-output") set_claim_output(pick(ClaimOutput::Off, ClaimOutput::Auto, ClaimOutput::On));
   else if (name == "tapered-parts") set_tapered_parts(mode != 0);
   else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
+  else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -54,7 +56,7 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

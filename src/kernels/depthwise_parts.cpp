@@ -1,7 +1,12 @@
 // How a depthwise convolution is shared out over threads (depthwise_parts.h).
 #include "depthwise_parts.h"
 
+#include "conv_direct.h"
+#include "depthwise_halves.h"
+
 namespace kiln::kernels::detail {
+
+bool depthwise_halves_enabled = env_switch_on("KILN_DW_HALVES");
 
 DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
   DepthwisePlane g;

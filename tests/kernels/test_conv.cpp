@@ -15,6 +15,7 @@
 #include "kernels/conv_direct.h"
 #include "kernels/conv_direct_1x1.h"
 #include "kernels/conv_winograd.h"
+#include "kernels/depthwise_halves.h"
 #include "kernels/depthwise_parts.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/parallel.h"
@@ -1134,8 +1135,8 @@ TEST(Conv, DepthwisePackingAddsThePairKernelsCopy) {
 // activations; a partial 16-lane block (24 channels on AVX-512), stride 2, a 5x5 window, 7-wide
 // rows (7-pixel groups), several staged chunks, batch 2, one and two threads; one input channel
 // into 16 writes blocks (its input is one plane). Blocked in and out, AVX-512 runs the pair
-// kernels (depthwise_pairs and depthwise_pairs_s2 at stride 2, depthwise_pairs_s1 at stride 1):
-// the same floats too.
+// kernels (depthwise_pairs and depthwise_pairs_s2 or depthwise_halves_s2 at stride 2,
+// depthwise_pairs_s1 at stride 1): the same floats too, with the halves' switch on and off.
 TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   const std::vector<Conv2dShape> shapes = {
       shape(1, 16, 14, 14, 16, 3, 3, 1, 1, 1, 16),  shape(2, 24, 15, 13, 24, 3, 3, 2, 1, 1, 24),
@@ -1154,9 +1155,12 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // 42-wide rows, a middle one too, 5x5 in a batch of 2.
       shape(1, 24, 14, 14, 24, 5, 5, 1, 2, 1, 24), shape(1, 24, 10, 28, 24, 3, 3, 1, 1, 1, 24),
       shape(2, 16, 6, 42, 16, 5, 5, 1, 2, 1, 16),
-      // Stride 2 with 'same' padding on even rows (depthwise_pairs_s2): 3x3 to 14 outputs, 5x5
-      // with a partial unit and a batch of 2.
+      // Stride 2 with 'same' padding on even rows (depthwise_pairs_s2, or depthwise_halves_s2):
+      // 3x3 to 14 outputs, 5x5 with a partial unit and a batch of 2; for the halves' groups of 8
+      // pixels, 23 outputs (two groups and 7 left over) and a 5x5 to 15 (the last pixel's taps
+      // past the row's end).
       shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16), shape(2, 24, 20, 36, 24, 5, 5, 2, 2, 1, 24),
+      shape(1, 16, 6, 46, 16, 3, 3, 2, 1, 1, 16), shape(1, 16, 9, 30, 16, 5, 5, 2, 2, 1, 16),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
       // One input channel (depthwise_single_channel): 24 outputs (a partial 16-lane unit) at
       // stride 2 on odd sizes (rows of a 4-pixel group and singles); 5x5 on 21-wide rows, in
@@ -1166,38 +1170,44 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       shape(1, 1, 12, 12, 8, 3, 3, 1, 2, 2, 1), shape(1, 1, 15, 15, 32, 7, 7, 2, 3, 1, 1),
   };
   int ran = 0;
+  const bool halves_was = detail::depthwise_halves_enabled;
   for (const KernelTable* t : test::all_tables()) {
     if (!t->depthwise_block || t->simd_width < 8) continue;  // the plane kernel: NCHW only
-    for (Conv2dShape s : shapes)
-      for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Silu, Act::HardSwish})
-        for (int mode : {1, 2, 3})  // 1: input blocked, 2: output blocked, 3: both
-          for (int threads : {1, 2}) {
-            if (s.C == 1 && mode != 2) continue;
-            const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
-            const auto x = random_vec(s.N * s.C * HW, 7), w = random_vec(s.K * s.R * s.S, 8);
-            const auto bias = random_vec(s.K, 9), res = random_vec(s.N * s.K * OHW, 10);
-            // (one input channel is never read blocked: no blocked copy of x, which needs C % 8 == 0)
-            const auto xb = s.C % kConvBlock == 0 ? blocked(x, s.N, s.C, HW) : x;
-            const auto resb = blocked(res, s.N, s.K, OHW);
-            std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Depthwise, s));
-            conv_pack_weight_on(*t, ConvTactic::Depthwise, s, w.data(), packed.data());
-            Epilogue e;
-            e.act = act, e.bias = bias.data(), e.bias_per_row = true, e.ldr = OHW, e.residual = res.data();
-            test::act_params(act, e.act_alpha, e.act_beta);
-            std::vector<float> planar(res.size()), out(res.size());
-            s.x_blocked = s.y_blocked = false;
-            conv2d_on(*t, ConvTactic::Depthwise, s, x.data(), packed.data(), planar.data(), e, nullptr, threads);
-            s.x_blocked = mode & 1, s.y_blocked = (mode & 2) != 0;
-            if (s.y_blocked) e.residual = resb.data();
-            conv2d_on(*t, ConvTactic::Depthwise, s, s.x_blocked ? xb.data() : x.data(), packed.data(), out.data(), e,
-                      nullptr, threads);
-            if (s.y_blocked) out = blocked(out, s.N, s.K, OHW, /*back=*/true);
-            for (size_t i = 0; i < out.size(); ++i)
-              ASSERT_EQ(out[i], planar[i]) << isa_name(t->isa) << " C=" << s.C << " mode " << mode << " act "
-                                           << static_cast<int>(act) << " threads " << threads << " at " << i;
-            ++ran;
-          }
+    for (bool halves : {true, false}) {
+      detail::depthwise_halves_enabled = halves;
+      for (Conv2dShape s : shapes)
+        for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Silu, Act::HardSwish})
+          for (int mode : {1, 2, 3})  // 1: input blocked, 2: output blocked, 3: both
+            for (int threads : {1, 2}) {
+              if (s.C == 1 && mode != 2) continue;
+              const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
+              const auto x = random_vec(s.N * s.C * HW, 7), w = random_vec(s.K * s.R * s.S, 8);
+              const auto bias = random_vec(s.K, 9), res = random_vec(s.N * s.K * OHW, 10);
+              // (one input channel is never read blocked: no blocked copy of x, which needs C % 8 == 0)
+              const auto xb = s.C % kConvBlock == 0 ? blocked(x, s.N, s.C, HW) : x;
+              const auto resb = blocked(res, s.N, s.K, OHW);
+              std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Depthwise, s));
+              conv_pack_weight_on(*t, ConvTactic::Depthwise, s, w.data(), packed.data());
+              Epilogue e;
+              e.act = act, e.bias = bias.data(), e.bias_per_row = true, e.ldr = OHW, e.residual = res.data();
+              test::act_params(act, e.act_alpha, e.act_beta);
+              std::vector<float> planar(res.size()), out(res.size());
+              s.x_blocked = s.y_blocked = false;
+              conv2d_on(*t, ConvTactic::Depthwise, s, x.data(), packed.data(), planar.data(), e, nullptr, threads);
+              s.x_blocked = mode & 1, s.y_blocked = (mode & 2) != 0;
+              if (s.y_blocked) e.residual = resb.data();
+              conv2d_on(*t, ConvTactic::Depthwise, s, s.x_blocked ? xb.data() : x.data(), packed.data(), out.data(), e,
+                        nullptr, threads);
+              if (s.y_blocked) out = blocked(out, s.N, s.K, OHW, /*back=*/true);
+              for (size_t i = 0; i < out.size(); ++i)
+                ASSERT_EQ(out[i], planar[i]) << isa_name(t->isa) << " C=" << s.C << " W=" << s.W << " R=" << s.R
+                                             << " mode " << mode << " act " << static_cast<int>(act) << " threads "
+                                             << threads << " halves " << halves << " at " << i;
+              ++ran;
+            }
+    }
   }
+  detail::depthwise_halves_enabled = halves_was;
   EXPECT_GT(ran, 0);
 }
 

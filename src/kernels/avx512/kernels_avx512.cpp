@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kiln/kernels/dispatch.h"
+#include "depthwise_halves.h"
 #include "simd/vec_avx512.h"
 
 namespace kiln::kernels::avx512 {

@@ -540,6 +540,102 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
   }
 }
 
+#if defined(__AVX512F__)
+// depthwise_pairs_s2's layers on 8-lane (256-bit) vectors, one output pixel's 8-channel block
+// each: a tap of pixel ow is the aligned 32-byte load of input pixel S ow - K/2 + kw, each
+// window row's pixels loaded once for a group. The pair kernel's 16-lane vector of two output
+// pixels needs, per tap, two input pixels four apart: a shuffle of two loads for every FMA. On a
+// core whose 512-bit FMAs are two 256-bit halves (Zen 4) two 256-bit FMAs cost one 512-bit one,
+// so the shuffles were pure loss there: the pair kernel ran at ~2.7 cycles a 512-bit FMA (perf,
+// mobilenet_v2's 112 -> 56 layer, 96 channels, one thread). Where 512-bit FMAs are native, they
+// and the shuffles share two ports, which these 256-bit FMAs fill as many cycles.
+// In-process pairs against depthwise_pairs_s2 (conv_bench DepthwiseHalves, Zen 4, blocked):
+// mobilenet_v2's 112 -> 56 0.74 / 0.76 (one / two threads), 56 -> 28 0.87, 28 -> 14 0.81;
+// efficientnet_b0's 56 -> 28 5x5 0.82-0.84, 28 -> 14 0.79-0.80. At stride 1 (S 1, same code)
+// against depthwise_pairs_s1, which shuffles 8 vectors for 21 FMAs: 112x112 and 56x56 3x3
+// 0.87-1.02, 28x28 and 14x14 0.98-1.24, the 5x5s 1.14-1.43; so stride 1 keeps the pair kernel.
+// kHalvesGroup output pixels a group (8 accumulators: as many chains as two FMA pipes of
+// latency 4 keep busy); pairs of them go through PairOut's 16-lane epilogue, one insert a pair.
+// The sums run in depthwise_block's order (kh, kw from zero), taps outside the row adding zeros
+// and window rows outside the input skipped as the pair kernels do, so the floats are theirs.
+constexpr int kHalvesGroup = 8;
+template <Act A, int K, int S>
+void depthwise_halves(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, float* out,
+                      int64_t out_plane, const TileEpilogue& e) {
+  constexpr int64_t kB = 8;  // kConvBlock
+  constexpr int kPad = K / 2;
+  // The pixels past the first group whose taps all lie in the row: S ow - kPad + K - 1 < W.
+  const int64_t inner_end = std::min<int64_t>(g.OW, (g.W - K + kPad) / S + 1);
+  for (int64_t blk = 0; blk * kB < nc; ++blk) {
+    const PairOut<A, V> po = pair_block<A, V>(K * K, blk, e, out, out_plane);
+    const float* xb = x + blk * x_plane;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      po.fetch_ahead(oh, g.OW, g.OH);
+      const int64_t top = oh * S - g.pad_top;
+      const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
+      const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+      // NP output pixels from ow0; LEFT: ow0 is 0 (the taps left of the row known at compile
+      // time), CHECKED: the taps outside the row found at run time.
+      auto group = [&](auto np_count, auto left, auto checked, int64_t ow0) __attribute__((always_inline)) {
+        constexpr int NP = decltype(np_count)::value;
+        constexpr bool LEFT = decltype(left)::value, CHECKED = decltype(checked)::value;
+        __m256 acc[NP];
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; ++p) acc[p] = _mm256_setzero_ps();
+        // The window row's input pixels from S ow0 - kPad on, loaded once (at stride 2 the
+        // odd ones between the last taps are loaded too: a load each is cheaper than the gaps).
+        constexpr int NIN = S * (NP - 1) + K;
+        for (int kh = kh0; kh < kh1; ++kh) {
+          const float* row = xb + (top + kh) * g.W * kB;
+          __m256 in[NIN];
+#pragma GCC unroll 24
+          for (int i = 0; i < NIN; ++i) {
+            const int64_t j = S * (LEFT ? 0 : ow0) - kPad + i;
+            const bool outside = (LEFT && i < kPad) || (CHECKED && (j < 0 || j >= g.W));
+            in[i] = outside ? _mm256_setzero_ps() : _mm256_loadu_ps(row + j * kB);
+          }
+#pragma GCC unroll 5
+          for (int kw = 0; kw < K; ++kw) {
+            const __m256 wv = _mm256_loadu_ps(po.wt + (kh * K + kw) * 16);
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; ++p) acc[p] = _mm256_fmadd_ps(wv, in[S * p + kw], acc[p]);
+          }
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; p += 2) {
+          const int64_t at = (oh * g.OW + ow0 + p) * kB;
+          const __m512 lo = _mm512_castps256_ps512(acc[p]);
+          if (p + 1 < NP) po.store(V{_mm512_insertf32x8(lo, acc[p + 1], 1)}, at, true);
+          else po.store(V{lo}, at, false);
+        }
+      };
+      using Full = std::integral_constant<int, kHalvesGroup>;
+      using Yes = std::true_type;
+      using No = std::false_type;
+      int64_t ow = 0;
+      if (kHalvesGroup <= inner_end) group(Full{}, Yes{}, No{}, 0), ow = kHalvesGroup;
+      for (; ow > 0 && ow + kHalvesGroup <= inner_end; ow += kHalvesGroup) group(Full{}, No{}, No{}, ow);
+      // The rest of the row (all of it when its first group reaches past inner_end): up to 7
+      // pixels, and those past inner_end, in groups of checked taps.
+      while (ow < g.OW) {
+        const int64_t n = std::min<int64_t>(g.OW - ow, kHalvesGroup);
+        switch (n) {
+          case 1: group(std::integral_constant<int, 1>{}, No{}, Yes{}, ow); break;
+          case 2: group(std::integral_constant<int, 2>{}, No{}, Yes{}, ow); break;
+          case 3: group(std::integral_constant<int, 3>{}, No{}, Yes{}, ow); break;
+          case 4: group(std::integral_constant<int, 4>{}, No{}, Yes{}, ow); break;
+          case 5: group(std::integral_constant<int, 5>{}, No{}, Yes{}, ow); break;
+          case 6: group(std::integral_constant<int, 6>{}, No{}, Yes{}, ow); break;
+          case 7: group(std::integral_constant<int, 7>{}, No{}, Yes{}, ow); break;
+          default: group(Full{}, No{}, Yes{}, ow); break;
+        }
+        ow += n;
+      }
+    }
+  }
+}
+#endif
+
 // 'Same' padding (K / 2 on the left), a 3x3 or 5x5 window without dilation, even rows: the
 // shapes the aligned-pair kernels take.
 bool depthwise_pairs_same(const DepthwisePlane& g) {
@@ -684,9 +780,17 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // Stride 2 to 14 outputs or more: depthwise_pairs_s2 (conv_bench, Zen 4, blocked, one
     // thread, against depthwise_pairs or, for 14 outputs, the copy: mobilenet_v2's 112 -> 56
     // 0.80x, 56 -> 28 0.78x, 28 -> 14 0.76x; efficientnet_b0's 56 -> 28 5x5 0.68x). To 7 outputs
-    // the 3x3 ran no faster and the 5x5 1.34x slower.
+    // the 3x3 ran no faster and the 5x5 1.34x slower. On AVX-512 its layers run on 256-bit
+    // halves instead (depthwise_halves, 0.74-0.87x of it), unless depthwise_halves_enabled is off.
     if (pairs && same && g.stride_h == 2 && g.stride_w == 2 && g.OW >= kPairS2MinWidth) {
       with_act(e.act, [&]<Act A>() {
+#if defined(__AVX512F__)
+        if (detail::depthwise_halves_enabled) {
+          if (g.R == 3) depthwise_halves<A, 3, 2>(g, x, x_plane, nc, out, out_plane, e);
+          else depthwise_halves<A, 5, 2>(g, x, x_plane, nc, out, out_plane, e);
+          return;
+        }
+#endif
         if (g.R == 3) depthwise_pairs_s2<A, 3>(g, x, x_plane, nc, out, out_plane, e);
         else depthwise_pairs_s2<A, 5>(g, x, x_plane, nc, out, out_plane, e);
       });
