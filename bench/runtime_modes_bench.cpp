@@ -3,11 +3,12 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
-// (parallel.h), fetch-ahead (kiln/runtime/step.h) or dw-halves (kernels/depthwise_halves.h): off,
-// or on for both Auto and On; side A runs it Off, side B Auto, in alternating order pair by pair
-// (with "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured close and those while they
-// measured far (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median
-// and the median of the pairs' B/A ratios.
+// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves (kernels/depthwise_halves.h) or
+// direct-stem (kernels/conv_stem.h): off, or on for both Auto and On; side A runs it Off, side B
+// Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
+// the pairs run while the cores measured close and those while they measured far
+// (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
+// of the pairs' B/A ratios.
 // Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
 // pairs of back-to-back runs see the same minute. The inputs are random normal floats (seed 7)
 // of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
@@ -24,6 +25,7 @@
 #include "kiln/ir/error.h"
 #include "kiln/runtime/executable.h"
 #include "kiln/runtime/step.h"
+#include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
 
 namespace {
@@ -46,6 +48,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "tapered-parts") set_tapered_parts(mode != 0);
   else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
   else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
+  else if (name == "direct-stem") kiln::kernels::detail::direct_stem_enabled = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -56,7 +59,7 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|direct-stem[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

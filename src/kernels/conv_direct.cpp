@@ -12,6 +12,7 @@
 
 #include "conv_direct_1x1.h"
 #include "conv_pixel.h"
+#include "conv_stem.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/parallel.h"
@@ -395,6 +396,7 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
 DirectRoute direct_route(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads) {
   if (s.winograd) return DirectRoute::Winograd;
   if (subsampled(s) && !direct_1x1_applies(t, s, epi)) return DirectRoute::Subsampled;
+  if (direct_stem_applies(t, s, epi)) return DirectRoute::Stem;
   if (direct_bands_apply(s, epi, threads)) return DirectRoute::Bands;
   if (direct_edge_rows_apply(t, s, epi)) return DirectRoute::EdgeRows;
   if (!s.y_padded() && direct_1x1_applies(t, s, epi)) return DirectRoute::OneByOne;
@@ -424,6 +426,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
   // serial time of each of mobilenet_v2's 14 such layers (kiln profile --balance, two threads,
   // four alternated rounds). Outputs into padded planes take the path below (their borders are
   // zeroed there).
+  if (route == DirectRoute::Stem) return conv_direct_stem(t, s, x, packed_w, y, epi, threads);
   if (route == DirectRoute::Bands) return conv_direct_bands(t, s, x, packed_w, y, epi, threads);
   if (route == DirectRoute::EdgeRows) return conv_direct_edge_rows(t, s, x, packed_w, y, epi, threads);
   if (route == DirectRoute::OneByOne) {

@@ -14,6 +14,7 @@
 #include "kiln/ir/error.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_direct_1x1.h"
+#include "kernels/conv_stem.h"
 #include "kernels/conv_winograd.h"
 #include "kernels/depthwise_halves.h"
 #include "kernels/depthwise_parts.h"
@@ -1579,6 +1580,82 @@ TEST(Conv, ClaimedOutputsAreTheUnclaimedFloats) {
   set_claim_output(ClaimOutput::Auto);
 }
 
+// The RGB stems as pixel vectors (detail::conv_direct_stem, AVX-512) against the direct tile
+// (the stem bands, or the padded copy at one thread): the same floats (compared with ==). One to
+// four input channels; 8 to 64 output channels (24: a partial weight panel); rows of one, three
+// and seven pixel vectors, so that tiles of three vectors cross rows and end in one or two; an
+// odd height (the last window row below the image); two images; bias and Clip, Relu without a
+// bias, a scale; one to three threads. A tap read from the wrong column, channel or row, a weight
+// from the wrong panel row, or an output pixel or channel transposed to the wrong place would show.
+TEST(Conv, RgbStemsAsPixelVectorsMatchTheDirectTile) {
+  const KernelTable& t = kernel_table();
+  if (t.isa != Isa::Avx512) GTEST_SKIP() << "the pixel-vector stem is AVX-512 only";
+  const std::vector<Conv2dShape> shapes = {
+      shape(2, 3, 224, 224, 32, 3, 3, 2, 1),  // mobilenet_v2's, two images
+      shape(1, 3, 64, 64, 64, 3, 3, 2, 1),    shape(1, 1, 37, 64, 8, 3, 3, 2, 1),
+      shape(1, 4, 30, 96, 24, 3, 3, 2, 1),    shape(1, 2, 20, 32, 16, 3, 3, 2, 1),
+  };
+  int ran = 0;
+  for (Conv2dShape s : shapes) {
+    s.y_blocked = true;
+    const auto x = random_vec(s.N * s.C * s.H * s.W, 71), w = random_vec(s.K * s.C * 9, 72),
+               bias = random_vec(s.K, 73);
+    std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, s));
+    conv_pack_weight(ConvTactic::Direct, s, w.data(), packed.data());
+    for (int epi = 0; epi < 3; ++epi) {
+      Epilogue e;
+      if (epi == 0) e.bias = bias.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+      if (epi == 1) e.act = Act::Relu;
+      if (epi == 2) e.alpha = 0.5f, e.bias = bias.data(), e.bias_per_row = true;
+      ASSERT_TRUE(detail::direct_stem_applies(t, s, e)) << s.C << " -> " << s.K << " at " << s.H << "x" << s.W;
+      const size_t out = static_cast<size_t>(s.N * s.y_image_floats());
+      for (int threads : {1, 2, 3}) {
+        std::vector<float> tile(out, -7.f), pixels(out, -5.f);
+        detail::direct_stem_enabled = false;
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), tile.data(), e, nullptr, threads);
+        detail::direct_stem_enabled = true;
+        conv2d(ConvTactic::Direct, s, x.data(), packed.data(), pixels.data(), e, nullptr, threads);
+        size_t nonzero = 0;
+        for (float v : tile) nonzero += v != 0.f;
+        EXPECT_GT(nonzero, out / 4);
+        for (size_t i = 0; i < out; ++i)
+          ASSERT_EQ(pixels[i], tile[i]) << s.C << " -> " << s.K << " at " << s.H << "x" << s.W << ", epilogue " << epi
+                                        << ", threads " << threads << ", at " << i;
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 45);
+  // Not for: padded output planes, a residual, SiLU, stride 1, five channels, an odd width, rows
+  // of a part of a vector, 16-channel output blocks, a blocked input.
+  Conv2dShape s = shape(1, 3, 64, 64, 32, 3, 3, 2, 1);
+  s.y_blocked = true;
+  EXPECT_TRUE(detail::direct_stem_applies(t, s, Epilogue{}));
+  std::vector<float> res(32 * 32 * 32);
+  Epilogue with_residual;
+  with_residual.residual = res.data();
+  EXPECT_FALSE(detail::direct_stem_applies(t, s, with_residual));
+  Epilogue silu;
+  silu.act = Act::Silu;
+  EXPECT_FALSE(detail::direct_stem_applies(t, s, silu));
+  auto refused = [&](Conv2dShape v) { return !detail::direct_stem_applies(t, v, Epilogue{}); };
+  Conv2dShape v = s;
+  v.y_pad_top = v.y_pad_left = v.y_pad_bottom = v.y_pad_right = 1;
+  EXPECT_TRUE(refused(v));
+  v = s, v.stride_h = v.stride_w = 1;
+  EXPECT_TRUE(refused(v));
+  v = s, v.C = 5;
+  EXPECT_TRUE(refused(v));
+  v = s, v.W = 63;
+  EXPECT_TRUE(refused(v));
+  v = s, v.W = 48;  // 24 outputs a row
+  EXPECT_TRUE(refused(v));
+  v = s, v.y_block = kConvBlockWide;
+  EXPECT_TRUE(refused(v));
+  v = s, v.C = 8, v.x_blocked = true;
+  EXPECT_TRUE(refused(v));
+}
+
 // The RGB stems band by band (detail::conv_direct_bands: each band's padded input rows in the
 // thread's scratch, the band written into the output's planes) against the padded copy's
 // schedule: the same outputs (the zero rows' products add zeros: compared with ==, so a -0 and
@@ -1617,6 +1694,7 @@ TEST(Conv, StemsBandByBandMatchThePaddedCopy) {
       const size_t out = static_cast<size_t>(s.N * s.y_image_floats());
       std::vector<float> copied(out);
       detail::direct_bands_enabled = false;
+      detail::direct_stem_enabled = false;  // the bands against the copy, not the pixel-vector stem
       conv2d(ConvTactic::Direct, s, x.data(), packed.data(), copied.data(), e, nullptr, 2);
       detail::direct_bands_enabled = true;
       size_t nonzero = 0;
@@ -1627,6 +1705,7 @@ TEST(Conv, StemsBandByBandMatchThePaddedCopy) {
         conv2d(ConvTactic::Direct, s, x.data(), packed.data(), banded.data(), e, nullptr, threads);
         for (size_t i = 0; i < out; ++i) ASSERT_EQ(banded[i], copied[i]) << "threads " << threads << ", at " << i;
       }
+      detail::direct_stem_enabled = true;
     }
   }
   EXPECT_GE(padded_runs, 2);
