@@ -36,6 +36,7 @@ void conv_direct_stem(const KernelTable& t, const Conv2dShape& s, const float* x
   // kPiecesPerThread bands a thread, so that the pool can even out a slow core (mobilenet_v2: 8
   // bands of 14 rows at two threads), each band's input rows ~90 KiB of scratch, in L2.
   const int64_t bands = std::min<int64_t>(OH, int64_t{std::max(threads, 1)} * kPiecesPerThread);
+  const bool fetch_out = write_prefetch_pays(threads);
   parallel_for(s.N * bands, threads, [&](int64_t p0, int64_t p1) {
     thread_local LineScratch own;
     for (int64_t part = p0; part < p1; ++part) {
@@ -49,6 +50,7 @@ void conv_direct_stem(const KernelTable& t, const Conv2dShape& s, const float* x
       sb.alpha = epi.alpha, sb.bias = epi.bias, sb.act = epi.act;
       sb.act_alpha = epi.act_alpha, sb.act_beta = epi.act_beta;
       sb.scratch = own.floats(stem_band_scratch_floats(s.C, s.W, sb.oh1 - sb.oh0));
+      sb.fetch_for_write = fetch_out;
       stem_band_avx512(sb);
     }
   });

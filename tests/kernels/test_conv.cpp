@@ -1585,8 +1585,9 @@ TEST(Conv, ClaimedOutputsAreTheUnclaimedFloats) {
 // four input channels; 8 to 64 output channels (24: a partial weight panel); rows of one, three
 // and seven pixel vectors, so that tiles of three vectors cross rows and end in one or two; an
 // odd height (the last window row below the image); two images; bias and Clip, Relu without a
-// bias, a scale; one to three threads. A tap read from the wrong column, channel or row, a weight
-// from the wrong panel row, or an output pixel or channel transposed to the wrong place would show.
+// bias, a scale; one to three threads (at two, the output lines fetched for writing). A tap read
+// from the wrong column, channel or row, a weight from the wrong panel row, or an output pixel or
+// channel transposed to the wrong place would show.
 TEST(Conv, RgbStemsAsPixelVectorsMatchTheDirectTile) {
   const KernelTable& t = kernel_table();
   if (t.isa != Isa::Avx512) GTEST_SKIP() << "the pixel-vector stem is AVX-512 only";
@@ -1614,7 +1615,10 @@ TEST(Conv, RgbStemsAsPixelVectorsMatchTheDirectTile) {
         detail::direct_stem_enabled = false;
         conv2d(ConvTactic::Direct, s, x.data(), packed.data(), tile.data(), e, nullptr, threads);
         detail::direct_stem_enabled = true;
+        // Every other run with the output lines fetched for writing (prefetches only).
+        set_write_prefetch(threads == 2 ? WritePrefetch::On : WritePrefetch::Off);
         conv2d(ConvTactic::Direct, s, x.data(), packed.data(), pixels.data(), e, nullptr, threads);
+        set_write_prefetch(WritePrefetch::Auto);
         size_t nonzero = 0;
         for (float v : tile) nonzero += v != 0.f;
         EXPECT_GT(nonzero, out / 4);

@@ -25,6 +25,10 @@ constexpr int kTileVecs = 3;      // pixel vectors a tile: 24 accumulators, 3 in
 constexpr int64_t kLead = 16;     // zeros before a record's odd columns (odd[-1] among them)
 constexpr int64_t kPanel = 32;    // columns of a packed weight panel (the direct tile's NR)
 
+[[gnu::always_inline]] inline void prefetch_for_write(const float* p) {
+  asm volatile("prefetchw %0" ::"m"(*reinterpret_cast<const char*>(p)));
+}
+
 // Floats of one record (a channel's input row split into its odd and even columns).
 int64_t record_floats(int64_t W) { return kLead + W; }
 
@@ -115,6 +119,13 @@ template <int C, int NV, Act A>
     const int64_t r = (v0 + p) / vpr, px = (v0 + p) % vpr * kPx;
     base[p] = b.scratch + 2 * r * C * rec + kLead + px;  // odd column px of the vector's first window row
     at[p] = (b.oh0 + r) * b.OW + px;
+  }
+  if (b.fetch_for_write) {  // the tile's output lines, before its K loop (StemBand::fetch_for_write)
+    const float* o = b.y + k0 / kNK * b.OH * b.OW * kNK;
+#pragma GCC unroll 4
+    for (int p = 0; p < NV; ++p)
+#pragma GCC unroll 8
+      for (int64_t l = 0; l < kPx * kNK; l += kPx) prefetch_for_write(o + at[p] * kNK + l);
   }
   const float* w = b.w + k0 / kPanel * (9 * C) * kPanel + k0 % kPanel;
   __m512 acc[kNK][NV];
