@@ -123,15 +123,15 @@ void conv_direct_bands(const KernelTable& t, const Conv2dShape& s, const float* 
 // start-up turns it off (in-process A/B harnesses flip it between calls).
 extern bool direct_edge_rows_enabled;
 bool direct_edge_rows_apply(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi);
+void conv_direct_edge_rows(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w,
+                           float* y, const Epilogue& epi, int threads);
 
 // The path conv_direct takes for s, in its order: Winograd tiles; the strided pixels gathered
 // into compact blocks first (the subsampled shape then takes a route of its own); RGB stems as
-// pixel vectors (conv_stem.h); stem bands;
-// edge rows; the 1x1 schedule (unpadded outputs); else the general schedule. conv_direct
-// dispatches on it and conv_fetches_ahead asks it, so the two cannot disagree.
+// pixel vectors (conv_stem.h); stem bands; edge rows; the 1x1 schedule (unpadded outputs); else
+// the general schedule. conv_direct dispatches on it and conv_fetches_ahead asks it, so the two
+// cannot disagree.
 enum class DirectRoute { Winograd, Subsampled, Stem, Bands, EdgeRows, OneByOne, General };
 DirectRoute direct_route(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads);
-void conv_direct_edge_rows(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w,
-                           float* y, const Epilogue& epi, int threads);
 
 }  // namespace kiln::kernels::detail

@@ -11,23 +11,21 @@
 // kTileVecs loads, 8 broadcast weights, 8 x kTileVecs FMAs, the 9 C steps unrolled.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "../conv_stem.h"
+#include "simd/vec_avx512.h"
 
 namespace kiln::kernels::detail {
 namespace {
+
+using simd::prefetch_for_write;
 
 constexpr int64_t kPx = 16;       // output pixels a vector
 constexpr int kNK = 8;            // channels a tile: one output block
 constexpr int kTileVecs = 3;      // pixel vectors a tile: 24 accumulators, 3 inputs, 1 weight
 constexpr int64_t kLead = 16;     // zeros before a record's odd columns (odd[-1] among them)
 constexpr int64_t kPanel = 32;    // columns of a packed weight panel (the direct tile's NR)
-
-[[gnu::always_inline]] inline void prefetch_for_write(const float* p) {
-  asm volatile("prefetchw %0" ::"m"(*reinterpret_cast<const char*>(p)));
-}
 
 // Floats of one record (a channel's input row split into its odd and even columns).
 int64_t record_floats(int64_t W) { return kLead + W; }
@@ -63,7 +61,8 @@ void split_columns(const StemBand& b) {
 }
 
 // x = acc * alpha (when scaled) + bias (when there is one), then the activation:
-// conv_tile_finish's operations in its order.
+// conv_tile_finish's operations in its order (vecmath.inl's activate for these three; the
+// whole of vecmath.inl here would bring its epilogue functions into this object).
 template <Act A>
 [[gnu::always_inline]] inline __m512 finish(__m512 x, bool scale, __m512 alpha, const float* bias, __m512 lo,
                                             __m512 hi) {
