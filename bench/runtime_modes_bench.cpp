@@ -3,8 +3,8 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
-// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves (kernels/depthwise_halves.h) or
-// direct-stem (kernels/conv_stem.h): off, or on for both Auto and On; side A runs it Off, side B
+// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves (kernels/depthwise_halves.h),
+// direct-stem (kernels/conv_stem.h) or keep-rows (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
 // the pairs run while the cores measured close and those while they measured far
 // (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
@@ -27,6 +27,7 @@
 #include "kiln/runtime/step.h"
 #include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
+#include "kernels/expand_kept_rows.h"
 
 namespace {
 
@@ -49,6 +50,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
   else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
   else if (name == "direct-stem") kiln::kernels::detail::direct_stem_enabled = mode != 0;
+  else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -59,7 +61,7 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|direct-stem[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|direct-stem|keep-rows[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

@@ -7,12 +7,15 @@
 // are theirs: each expanded value is the same sum over the same channels, each window the same
 // taps in the same order.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "conv_direct.h"
 #include "depthwise_parts.h"
+#include "expand_kept_rows.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/conv.h"
@@ -56,7 +59,31 @@ InputBlocks input_blocks(const Conv2dShape& e) {
   return b;
 }
 
+// The expanded rows a thread's band buffer holds from the band it ran last: input rows [r0, r0 +
+// rows) of image n, in the buffer at `mid`, in call `call` of expand_depthwise (each call numbered,
+// so that rows from an earlier call, of other weights or another input, never count).
+struct KeptRows {
+  uint64_t call = 0;
+  int64_t n = -1;
+  const float* mid = nullptr;
+  int64_t r0 = 0, rows = 0;
+  // How many of input rows [r0, r0 + rows) of image n, from r0 on, the buffer `mid` holds in `call`.
+  int64_t shared(uint64_t c, int64_t image, const float* at, int64_t first, int64_t count) const {
+    if (c != call || image != n || at != mid || first < r0 || first >= r0 + rows) return 0;
+    return std::min(r0 + rows - first, count);
+  }
+};
+
+uint64_t next_call() {
+  static std::atomic<uint64_t> calls{0};
+  return calls.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
+
+namespace detail {
+bool expand_keeps_rows = env_switch_on("KILN_EXPAND_KEEP_ROWS");
+}  // namespace detail
 
 std::string expand_depthwise_unsupported(const Conv2dShape& e, const Conv2dShape& d) {
   if (std::string why = conv_tactic_unsupported(ConvTactic::Direct, e); !why.empty()) return "the expand: " + why;
@@ -105,9 +132,11 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   int64_t bands = ceil_div(OH, rows_each);
   if (threads > 1 && bands > 1) bands = std::min(OH, detail::round_up(bands, threads));
   const int64_t parts = d.N * bands;
-  if ((parts == 1 || !expand_bands_pay(threads)) && workspace) {
+  const int64_t expanded_bytes = static_cast<int64_t>(sizeof(float)) * e.N * e.K * e.H * e.W;
+  if ((parts == 1 || !expand_depthwise_bands_pay(expanded_bytes, threads)) && workspace) {
     // The two calls, the expanded tensor in the workspace (expand_depthwise_workspace_floats): on
-    // one thread, and where the cores share an L3 (expand_bands_pay).
+    // one thread, and where the cores share an L3 and the threads' L2s hold the expanded tensor
+    // (expand_depthwise_bands_pay).
     float* mid = workspace;
     float* rest = mid + static_cast<size_t>(e.N * e.K * e.H * e.W) + kLineFloats;
     conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, threads);
@@ -127,29 +156,50 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   thread_local std::vector<double> own_sums;
   if (epi2.channel_means) own_sums.assign(static_cast<size_t>(parts * d.K), 0.0);
   double* const sums = own_sums.data();
+  // The tallest band's input rows: every band's expanded rows sit in planes of this many rows, so
+  // that the rows two bands share stay where they are in each block's plane, moved up only.
+  int64_t plane_rows = 0;
+  for (int64_t b = 0; b < bands; ++b)
+    plane_rows = std::max(plane_rows, detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands).g.H);
+  const int64_t x_plane = kConvBlock * plane_rows * e.W;  // floats between the expanded 8-channel blocks
+  const int64_t row_floats = e.W * kConvBlock;            // one expanded row of one block
+  const uint64_t call = next_call();
   parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
     // This thread's: the band's input rows (when the input has more than one block), its
     // expanded rows, and the depthwise block's scratch. Kept between calls.
     thread_local std::vector<float> own_in, own_mid, own_scratch;
+    thread_local KeptRows kept_rows;
+    float* mid = aligned_floats(own_mid, ceil_div(e.K, kConvBlock) * x_plane);
     for (int64_t part = p0; part < p1; ++part) {
       const int64_t n = part / bands, b = part % bands;
       detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands);
       const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
-      // The expand's input rows [r0, r0 + rows): in place when they are one run.
-      const float* xn = x + n * e.x_image_floats();
-      const int64_t run = rows * e.W * in.lanes;
-      const float* xb = xn + r0 * e.W * in.lanes;
-      if (in.count > 1) {
-        float* copy = aligned_floats(own_in, in.count * run);
-        for (int64_t k = 0; k < in.count; ++k)
-          std::memcpy(copy + k * run, xb + k * e.H * e.W * in.lanes, sizeof(float) * run);
-        xb = copy;
+      // The rows this band shares with the one this thread ran before it (a pool thread runs its
+      // own parts in order): moved up to the top of each block's plane instead of expanded again.
+      // At stride 2 a band's first input row is the previous band's last (mobilenet_v2's 112 ->
+      // 56 in bands of 7 input rows: 1 in 7 expanded twice).
+      const int64_t kept = detail::expand_keeps_rows ? kept_rows.shared(call, n, mid, r0, rows) : 0;
+      if (kept > 0 && kept_rows.r0 != r0)
+        for (int64_t k = 0; k < ceil_div(e.K, kConvBlock); ++k)
+          std::memmove(mid + k * x_plane, mid + k * x_plane + (r0 - kept_rows.r0) * row_floats,
+                       sizeof(float) * kept * row_floats);
+      kept_rows = KeptRows{call, n, mid, r0, rows};
+      if (kept < rows) {
+        // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
+        const int64_t fresh = rows - kept;
+        const float* xn = x + n * e.x_image_floats();
+        const int64_t run = fresh * e.W * in.lanes;
+        const float* xb = xn + (r0 + kept) * e.W * in.lanes;
+        if (in.count > 1) {
+          float* copy = aligned_floats(own_in, in.count * run);
+          for (int64_t k = 0; k < in.count; ++k)
+            std::memcpy(copy + k * run, xb + k * e.H * e.W * in.lanes, sizeof(float) * run);
+          xb = copy;
+        }
+        Conv2dShape eb = e;
+        eb.N = 1, eb.H = fresh, eb.whole_out_h = e.out_h(), eb.y_plane_rows = plane_rows;
+        conv2d(ConvTactic::Direct, eb, xb, w1, mid + kept * row_floats, e1, nullptr, 1);
       }
-      Conv2dShape eb = e;
-      eb.N = 1, eb.H = rows, eb.whole_out_h = e.out_h();
-      const int64_t x_plane = kConvBlock * rows * e.W;  // floats between the expanded 8-channel blocks
-      float* mid = aligned_floats(own_mid, e.K * rows * e.W);
-      conv2d(ConvTactic::Direct, eb, xb, w1, mid, e1, nullptr, 1);
       // The band's depthwise windows over the expanded rows (depthwise_blocks, on one band).
       float* scratch = aligned_floats(own_scratch, depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats);
       bool padding_zeroed = false;
@@ -166,7 +216,7 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
                                     static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
         te.fetch_for_write = fetch_out && !claimed;
         if (epi2.channel_means) te.sums = sums + part * d.K + c0;
-        t.depthwise_block(bd.g, mid + c0 * rows * e.W, x_plane, nc, w2 + c0 * RS, scratch,
+        t.depthwise_block(bd.g, mid + c0 / kConvBlock * x_plane, x_plane, nc, w2 + c0 * RS, scratch,
                           &padding_zeroed, yn + yo, out_plane, te, true, true);
       }
     }

@@ -193,6 +193,13 @@ bool depthwise_project_bands_pay(int64_t bands, int64_t out_rows, int threads) {
          bands == threads && out_rows >= kCloseBandMinRows * threads;
 }
 
+bool expand_depthwise_bands_pay(int64_t expanded_bytes, int threads) {
+  if (expand_bands_pay(threads)) return true;  // pinned on, or far cores
+  // Auto with the cores close: an expanded tensor larger than the threads' L2s.
+  return expand_bands_mode().load(std::memory_order_relaxed) == ExpandBands::Auto && threads > 1 &&
+         expanded_bytes > kCloseExpandBytesPerThread * threads;
+}
+
 void set_expand_bands(ExpandBands mode) { expand_bands_mode().store(mode); }
 
 bool claim_for_write(void* p, int64_t bytes) {

@@ -2,7 +2,7 @@
 // convolution band by band (kernels::expand_depthwise), both weights packed by the lowering, each
 // convolution's bias and activation in its own epilogue. The workspace holds the whole expanded
 // tensor for the runs that take the two convolutions one after the other (one thread, or cores
-// that share an L3: kernels::expand_bands_pay).
+// that share an L3 and an expanded tensor their L2s hold: kernels::expand_depthwise_bands_pay).
 #include "fast_common.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/gemm_packed.h"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/expand_kept_rows.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
 
@@ -100,6 +101,12 @@ TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
     set_expand_bands(ExpandBands::On);  // bands, with or without a workspace
     check(p, 2, true);
     check(p, 1, true);
+    // Every band expanding all its rows (the rows shared with the band before are kept by
+    // default; one thread keeps them in every band but the first).
+    detail::expand_keeps_rows = false;
+    check(p, 2, true);
+    check(p, 1, true);
+    detail::expand_keeps_rows = true;
     set_expand_bands(ExpandBands::Off);  // the two calls over the workspace
     check(p, 2, true);
     check(p, 1, true);
@@ -118,6 +125,17 @@ TEST(ExpandDepthwise, BandsAsTheModeSays) {
   EXPECT_TRUE(expand_bands_pay(2));
   set_expand_bands(ExpandBands::Auto);
   EXPECT_FALSE(expand_bands_pay(1));
+  // The pair's own switch: an expanded tensor beyond the threads' L2s bands on two threads
+  // whether the cores are close or far (smaller ones follow the placement, which a test cannot
+  // pin); never on one thread in Auto, nor with the bands off.
+  const int64_t big = 2 * kCloseExpandBytesPerThread + 4;
+  EXPECT_TRUE(expand_depthwise_bands_pay(big, 2));
+  EXPECT_FALSE(expand_depthwise_bands_pay(big, 1));
+  set_expand_bands(ExpandBands::Off);
+  EXPECT_FALSE(expand_depthwise_bands_pay(big, 2));
+  set_expand_bands(ExpandBands::On);
+  EXPECT_TRUE(expand_depthwise_bands_pay(64, 1));
+  set_expand_bands(ExpandBands::Auto);
 }
 
 TEST(ExpandDepthwise, SaysWhyAPairCannotRun) {

@@ -89,7 +89,7 @@ struct Conv2dShape {
   // projections): the whole layer's output rows. A schedule chosen by the output's size, whose
   // sums run in another order (the 1x1 schedule's channel batches, direct_1x1_applies), is
   // chosen as for the whole layer, so that the banded call's outputs are the whole call's bit for
-  // bit: the runtime bands or not by a measurement of the cores (expand_bands_pay), and the
+  // bit: the runtime bands or not by a measurement of the cores (expand_depthwise_bands_pay), and the
   // outputs must not follow it. 0: out_h().
   int64_t whole_out_h = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
@@ -180,7 +180,8 @@ bool expand_depthwise_pays(const Conv2dShape& expand, const Conv2dShape& depthwi
 // Workspace floats for up to `threads` threads: the whole expanded tensor and the two
 // convolutions' own, for the calls that run them one after the other: on one thread (banded,
 // one thread ran them 1.04-1.14x slower: conv_expand_depthwise.cpp) and while the cores share an
-// L3 (kernels::expand_bands_pay). Without a workspace the call runs band by band.
+// L3 and the threads' L2s hold the expanded tensor (kernels::expand_depthwise_bands_pay). Without
+// a workspace the call runs band by band.
 size_t expand_depthwise_workspace_floats(const Conv2dShape& expand, const Conv2dShape& depthwise, int threads);
 // y = depthwise_epi(depthwise(expand_epi(expand(x)))); packed weights as conv_pack_weight packs
 // them for the direct and the depthwise tactic. No residual on either; depthwise_epi may average

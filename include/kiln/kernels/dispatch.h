@@ -500,6 +500,17 @@ bool expand_bands_pay(int threads);
 // 7-row pairs banded (3 and 4 rows a thread, each reading all the weights) 1.05-1.07.
 bool depthwise_project_bands_pay(int64_t bands, int64_t out_rows, int threads);
 constexpr int64_t kCloseBandMinRows = 6;
+// kernels::expand_depthwise's own switch, `expanded_bytes` the expanded tensor's size. As
+// expand_bands_pay, except that with the cores close it still bands a pair whose expanded
+// tensor is more than kCloseExpandBytesPerThread a thread: more than the threads' L2s (1 MiB a
+// core on the hosts measured) hold, so that apart it goes out to L3 and back. The bands keep the
+// input row each shares with the band before it (expand_kept_rows.h) rather than expand it
+// twice. kiln profile, two threads, cores close, all of a model's pairs banded against none
+// (two rounds each): mobilenet_v2's 112 -> 56 (4.8 MB expanded) 0.281 / 0.291 ms against 0.310 /
+// 0.297, efficientnet_b0's 0.461 / 0.437 against 0.505 / 0.483; their 56 -> 28 (1.8 MB) 0.142-
+// 0.145 against 0.135 and 0.238-0.244 against 0.213, their 28 -> 14 1.02-1.05.
+bool expand_depthwise_bands_pay(int64_t expanded_bytes, int threads);
+constexpr int64_t kCloseExpandBytesPerThread = int64_t{1} << 20;
 enum class ExpandBands { Auto, On, Off };
 // For every later call (tests, A/B runs). Starts Auto, or as KILN_EXPAND_BANDS says.
 void set_expand_bands(ExpandBands mode);
