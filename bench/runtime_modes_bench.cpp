@@ -3,7 +3,7 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
-// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves (kernels/depthwise_halves.h),
+// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1 (kernels/depthwise_halves.h),
 // direct-stem (kernels/conv_stem.h) or keep-rows (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
 // the pairs run while the cores measured close and those while they measured far
@@ -49,6 +49,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "tapered-parts") set_tapered_parts(mode != 0);
   else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
   else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
+  else if (name == "dw-halves-s1") kiln::kernels::detail::depthwise_halves_s1_enabled = mode != 0;
   else if (name == "direct-stem") kiln::kernels::detail::direct_stem_enabled = mode != 0;
   else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
   else if (name == "write-prefetch")
@@ -61,7 +62,7 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|direct-stem|keep-rows[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|keep-rows[=on]\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

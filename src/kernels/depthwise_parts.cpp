@@ -7,6 +7,7 @@
 namespace kiln::kernels::detail {
 
 bool depthwise_halves_enabled = env_switch_on("KILN_DW_HALVES");
+bool depthwise_halves_s1_enabled = env_switch_on("KILN_DW_HALVES_S1");
 
 DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
   DepthwisePlane g;

@@ -1162,6 +1162,9 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       // past the row's end).
       shape(1, 16, 28, 28, 16, 3, 3, 2, 1, 1, 16), shape(2, 24, 20, 36, 24, 5, 5, 2, 2, 1, 24),
       shape(1, 16, 6, 46, 16, 3, 3, 2, 1, 1, 16), shape(1, 16, 9, 30, 16, 5, 5, 2, 2, 1, 16),
+      // Stride 1 on the halves (3x3, rows of 28 and more; also shapes[8] and [12]): 46 wide, five
+      // groups of 8 and 6 left over, in a batch of 2.
+      shape(2, 16, 7, 46, 16, 3, 3, 1, 1, 1, 16),
       shape(3, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1),  // one input channel into 16 (digits_cnn): output blocked only
       // One input channel (depthwise_single_channel): 24 outputs (a partial 16-lane unit) at
       // stride 2 on odd sizes (rows of a 4-pixel group and singles); 5x5 on 21-wide rows, in
@@ -1171,11 +1174,11 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
       shape(1, 1, 12, 12, 8, 3, 3, 1, 2, 2, 1), shape(1, 1, 15, 15, 32, 7, 7, 2, 3, 1, 1),
   };
   int ran = 0;
-  const bool halves_was = detail::depthwise_halves_enabled;
+  const bool halves_was = detail::depthwise_halves_enabled, halves_s1_was = detail::depthwise_halves_s1_enabled;
   for (const KernelTable* t : test::all_tables()) {
     if (!t->depthwise_block || t->simd_width < 8) continue;  // the plane kernel: NCHW only
     for (bool halves : {true, false}) {
-      detail::depthwise_halves_enabled = halves;
+      detail::depthwise_halves_enabled = detail::depthwise_halves_s1_enabled = halves;
       for (Conv2dShape s : shapes)
         for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Silu, Act::HardSwish})
           for (int mode : {1, 2, 3})  // 1: input blocked, 2: output blocked, 3: both
@@ -1208,7 +1211,7 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
             }
     }
   }
-  detail::depthwise_halves_enabled = halves_was;
+  detail::depthwise_halves_enabled = halves_was, detail::depthwise_halves_s1_enabled = halves_s1_was;
   EXPECT_GT(ran, 0);
 }
 

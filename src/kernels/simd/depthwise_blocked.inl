@@ -552,13 +552,17 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
 // In-process pairs against depthwise_pairs_s2 (conv_bench DepthwiseHalves, Zen 4, blocked):
 // mobilenet_v2's 112 -> 56 0.74 / 0.76 (one / two threads), 56 -> 28 0.87, 28 -> 14 0.81;
 // efficientnet_b0's 56 -> 28 5x5 0.82-0.84, 28 -> 14 0.79-0.80. At stride 1 (S 1, same code)
-// against depthwise_pairs_s1, which shuffles 8 vectors for 21 FMAs: 112x112 and 56x56 3x3
-// 0.87-1.02, 28x28 and 14x14 0.98-1.24, the 5x5s 1.14-1.43; so stride 1 keeps the pair kernel.
+// against depthwise_pairs_s1, which shuffles 8 vectors for 21 FMAs, the 5x5s ran 1.14-1.43, so
+// those keep the pair kernel; the 3x3s (seventy-first session, two rounds at one / two threads):
+// 112x112 x 32 0.84 / 0.85-0.97, 56x56 x 144 0.86 / 0.86-0.87, 28x28 x 192 0.97 / 0.95-0.97,
+// 14x14 x 384 and 576 0.99-1.00 / 0.97-1.04, so rows of kHalvesS1MinWidth or more take these.
+// (Groups of 10 or 12 pixels, for more FMA chains, ran 2.3-3x slower: their arrays spilled.)
 // kHalvesGroup output pixels a group (8 accumulators: as many chains as two FMA pipes of
 // latency 4 keep busy); pairs of them go through PairOut's 16-lane epilogue, one insert a pair.
 // The sums run in depthwise_block's order (kh, kw from zero), taps outside the row adding zeros
 // and window rows outside the input skipped as the pair kernels do, so the floats are theirs.
 constexpr int kHalvesGroup = 8;
+constexpr int64_t kHalvesS1MinWidth = 28;
 template <Act A, int K, int S>
 void depthwise_halves(const DepthwisePlane& g, const float* x, int64_t x_plane, int nc, float* out,
                       int64_t out_plane, const TileEpilogue& e) {
@@ -811,6 +815,14 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // 5x5s 1.2x slower; as one group of 7 pairs, 0.70x and 0.78x against the copy (one thread;
     // 0.74-0.84x at two), out of place (conv_depthwise_in_place then says no).
     if (pairs && depthwise_pairs_s1_apply(g)) {
+#if defined(__AVX512F__)
+      // 3x3 windows on rows of kHalvesS1MinWidth or more: on 256-bit halves (depthwise_halves).
+      if (detail::depthwise_halves_s1_enabled && g.R == 3 && g.OW >= kHalvesS1MinWidth) {
+        with_act(e.act, [&]<Act A>() { depthwise_halves<A, 3, 1>(g, x, x_plane, nc, out, out_plane, e); });
+        if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
+        return;
+      }
+#endif
       with_act(e.act, [&]<Act A>() {
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, out, out_plane, e);
         else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, out, out_plane, e);
