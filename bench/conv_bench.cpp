@@ -429,13 +429,15 @@ void BM_DepthwiseHalves(benchmark::State& st) {
   Epilogue e;
   e.bias = b.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
   auto run = [&](bool halves) {
-    kiln::kernels::detail::depthwise_halves_enabled = halves;
+    kiln::kernels::detail::depthwise_halves_enabled = kiln::kernels::detail::depthwise_halves_s1_enabled = halves;
     conv2d(ConvTactic::Depthwise, d, x.data(), pw.data(), y.data(), e, ws.data(), threads);
   };
   const bool was = kiln::kernels::detail::depthwise_halves_enabled;
+  const bool s1_was = kiln::kernels::detail::depthwise_halves_s1_enabled;
   paired_blocks(
       st, [&] { run(false); }, [&] { run(true); }, "halves_vs_pairs", true, "us_pairs", "us_halves");
   kiln::kernels::detail::depthwise_halves_enabled = was;
+  kiln::kernels::detail::depthwise_halves_s1_enabled = s1_was;
 }
 
 // mobilenet_v2's (3x3) and efficientnet_b0's (3x3, 5x5) depthwise layers that the pair kernels
