@@ -3,8 +3,9 @@
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
-// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1 (kernels/depthwise_halves.h),
-// direct-stem (kernels/conv_stem.h) or keep-rows (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
+// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
+// (kernels/depthwise_halves.h), direct-stem (kernels/conv_stem.h) or keep-rows
+// (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
 // the pairs run while the cores measured close and those while they measured far
 // (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median

@@ -104,8 +104,10 @@ std::string expand_depthwise_unsupported(const Conv2dShape& e, const Conv2dShape
 
 // Two threads against the two calls (the pairs in kBandBytes's comment, same runs): strided
 // layers gain 0.69-0.83 on maps of 28 rows or more; mobilenet_v2's 14 -> 7 (576 channels)
-// 0.92-1.01. At stride 1 the bands re-expand the rows their windows share with the next band's,
-// and 56x56 (144 channels) in bands of 4 / 7 / 14 rows ran 1.07 / 1.05 / 1.03; 28x28 (192) 1.04.
+// 0.92-1.01. At stride 1 the bands re-expanded the rows their windows share with the next
+// band's, and 56x56 (144 channels) in bands of 4 / 7 / 14 rows ran 1.07 / 1.05 / 1.03; 28x28 (192)
+// 1.04. (Measured before the bands kept those rows, KeptRows below; an earlier carry of them
+// left the model at 0.993 with the stride-1 pairs fused, BENCHMARKS.md.)
 bool expand_depthwise_pays(const Conv2dShape& e, const Conv2dShape& d) {
   (void)e;
   return d.stride_h >= 2 && d.H >= 28;

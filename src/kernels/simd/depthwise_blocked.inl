@@ -556,7 +556,8 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
 // those keep the pair kernel; the 3x3s (seventy-first session, two rounds at one / two threads):
 // 112x112 x 32 0.84 / 0.85-0.97, 56x56 x 144 0.86 / 0.86-0.87, 28x28 x 192 0.97 / 0.95-0.97,
 // 14x14 x 384 and 576 0.99-1.00 / 0.97-1.04, so rows of kHalvesS1MinWidth or more take these.
-// (Groups of 10 or 12 pixels, for more FMA chains, ran 2.3-3x slower: their arrays spilled.)
+// (Groups of 10 or 12 pixels, for more FMA chains, ran 2.3-3x slower with these unroll counts,
+// their arrays spilled; with the counts raised, 1.0-1.18x the groups of 8.)
 // kHalvesGroup output pixels a group (8 accumulators: as many chains as two FMA pipes of
 // latency 4 keep busy); pairs of them go through PairOut's 16-lane epilogue, one insert a pair.
 // The sums run in depthwise_block's order (kh, kw from zero), taps outside the row adding zeros
@@ -815,15 +816,14 @@ void depthwise_block(const DepthwisePlane& g, const float* x, int64_t x_plane, i
     // 5x5s 1.2x slower; as one group of 7 pairs, 0.70x and 0.78x against the copy (one thread;
     // 0.74-0.84x at two), out of place (conv_depthwise_in_place then says no).
     if (pairs && depthwise_pairs_s1_apply(g)) {
-#if defined(__AVX512F__)
-      // 3x3 windows on rows of kHalvesS1MinWidth or more: on 256-bit halves (depthwise_halves).
-      if (detail::depthwise_halves_s1_enabled && g.R == 3 && g.OW >= kHalvesS1MinWidth) {
-        with_act(e.act, [&]<Act A>() { depthwise_halves<A, 3, 1>(g, x, x_plane, nc, out, out_plane, e); });
-        if (e.sums) add_block_row_sums(out, out_plane, nc, g.OH, g.OW, e.sums);
-        return;
-      }
-#endif
       with_act(e.act, [&]<Act A>() {
+#if defined(__AVX512F__)
+        // 3x3 windows on rows of kHalvesS1MinWidth or more: on 256-bit halves (depthwise_halves).
+        if (detail::depthwise_halves_s1_enabled && g.R == 3 && g.OW >= kHalvesS1MinWidth) {
+          depthwise_halves<A, 3, 1>(g, x, x_plane, nc, out, out_plane, e);
+          return;
+        }
+#endif
         if (g.R == 3) depthwise_pairs_s1<A, 3>(g, x, x_plane, nc, out, out_plane, e);
         else depthwise_pairs_s1<A, 5>(g, x, x_plane, nc, out, out_plane, e);
       });
