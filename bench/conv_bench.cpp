@@ -24,6 +24,8 @@
 #include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/pool.h"
+#include "kiln/kernels/stem_depthwise_project.h"
+#include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
 #include "isa_table.h"
 #include "runtime_memory.h"
@@ -405,6 +407,53 @@ void mobilenet_v2_depthwise_project(benchmark::internal::Benchmark* b) {
     for (const auto& q : pairs) b->Args({q[0], q[1], q[2], q[3], th});
 }
 
+// args: threads: mobilenet_v2's stem (3 -> 32, 3x3 stride 2 on 224x224, Clip 0..6), depthwise 3x3
+// (Clip 0..6) and 1x1 projection to 16 channels, as kiln.StemDepthwiseProject runs them
+// (kernels::stem_depthwise_project): band by band against the stem and then the pair (its own
+// choice of bands or two calls), call by call, the order flipped each time.
+void BM_StemDepthwiseProject(benchmark::State& st) {
+  Conv2dShape s, d, p;
+  s.C = 3, s.H = s.W = 224, s.K = 32, s.R = s.S = 3, s.stride_h = s.stride_w = 2;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+  s.y_blocked = true;
+  d.C = d.K = d.group = 32, d.H = d.W = 112, d.R = d.S = 3;
+  d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  d.x_blocked = d.y_blocked = true;
+  p.C = 32, p.H = p.W = 112, p.K = 16;
+  p.x_blocked = p.y_blocked = true;
+  const int threads = static_cast<int>(st.range(0));
+  if (const std::string why = stem_depthwise_project_unsupported(s, Act::Clip, d, p); !why.empty()) {
+    st.SkipWithError(why.c_str());
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Floats x(s.C * s.H * s.W), y(p.K * p.H * p.W);
+  std::vector<float> ws(s.K * s.C * 9), wd(d.K * 9), wp(p.K * p.C), bs(s.K), bd(d.K), bp(p.K);
+  for (auto* v : {&ws, &wd, &wp, &bs, &bd, &bp})
+    for (auto& f : *v) f = u(rng);
+  for (auto& f : x) f = u(rng);
+  Floats ps(conv_packed_weight_floats(ConvTactic::Direct, s)), pd(conv_packed_weight_floats(ConvTactic::Depthwise, d)),
+      pp(conv_packed_weight_floats(ConvTactic::Direct, p));
+  conv_pack_weight(ConvTactic::Direct, s, ws.data(), ps.data());
+  conv_pack_weight(ConvTactic::Depthwise, d, wd.data(), pd.data());
+  conv_pack_weight(ConvTactic::Direct, p, wp.data(), pp.data());
+  Floats work(stem_depthwise_project_workspace_floats(s, d, p, threads));
+  Epilogue es, ed, ep;
+  es.bias = bs.data(), es.bias_per_row = true, es.act = Act::Clip, es.act_alpha = 0.f, es.act_beta = 6.f;
+  ed = es, ed.bias = bd.data();
+  ep.bias = bp.data(), ep.bias_per_row = true;
+  set_expand_bands(ExpandBands::On);  // bands whatever the cores' distance
+  auto run = [&](bool bands) {
+    kiln::kernels::detail::stem_bands_enabled = bands;
+    stem_depthwise_project(s, d, p, x.data(), ps.data(), es, pd.data(), ed, pp.data(), ep, y.data(), work.data(),
+                           threads);
+  };
+  paired_blocks(st, [&] { run(false); }, [&] { run(true); }, "bands_vs_apart", true, "us_apart", "us_bands");
+  kiln::kernels::detail::stem_bands_enabled = true;
+  set_expand_bands(ExpandBands::Auto);
+}
+
 // args: C, H, R, stride, threads: a depthwise layer between channel-blocked activations (bias
 // and Clip(0, 6)) on the AVX-512 table's 256-bit halves (depthwise_halves) against its 16-lane
 // pair kernels (depthwise_pairs_s1, depthwise_pairs_s2), call by call, order flipped each time:
@@ -467,6 +516,7 @@ BENCHMARK(BM_Conv)->Name("EfficientNetB0Dw")->Apply(efficientnet_b0_depthwise)->
 BENCHMARK(BM_ExpandOutputBlocks)->Name("MobilenetV2ExpandOut8vs16")->Apply(mobilenet_v2_expands)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpandDepthwise)->Name("MobilenetV2ExpandDepthwise")->Apply(mobilenet_v2_expand_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseProject)->Name("MobilenetV2DepthwiseProject")->Apply(mobilenet_v2_depthwise_project)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StemDepthwiseProject)->Name("MobilenetV2StemDepthwiseProject")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseHalves)->Name("DepthwiseHalves")->Apply(pair_kernel_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 

@@ -4,12 +4,16 @@
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
 // (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
-// (kernels/depthwise_halves.h), direct-stem (kernels/conv_stem.h) or keep-rows
+// (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h) or keep-rows
 // (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
 // the pairs run while the cores measured close and those while they measured far
 // (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
-// of the pairs' B/A ratios.
+// of the pairs' B/A ratios. SWITCH artifact=OTHER.kiln instead runs OTHER as side B (the same
+// inputs): two compilations of one model, e.g. with a lowering rule off and on.
+// KILN_AB_BLOCK=K in the environment runs K runs a side in turn instead of one, and takes the
+// median of each block's second half: what only one side touches (its own buffers, its part of
+// the arena) is then as warm as when that side runs alone, not two runs cold.
 // Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
 // pairs of back-to-back runs see the same minute. The inputs are random normal floats (seed 7)
 // of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
@@ -52,6 +56,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
   else if (name == "dw-halves-s1") kiln::kernels::detail::depthwise_halves_s1_enabled = mode != 0;
   else if (name == "direct-stem") kiln::kernels::detail::direct_stem_enabled = mode != 0;
+  else if (name == "stem-bands") kiln::kernels::detail::stem_bands_enabled = mode != 0;
   else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
@@ -63,16 +68,23 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|keep-rows[=on]\n");
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
+                 "stem-bands|keep-rows[=on] | artifact=OTHER.kiln\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);
+  const char* block_env = std::getenv("KILN_AB_BLOCK");
+  const int block = block_env ? std::max(1, std::atoi(block_env)) : 1;
   const std::string which = argv[4];
-  if (pairs < 1 || threads < 1 || !set_switch(which, false)) {
-    std::fprintf(stderr, "runtime_modes_bench: PAIRS and THREADS must be positive and SWITCH one of the five\n");
+  // "artifact=PATH": side B runs that artifact (the same inputs), side A the first.
+  const bool two_artifacts = which.rfind("artifact=", 0) == 0;
+  if (pairs < 1 || threads < 1 || !(two_artifacts || set_switch(which, false))) {
+    std::fprintf(stderr, "runtime_modes_bench: PAIRS and THREADS must be positive and SWITCH one of those named, or "
+                         "artifact=OTHER.kiln\n");
     return 1;
   }
   auto exe = Executable::load(argv[1]);
+  auto exe_b = two_artifacts ? Executable::load(which.substr(9)) : nullptr;
   const Graph& g = *exe->model().graph;
   std::vector<Tensor> in, out;
   std::mt19937 rng(7);
@@ -88,10 +100,11 @@ int run(int argc, char** argv) {
   }
   RunOptions ro;
   ro.threads = threads;
-  for (int i = 0; i < 100; ++i) {
-    set_switch(which, i % 2);
-    exe->run(in, out, ro);
-  }
+  auto run_side = [&](int side) {
+    if (two_artifacts) (side == 1 ? exe_b : exe)->run(in, out, ro);
+    else set_switch(which, side == 1), exe->run(in, out, ro);
+  };
+  for (int i = 0; i < 100; ++i) run_side(i % 2);
   std::vector<double> ms[2][2], ratio[2];  // [close, far][A, B]
   bool far = false;
   for (int i = 0; i < pairs; ++i) {
@@ -99,17 +112,24 @@ int run(int argc, char** argv) {
     double t[2];
     for (int k = 0; k < 2; ++k) {
       const int side = i % 2 ? 1 - k : k;
-      set_switch(which, side == 1);
-      const auto t0 = std::chrono::steady_clock::now();
-      exe->run(in, out, ro);
-      t[side] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      // A block of `block` runs a side: the first half settles the caches into that side's
+      // steady state (what one side alone touches, its own buffers, is otherwise two runs cold),
+      // the second half's median is the side's time.
+      std::vector<double> runs;
+      for (int r = 0; r < block; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run_side(side);
+        if (2 * r >= block) runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      t[side] = median(runs);
     }
     ms[far][0].push_back(t[0]);
     ms[far][1].push_back(t[1]);
     ratio[far].push_back(t[1] / t[0]);
   }
   std::printf("%s, %d threads, A / B = %s\n", argv[1], threads,
-              which.find("=on") != std::string::npos ? "auto / on" : "off / auto");
+              two_artifacts ? ("this / " + which.substr(9)).c_str()
+              : which.find("=on") != std::string::npos ? "auto / on" : "off / auto");
   for (int f = 0; f < 2; ++f) {
     if (ratio[f].empty()) continue;
     std::printf("  %s: %zu pairs, A %.3f ms, B %.3f ms, B/A pair by pair %.4f\n", f ? "far" : "close",

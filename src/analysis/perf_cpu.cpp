@@ -229,6 +229,37 @@ DepthwiseProjectParts depthwise_project_parts(const Node& n, const MachinePeaks&
   return parts;
 }
 
+// A kiln.StemDepthwiseProject's parts: the stem's multiply-adds and tiling (as a direct
+// convolution's), and the pair after it as depthwise_project_parts reads a kiln.DepthwiseProject
+// over the stem's output. Zero when the dims are not known.
+struct StemParts {
+  double stem_flops = 0;
+  GemmGeometry g;
+  DepthwiseProjectParts pair;
+};
+StemParts stem_depthwise_project_parts(const Node& n, const MachinePeaks& m) {
+  StemParts parts;
+  const Value* x = n.input(0);
+  std::vector<int64_t> ws = n.attr_ints("stem_w_shape", {});  // packed: Ws's logical dims
+  if (ws.empty() && n.input(1) && n.input(1)->shape.is_static()) ws = n.input(1)->shape.static_dims();
+  if (!x || !x->shape.is_static() || x->shape.rank() != 4 || ws.size() != 4) return parts;
+  const std::vector<int64_t> xd = x->shape.static_dims();
+  const kernels::Conv2dShape s = ops::fused_conv_shape(ops::stem_half(n), xd, ws);
+  parts.stem_flops = 2.0 * static_cast<double>(s.N * s.K * s.out_h() * s.out_w() * s.C * s.R * s.S);
+  parts.g = direct_geometry(s.N, s.K, s.out_h(), s.out_w());
+  Value stem;
+  stem.dtype = DType::f32, stem.shape = Shape::of({s.N, s.K, s.out_h(), s.out_w()});
+  Node q;
+  q.op = "DepthwiseProject", q.domain = n.domain, q.name = n.name;
+  for (const auto& [k, v] : n.attrs)
+    if (k.rfind("stem_", 0) != 0) q.attrs[k] = v;
+  q.inputs = {&stem};
+  for (size_t i = 3; i < n.inputs.size(); ++i) q.inputs.push_back(n.inputs[i]);
+  q.outputs = n.outputs;
+  parts.pair = depthwise_project_parts(q, m);
+  return parts;
+}
+
 }  // namespace
 
 bool has_kernel_rates(const Chip& chip) { return chip.machine && !chip.machine->kernels.empty(); }
@@ -238,6 +269,7 @@ std::string cpu_kernel_class(const Node& n) {
   if ((kiln_op && n.op == "FusedConv") || (n.domain.empty() && n.op == "Conv")) return "conv_" + conv_tactic(n);
   if (kiln_op && n.op == "ExpandDepthwise") return "expand_depthwise";
   if (kiln_op && n.op == "DepthwiseProject") return "depthwise_project";
+  if (kiln_op && n.op == "StemDepthwiseProject") return "stem_depthwise_project";
   if ((kiln_op && (n.op == "FusedMatMul" || n.op == "Attention")) ||
       (n.domain.empty() && (n.op == "MatMul" || n.op == "Gemm")))
     return "gemm";
@@ -315,7 +347,8 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
   }
   // The fixed cost of entering the kernel (measured on its smallest call), on top of the
   // dispatch: convolutions (any tactic) and GEMMs; one call per node.
-  if (cls.rfind("conv_", 0) == 0 || cls == "gemm" || cls == "expand_depthwise" || cls == "depthwise_project")
+  if (cls.rfind("conv_", 0) == 0 || cls == "gemm" || cls == "expand_depthwise" || cls == "depthwise_project" ||
+      cls == "stem_depthwise_project")
     if (const KernelRate* call = m.kernel(cls == "gemm" ? "gemm_call" : "conv_call")) t.launch_s += call->seconds;
   if (cls == "fma_peak") {
     t.compute_s = flops / (m.fp32_gflops_per_core * scale * 1e9);
@@ -342,6 +375,14 @@ OpTime cpu_kernel_time(const Node& n, double flops, double bytes, double model_w
     const DepthwiseProjectParts dp = depthwise_project_parts(n, m);
     t.compute_s =
         dp.depthwise_s / scale + dp.project_flops / (gemm_rate_gflops(m, "conv_direct", dp.g) * scale * 1e9);
+  } else if (cls == "stem_depthwise_project") {
+    // The stem at the direct tactic's rate for its tiling, then the pair as above
+    // (kernels::stem_depthwise_project): the stem's output and the depthwise rows stay in the
+    // thread's L2, and the op's bytes leave them out.
+    const StemParts sp = stem_depthwise_project_parts(n, m);
+    t.compute_s = sp.stem_flops / (gemm_rate_gflops(m, "conv_direct", sp.g) * scale * 1e9) +
+                  sp.pair.depthwise_s / scale +
+                  sp.pair.project_flops / (gemm_rate_gflops(m, "conv_direct", sp.pair.g) * scale * 1e9);
   } else if (cls == "conv_depthwise" || cls == "pool") {
     t.compute_s = plane_node_seconds(n, m, cls == "pool" ? "pool" : "conv_depthwise") / scale;
   } else {

@@ -215,6 +215,9 @@ static CompileReport compile_without_trim(const std::string& model_path, const s
   if (lowered.depthwise_project > 0)
     s << "; " << lowered.depthwise_project << " depthwise + 1x1 projection pair"
       << (lowered.depthwise_project == 1 ? "" : "s") << " run band by band";
+  if (lowered.stem_depthwise_project > 0)
+    s << " (" << lowered.stem_depthwise_project << " with the stem before "
+      << (lowered.stem_depthwise_project == 1 ? "it" : "them") << ")";
   s << "\n";
   if (!gen.empty())
     s << "generated kernels: " << gen.size() << " in one library (" << (lib.cache_hit ? "cache hit" : "compiled")

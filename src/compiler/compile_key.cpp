@@ -24,6 +24,7 @@ std::string compile_key(const std::string& source_sha256, const CompileOptions& 
   if (!lower::fold_means_enabled()) s << "no folded averages\n";
   if (!lower::expand_depthwise_enabled()) s << "no expand + depthwise bands\n";
   if (!lower::depthwise_project_enabled()) s << "no depthwise + projection bands\n";
+  if (!lower::stem_depthwise_project_enabled()) s << "no stem + depthwise + projection bands\n";
   if (!lower::padded_planes_enabled()) s << "no padded planes\n";
   if (!kernels::conv_direct_p64_enabled()) s << "no 6 x 64 direct tile\n";
   if (!kernels::conv_winograd_enabled()) s << "no Winograd tiles\n";

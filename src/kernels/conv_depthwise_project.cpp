@@ -9,6 +9,7 @@
 #include <string>
 
 #include "depthwise_parts.h"
+#include "depthwise_project_band.h"
 #include "depthwise_wide.h"
 #include "gemm_driver.h"
 #include "line_scratch.h"
@@ -88,7 +89,6 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
     return;
   }
   const DepthwisePlane whole = detail::depthwise_geometry(d);
-  const int64_t bo = p.y_block;
   Epilogue e2 = epi_p;
   e2.bias_per_row = true;
   parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
@@ -115,29 +115,43 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
                                              mid + c0 * rows * OW, 0, rows, out);
         }
       } else {
-        const int64_t mid_plane = kConvBlock * rows * OW;  // floats between the band's 8-channel blocks
         float* scratch =
             own_scratch.floats(static_cast<size_t>(depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats));
-        bool padding_zeroed = false;
-        for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
-          const int nc = static_cast<int>(std::min(lanes, d.K - c0));
-          TileEpilogue te = detail::depthwise_epilogue(epi_d, c0, TileEpilogue::Bias::PerRow, 0, mid_plane);
-          if (detail::depthwise_has_pair_copy(d))
-            te.pair_weights = wd + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
-          t.depthwise_block(bd.g, xn + c0 * d.H * d.W + bd.x_offset * kConvBlock, kConvBlock * d.H * d.W, nc,
-                            wd + c0 * RS, scratch, &padding_zeroed, mid + c0 * rows * OW, mid_plane, te, true, true);
-        }
+        detail::depthwise_band_rows(t, d, bd, xn + bd.x_offset * kConvBlock, kConvBlock * d.H * d.W, wd, epi_d,
+                                    scratch, mid);
       }
-      // The band's projected rows straight into y's planes (Conv2dShape::y_plane_rows), the
-      // residual's rows added as they are stored.
-      Conv2dShape pb = p;
-      pb.N = 1, pb.H = rows, pb.y_plane_rows = pb.whole_out_h = OH;
-      const int64_t at = n * p.K * OH * OW + oh0 * OW * bo;
-      Epilogue eb = e2;
-      if (epi_p.residual) eb.residual = epi_p.residual + at;
-      conv2d(ConvTactic::Direct, pb, mid, wp, y + at, eb, nullptr, 1);
+      detail::project_band(p, n, oh0, rows, mid, wp, e2, y);
     }
   });
 }
+
+namespace detail {
+
+void depthwise_band_rows(const KernelTable& t, const Conv2dShape& d, const DepthwiseBand& bd, const float* in,
+                         int64_t in_plane, const float* wd, const Epilogue& epi_d, float* scratch, float* mid) {
+  const int64_t rows = bd.g.OH, OW = bd.g.OW, RS = d.R * d.S, lanes = t.simd_width;
+  const int64_t mid_plane = kConvBlock * rows * OW;  // floats between the band's 8-channel blocks
+  bool padding_zeroed = false;
+  for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
+    const int nc = static_cast<int>(std::min(lanes, d.K - c0));
+    TileEpilogue te = depthwise_epilogue(epi_d, c0, TileEpilogue::Bias::PerRow, 0, mid_plane);
+    if (depthwise_has_pair_copy(d)) te.pair_weights = wd + depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+    t.depthwise_block(bd.g, in + c0 / kConvBlock * in_plane, in_plane, nc, wd + c0 * RS, scratch, &padding_zeroed,
+                      mid + c0 * rows * OW, mid_plane, te, true, true);
+  }
+}
+
+void project_band(const Conv2dShape& p, int64_t n, int64_t oh0, int64_t rows, const float* mid, const float* wp,
+                  const Epilogue& epi_p, float* y) {
+  const int64_t OH = p.H, OW = p.W;
+  Conv2dShape pb = p;
+  pb.N = 1, pb.H = rows, pb.y_plane_rows = pb.whole_out_h = OH;
+  const int64_t at = n * p.K * OH * OW + oh0 * OW * p.y_block;
+  Epilogue eb = epi_p;
+  if (epi_p.residual) eb.residual = epi_p.residual + at;
+  conv2d(ConvTactic::Direct, pb, mid, wp, y + at, eb, nullptr, 1);
+}
+
+}  // namespace detail
 
 }  // namespace kiln::kernels

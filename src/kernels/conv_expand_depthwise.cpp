@@ -59,30 +59,14 @@ InputBlocks input_blocks(const Conv2dShape& e) {
   return b;
 }
 
-// The expanded rows a thread's band buffer holds from the band it ran last: input rows [r0, r0 +
-// rows) of image n, in the buffer at `mid`, in call `call` of expand_depthwise (each call numbered,
-// so that rows from an earlier call, of other weights or another input, never count).
-struct KeptRows {
-  uint64_t call = 0;
-  int64_t n = -1;
-  const float* mid = nullptr;
-  int64_t r0 = 0, rows = 0;
-  // How many of input rows [r0, r0 + rows) of image n, from r0 on, the buffer `mid` holds in `call`.
-  int64_t shared(uint64_t c, int64_t image, const float* at, int64_t first, int64_t count) const {
-    if (c != call || image != n || at != mid || first < r0 || first >= r0 + rows) return 0;
-    return std::min(r0 + rows - first, count);
-  }
-};
-
-uint64_t next_call() {
-  static std::atomic<uint64_t> calls{0};
-  return calls.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
 }  // namespace
 
 namespace detail {
 bool expand_keeps_rows = env_switch_on("KILN_EXPAND_KEEP_ROWS");
+uint64_t next_banded_call() {
+  static std::atomic<uint64_t> calls{0};
+  return calls.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 }  // namespace detail
 
 std::string expand_depthwise_unsupported(const Conv2dShape& e, const Conv2dShape& d) {
@@ -106,7 +90,7 @@ std::string expand_depthwise_unsupported(const Conv2dShape& e, const Conv2dShape
 // layers gain 0.69-0.83 on maps of 28 rows or more; mobilenet_v2's 14 -> 7 (576 channels)
 // 0.92-1.01. At stride 1 the bands re-expanded the rows their windows share with the next
 // band's, and 56x56 (144 channels) in bands of 4 / 7 / 14 rows ran 1.07 / 1.05 / 1.03; 28x28 (192)
-// 1.04. (Measured before the bands kept those rows, KeptRows below; an earlier carry of them
+// 1.04. (Measured before the bands kept those rows, detail::KeptRows; an earlier carry of them
 // left the model at 0.993 with the stride-1 pairs fused, BENCHMARKS.md.)
 bool expand_depthwise_pays(const Conv2dShape& e, const Conv2dShape& d) {
   (void)e;
@@ -165,12 +149,12 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
     plane_rows = std::max(plane_rows, detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands).g.H);
   const int64_t x_plane = kConvBlock * plane_rows * e.W;  // floats between the expanded 8-channel blocks
   const int64_t row_floats = e.W * kConvBlock;            // one expanded row of one block
-  const uint64_t call = next_call();
+  const uint64_t call = detail::next_banded_call();
   parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
     // This thread's: the band's input rows (when the input has more than one block), its
     // expanded rows, and the depthwise block's scratch. Kept between calls.
     thread_local std::vector<float> own_in, own_mid, own_scratch;
-    thread_local KeptRows kept_rows;
+    thread_local detail::KeptRows kept_rows;
     float* mid = aligned_floats(own_mid, ceil_div(e.K, kConvBlock) * x_plane);
     for (int64_t part = p0; part < p1; ++part) {
       const int64_t n = part / bands, b = part % bands;
@@ -185,7 +169,7 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
         for (int64_t k = 0; k < ceil_div(e.K, kConvBlock); ++k)
           std::memmove(mid + k * x_plane, mid + k * x_plane + (r0 - kept_rows.r0) * row_floats,
                        sizeof(float) * kept * row_floats);
-      kept_rows = KeptRows{call, n, mid, r0, rows};
+      kept_rows = detail::KeptRows{call, n, mid, r0, rows};
       if (kept < rows) {
         // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
         const int64_t fresh = rows - kept;

@@ -30,6 +30,9 @@ namespace kiln::kernels::detail {
 // KILN_DIRECT_STEM=0 in the environment at start-up turns it off (the stem bands or the general
 // schedule then run these layers); in-process A/B harnesses flip it between calls.
 extern bool direct_stem_enabled;
+// stem_depthwise_project's bands (KILN_STEM_BANDS=0 at start-up turns them off: the stem, then the
+// pair); in-process A/B harnesses flip it between calls.
+extern bool stem_bands_enabled;
 
 // Whether conv_direct_stem runs s with epilogue e on table t: AVX-512, the switch on, 3x3
 // windows at stride 2 with one pixel of padding on every side and no dilation, one group, a
@@ -43,8 +46,12 @@ bool direct_stem_applies(const KernelTable& t, const Conv2dShape& s, const Epilo
 struct StemBand {
   const float* x = nullptr;  // the image's input, [C][H][W]
   const float* w = nullptr;  // the packed weight: 32-column panels of rows q = (kh * 3 + kw) * C + c
-  float* y = nullptr;        // the image's output, [K / 8][OH][OW][8]
+  float* y = nullptr;        // the image's output, [K / 8][OH][OW][8] (or y_rows rows a block)
   int64_t C = 0, H = 0, W = 0, K = 0, OH = 0, OW = 0, oh0 = 0, oh1 = 0;
+  // A band's own planes (stem_depthwise_project): y holds y_rows rows a block, output row oh at
+  // plane row oh - y_row0. 0, 0: the whole image's planes.
+  int64_t y_rows = 0, y_row0 = 0;
+  int64_t out_rows() const { return y_rows ? y_rows : OH; }
   float alpha = 1.f;
   const float* bias = nullptr;
   Act act = Act::None;

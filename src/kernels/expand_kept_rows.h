@@ -2,6 +2,8 @@
 // rows that the band its thread ran before also read are moved up in the band buffer instead of
 // expanded again.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 
 namespace kiln::kernels::detail {
 
@@ -9,5 +11,25 @@ namespace kiln::kernels::detail {
 // rows its windows reach: an A/B between processes); in-process A/B harnesses flip it between
 // calls. Same floats either way: a kept row is the bits the same expand wrote.
 extern bool expand_keeps_rows;
+
+// The rows a thread's band buffer holds from the band it ran last: input rows [r0, r0 + rows) of
+// image n, in the buffer at `mid`, in call `call` of the banded kernel (each call numbered by
+// next_banded_call, so that rows from an earlier call, of other weights or another input, never
+// count). expand_depthwise and stem_depthwise_project keep them.
+struct KeptRows {
+  uint64_t call = 0;
+  int64_t n = -1;
+  const float* mid = nullptr;
+  int64_t r0 = 0, rows = 0;
+  // How many of input rows [first, first + count) of image `image`, from first on, the buffer
+  // `at` holds in call `c`.
+  int64_t shared(uint64_t c, int64_t image, const float* at, int64_t first, int64_t count) const {
+    if (c != call || image != n || at != mid || first < r0 || first >= r0 + rows) return 0;
+    return std::min(r0 + rows - first, count);
+  }
+};
+
+// A number no earlier call of a banded kernel had (process-wide).
+uint64_t next_banded_call();
 
 }  // namespace kiln::kernels::detail

@@ -115,6 +115,7 @@ void lower_graph(Model& m, Graph& g, const LowerOptions& opt, LowerReport& r) {
     r.winograd_convs += assign_winograd(g, conv_weights, r.kernels, r.packed_bytes);
     r.expand_depthwise += fuse_expand_depthwise(g, r.kernels);
     r.depthwise_project += fuse_depthwise_project(g, r.kernels);
+    r.stem_depthwise_project += fuse_stem_depthwise_project(g, r.kernels);
     drop_unused_initializers(g);  // the ONNX weights, and direct panels assign_winograd replaced
     std::map<std::string, const Node*> by_name;
     for (const auto& n : g.nodes()) by_name[n->name] = n.get();

@@ -81,6 +81,15 @@ int fuse_expand_depthwise(Graph& g, std::vector<KernelChoice>& kernels);
 // depthwise_project_enabled in lower.h).
 int fuse_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels);
 
+// Fuses each RGB stem (direct, kernels::stem_depthwise_project_unsupported says which) and the
+// kiln.DepthwiseProject that alone reads its output into one kiln.StemDepthwiseProject
+// (stem_depthwise_project.cpp), after the depthwise + projection pairs: the pair's node takes the
+// stem in and keeps its entry of `kernels` (noted), the stem's goes; pairs after a direct
+// convolution left as they were get a note saying why. Returns how many.
+// KILN_STEM_DEPTHWISE_PROJECT=0 turns it off (for A/B runs; stem_depthwise_project_enabled in
+// lower.h).
+int fuse_stem_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels);
+
 // Turns the direct convolutions that can into F(2x2, 3x3) Winograd tiles (winograd.cpp), after the
 // layouts (they need 16-channel blocks on both sides): packs their weights again from the ONNX
 // weights in `weights` (each FusedConv's before lower_conv packed it), sets attribute

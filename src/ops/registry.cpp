@@ -11,7 +11,7 @@ constexpr int kOpCount = 0
 #include "op_list.inc"
     ;
 #undef KILN_OP
-static_assert(kOpCount == 150, "op_list.inc changed: update this count with the list");
+static_assert(kOpCount == 151, "op_list.inc changed: update this count with the list");
 
 struct Table {
   std::vector<OpDef> defs;

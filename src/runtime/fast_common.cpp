@@ -1,5 +1,8 @@
 #include "fast_common.h"
 
+#include "kiln/ir/error.h"
+#include "kiln/kernels/gemm_packed.h"
+
 namespace kiln::runtime {
 
 // kernels::Act mirrors ops::Activation value for value (kernels depend on nothing of ours).
@@ -31,6 +34,17 @@ void check_channel_means_output(const Node& n) {
   KILN_CHECK(m->dtype == DType::f32 && y.is_static() && m->shape.is_static() && m->shape.rank() == 4 &&
                  m->shape[0] == y[0] && m->shape[1] == y[1] && m->shape[2].value == 1 && m->shape[3].value == 1,
              n.describe(), ": the averages ", m->shape.str(), " must be f32 [N, K, 1, 1] of the output ", y.str());
+}
+
+std::vector<int64_t> banded_conv_input_dims(const Node& n, const char* what) {
+  KILN_CHECK(n.has_attr("packed"), n.describe(), ": the ", what, " node needs the lowering's packed weights");
+  KILN_CHECK(n.attr_s("isa", "") == kernels::gemm_isa(), n.describe(), ": weights packed for ", n.attr_s("isa", "?"),
+             ", but this CPU's micro-kernel is ", kernels::gemm_isa(), "; compile the model again here");
+  const Value* x = n.input(0);
+  KILN_CHECK(x && x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() == 4, n.describe(),
+             ": needs a static f32 NCHW input, got ", x ? dtype_name(x->dtype) : "nothing",
+             x ? x->shape.str() : std::string());
+  return x->shape.static_dims();
 }
 
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end) {

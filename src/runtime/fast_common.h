@@ -18,6 +18,11 @@ kernels::ConvTactic conv_tactic_of(const Node& n);
 // static output Y; throws naming the node otherwise.
 void check_channel_means_output(const Node& n);
 
+// The checks of a banded convolution node (kiln.ExpandDepthwise, kiln.DepthwiseProject,
+// kiln.StemDepthwiseProject; `what` names it in the messages): the lowering's packed weights,
+// packed for this CPU's micro-kernel, and a static f32 NCHW input; returns the input's dims.
+std::vector<int64_t> banded_conv_input_dims(const Node& n, const char* what);
+
 // Product of dims [begin, end).
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end);
 

@@ -18,15 +18,10 @@ struct DepthwiseProjectState {
 
 bool prepare(StepContext& ctx) {
   const Node& n = *ctx.node;
-  KILN_CHECK(n.has_attr("packed"), n.describe(),
-             ": the depthwise + projection node needs the lowering's packed weights");
-  KILN_CHECK(n.attr_s("isa", "") == kernels::gemm_isa(), n.describe(), ": weights packed for ", n.attr_s("isa", "?"),
-             ", but this CPU's micro-kernel is ", kernels::gemm_isa(), "; compile the model again here");
+  const std::vector<int64_t> xd = banded_conv_input_dims(n, "depthwise + projection");
   const Value* x = n.input(0);
-  KILN_CHECK(x->dtype == DType::f32 && x->shape.is_static() && x->shape.rank() == 4, n.describe(),
-             ": needs a static f32 NCHW input, got ", dtype_name(x->dtype), x->shape.str());
   auto st = std::make_shared<DepthwiseProjectState>();
-  st->shapes = ops::depthwise_project_shapes(n, x->shape.static_dims());
+  st->shapes = ops::depthwise_project_shapes(n, xd);
   const std::string bad = kernels::depthwise_project_unsupported(st->shapes.depthwise, st->shapes.project);
   KILN_CHECK(bad.empty(), n.describe(), ": cannot run input ", x->shape.str(), ": ", bad);
   if (const Value* z = n.input(5))

@@ -152,6 +152,39 @@ graph g(%x: f32[1,144,56,56], %wd: f32[144,1,3,3], %bd: f32[144], %wp: f32[24,14
   EXPECT_GT(project_s, 0);
 }
 
+// kiln.StemDepthwiseProject (mobilenet_v2's features.0 and .1: the 3 -> 32 stem at stride 2 on
+// 224x224, the 3x3 depthwise layer and the 32 -> 16 projection) is the stem at the direct
+// tactic's rate for its tiling, then the pair as kiln.DepthwiseProject's two kernels.
+TEST(PerfCpu, StemDepthwiseProjectIsTheStemAndThePair) {
+  Model fused = parse_model(R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[1,3,224,224], %ws: f32[32,3,3,3], %bs: f32[32], %wd: f32[32,1,3,3], %bd: f32[32], %wp: f32[16,32,1,1], %bp: f32[16]) -> (%y) {
+  %y = kiln::StemDepthwiseProject(%x, %ws, %bs, %wd, %bd, %wp, %bp) {stem_pads=[1,1,1,1], stem_strides=[2,2], stem_activation="Clip", stem_act_alpha=0.0, stem_act_beta=6.0, depthwise_group=32, depthwise_pads=[1,1,1,1], depthwise_activation="Clip", depthwise_act_alpha=0.0, depthwise_act_beta=6.0}
+})");
+  ops::infer_shapes(fused);
+  const Node& n = *fused.graph->nodes().at(0);
+  EXPECT_EQ(cpu_kernel_class(n), "stem_depthwise_project");
+  Model pair = parse_model(R"(kiln.model opset=13 opset.kiln=1
+graph g(%x: f32[1,32,112,112], %wd: f32[32,1,3,3], %bd: f32[32], %wp: f32[16,32,1,1], %bp: f32[16]) -> (%y) {
+  %y = kiln::DepthwiseProject(%x, %wd, %bd, %wp, %bp) {depthwise_group=32, depthwise_pads=[1,1,1,1], depthwise_activation="Clip", depthwise_act_alpha=0.0, depthwise_act_beta=6.0}
+})");
+  ops::infer_shapes(pair);
+  OneNode stem = conv(3, 32, 224, 3, 1);
+  stem.n->attrs["strides"] = std::vector<int64_t>{2, 2};
+  stem.n->attrs["tactic"] = std::string("direct");
+  ops::infer_shapes(stem.m);
+  Chip chip = synthetic_chip();
+  auto flops = [](const Node& k) { return ops::node_cost(k)->flops; };
+  const OpTime s = cpu_kernel_time(*stem.n, flops(*stem.n), 0, 0, chip);
+  const Node& q = *pair.graph->nodes().at(0);
+  const OpTime p = cpu_kernel_time(q, flops(q), 0, 0, chip);
+  const OpTime all = cpu_kernel_time(n, flops(n), 0, 0, chip);
+  // The stem's multiply-adds only (its cost adds the bias per output).
+  const double stem_s = 2.0 * 3 * 9 * 32 * 112 * 112 / flops(*stem.n) * s.compute_s;
+  EXPECT_NEAR(all.compute_s, stem_s + p.compute_s, 1e-12);
+  EXPECT_GT(stem_s, 0);
+  EXPECT_GT(p.compute_s, 0);
+}
+
 TEST(PerfCpu, FormulasByHand) {
   Chip chip = synthetic_chip();
   ASSERT_TRUE(has_kernel_rates(chip));

@@ -1,10 +1,10 @@
 // A compiled model's outputs do not depend on how the runtime splits its work. The runtime picks
 // some schedules by a measurement it repeats every 50 ms (the cores' round trip: kernels::
-// refresh_core_distance): banded expand + depthwise and depthwise + projection pairs, claimed and
-// prefetched output lines. The same input must give the same bits whatever that measurement
-// says, and at one thread as at two, or a validation that compares outputs (kiln profile
-// --rerun's check, a user's golden files) fails by chance. Each mode is pinned here rather than
-// left to the measurement, so the test is the same on every host.
+// refresh_core_distance): banded expand + depthwise and depthwise + projection pairs (and the stem
+// with the first of those), claimed and prefetched output lines. The same input must give the
+// same bits whatever that measurement says, and at one thread as at two, or a validation that
+// compares outputs (kiln profile --rerun's check, a user's golden files) fails by chance. Each
+// mode is pinned here rather than left to the measurement, so the test is the same on every host.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -77,8 +77,9 @@ void expect_same_bits_in_every_mode(const std::string& model) {
 }
 
 // The two models whose compiled graphs hold the banded pairs (kiln.ExpandDepthwise,
-// kiln.DepthwiseProject; efficientnet_b0's with its squeeze-excitation means), and resnet18,
-// whose stem runs in bands on more than one thread (conv_direct_bands).
+// kiln.DepthwiseProject; efficientnet_b0's with its squeeze-excitation means; mobilenet_v2's
+// stem with its first pair, kiln.StemDepthwiseProject, banded on two and three threads), and
+// resnet18, whose stem runs in bands on more than one thread (conv_direct_bands).
 TEST(ZooDeterminism, MobileNetV2) { expect_same_bits_in_every_mode("mobilenet_v2"); }
 TEST(ZooDeterminism, EfficientNetB0) { expect_same_bits_in_every_mode("efficientnet_b0"); }
 TEST(ZooDeterminism, ResNet18) { expect_same_bits_in_every_mode("resnet18"); }

@@ -37,6 +37,7 @@ struct LowerReport {
   int winograd_convs = 0;        // direct convolutions run as F(2x2, 3x3) Winograd tiles (winograd.cpp)
   int expand_depthwise = 0;      // expand 1x1 + strided depthwise pairs run band by band (expand_depthwise.cpp)
   int depthwise_project = 0;     // depthwise + 1x1 projection pairs run band by band (depthwise_project.cpp)
+  int stem_depthwise_project = 0;  // of those, run band by band with the stem before them (stem_depthwise_project.cpp)
   std::string isa;               // micro-kernel ISA the weights were packed for
 };
 
@@ -69,6 +70,9 @@ bool expand_depthwise_enabled();
 // False when KILN_DEPTHWISE_PROJECT=0 is set: depthwise + projection pairs stay two kernels
 // (depthwise_project.cpp; for A/B runs, the compile cache keys on it).
 bool depthwise_project_enabled();
+// False when KILN_STEM_DEPTHWISE_PROJECT=0 is set: an RGB stem and the depthwise + projection pair
+// after it stay two kernels (stem_depthwise_project.cpp; for A/B runs, the compile cache keys on it).
+bool stem_depthwise_project_enabled();
 
 // Tactic names of a lowered node ("" when the node was not lowered).
 std::string node_tactic(const Node& n);

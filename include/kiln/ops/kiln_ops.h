@@ -99,6 +99,18 @@ DepthwiseProjectShapes depthwise_project_shapes(const Node& n, const std::vector
 // the `depthwise_` attributes without the prefix (activation, layout, packing); no inputs.
 Node depthwise_half(const Node& n);
 
+// A lowered kiln.StemDepthwiseProject node's three convolutions for input dims x [N, C, H, W]:
+// the stem (its `stem_` attributes, `stem_w_shape`) and the depthwise + projection pair over the
+// stem's output (the node's other attributes, as a kiln.DepthwiseProject's). Shared by the
+// lowering and the runtime.
+struct StemDepthwiseProjectShapes {
+  kernels::Conv2dShape stem, depthwise, project;
+};
+StemDepthwiseProjectShapes stem_depthwise_project_shapes(const Node& n, const std::vector<int64_t>& x);
+// The stem of a kiln.StemDepthwiseProject node as a kiln.FusedConv node of its own: the `stem_`
+// attributes without the prefix; no inputs.
+Node stem_half(const Node& n);
+
 // Bytes a value takes in memory when that is more than its dims say: the output of a kiln.FusedConv
 // written into padded planes (`y_pad`, lower/padded_layout.cpp), its border included. 0 for every
 // other value, and for one whose shape is not static yet. The memory planner's

@@ -112,15 +112,15 @@ template <int C, int NV, Act A>
 [[gnu::always_inline]] inline void tile(const StemBand& b, int64_t v0, int64_t k0) {
   const int64_t vpr = b.OW / kPx, rec = record_floats(b.W), half = b.W / 2;
   const float* base[NV];
-  int64_t at[NV];  // the vector's first output pixel in the image's plane
+  int64_t at[NV];  // the vector's first output pixel in the output's plane
 #pragma GCC unroll 4
   for (int p = 0; p < NV; ++p) {
     const int64_t r = (v0 + p) / vpr, px = (v0 + p) % vpr * kPx;
     base[p] = b.scratch + 2 * r * C * rec + kLead + px;  // odd column px of the vector's first window row
-    at[p] = (b.oh0 + r) * b.OW + px;
+    at[p] = (b.oh0 + r - b.y_row0) * b.OW + px;
   }
   if (b.fetch_for_write) {  // the tile's output lines, before its K loop (StemBand::fetch_for_write)
-    const float* o = b.y + k0 / kNK * b.OH * b.OW * kNK;
+    const float* o = b.y + k0 / kNK * b.out_rows() * b.OW * kNK;
 #pragma GCC unroll 4
     for (int p = 0; p < NV; ++p)
 #pragma GCC unroll 8
@@ -154,7 +154,7 @@ template <int C, int NV, Act A>
     }
   const bool scale = b.alpha != 1.f;
   const __m512 alpha = _mm512_set1_ps(b.alpha), lo = _mm512_set1_ps(b.act_alpha), hi = _mm512_set1_ps(b.act_beta);
-  float* out = b.y + k0 / kNK * b.OH * b.OW * kNK;
+  float* out = b.y + k0 / kNK * b.out_rows() * b.OW * kNK;
 #pragma GCC unroll 4
   for (int p = 0; p < NV; ++p) {
     __m512 ch[kNK];

@@ -2,7 +2,10 @@
 // shares: calling ONNX reference kernels from the table, f32 conversion, the bias/residual
 // adds and the activation of the epilogue.
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <mutex>
+#include <string>
 
 #include "kiln_common.h"
 
@@ -190,6 +193,26 @@ void check_broadcasts_into(const InferContext& c, const Shape& out, size_t input
   for (size_t i = 0; i < out.rank(); ++i)
     if (out[i].is_static() && (*b)[i].is_static() && out[i].value != (*b)[i].value)
       c.fail(str_cat(what, " ", s.str(), " would grow the output ", out.str()));
+}
+
+std::vector<AttrSpec> prefixed_attrs(std::string_view prefix, const std::vector<AttrSpec>& specs) {
+  static std::mutex mu;
+  static std::deque<std::string> names;  // never moves its strings
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<AttrSpec> out;
+  for (const AttrSpec& s : specs) {
+    names.push_back(std::string(prefix) + std::string(s.name));
+    out.push_back({names.back(), s.kind});
+  }
+  return out;
+}
+
+Node prefixed_part(const Node& n, std::string_view prefix, const char* op, const char* part) {
+  Node d;
+  d.op = op, d.domain = kKilnDomain, d.name = n.name + ":" + part;
+  for (const auto& [k, v] : n.attrs)
+    if (k.rfind(prefix, 0) == 0) d.attrs[k.substr(prefix.size())] = v;
+  return d;
 }
 
 }  // namespace kiln_domain

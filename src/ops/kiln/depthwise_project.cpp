@@ -103,27 +103,14 @@ void depthwise_project_kernel(KernelContext& c) {
 }
 
 std::vector<AttrSpec> depthwise_project_attrs() {
-  const std::vector<AttrSpec> conv = def_FusedConv().attrs;
-  std::vector<AttrSpec> a = conv;  // the projection's
-  // The depthwise convolution's, prefixed: AttrSpec names are views, so the names live here.
-  static const std::vector<std::string> prefixed = [&] {
-    std::vector<std::string> names;
-    for (const AttrSpec& s : conv) names.push_back(std::string(kPrefix) + std::string(s.name));
-    return names;
-  }();
-  for (size_t i = 0; i < conv.size(); ++i) a.push_back({prefixed[i], conv[i].kind});
+  std::vector<AttrSpec> a = def_FusedConv().attrs;  // the projection's
+  for (const AttrSpec& s : prefixed_attrs(kPrefix, def_FusedConv().attrs)) a.push_back(s);  // the depthwise one's
   return a;
 }
 
 }  // namespace
 
-Node depthwise_half(const Node& n) {
-  Node d;
-  d.op = "FusedConv", d.domain = kKilnDomain, d.name = n.name + ":depthwise";
-  for (const auto& [k, v] : n.attrs)
-    if (k.rfind(kPrefix, 0) == 0) d.attrs[k.substr(kPrefix.size())] = v;
-  return d;
-}
+Node depthwise_half(const Node& n) { return kiln_domain::prefixed_part(n, kPrefix, "FusedConv", "depthwise"); }
 
 DepthwiseProjectShapes depthwise_project_shapes(const Node& n, const std::vector<int64_t>& x) {
   const std::vector<int64_t> wd = n.attr_ints("depthwise_w_shape", {}), wp = n.attr_ints("w_shape", {});

@@ -48,6 +48,14 @@ void activate(Tensor& y, const ActivationSpec& a);
 // and ExpandDepthwise's M, GlobalAveragePool's shape).
 void infer_channel_means_output(InferContext& c);
 
+// A composite node's parts (kiln.DepthwiseProject's depthwise half, kiln.StemDepthwiseProject's
+// stem) keep their attributes on the node with a prefix. `specs` with `prefix` before each name
+// (the names are stored for the life of the process, as AttrSpec's views need).
+std::vector<AttrSpec> prefixed_attrs(std::string_view prefix, const std::vector<AttrSpec>& specs);
+// A node of op `op` (kiln domain, no inputs or outputs) named n.name + ":" + part, with the
+// attributes of n that start with `prefix`, the prefix taken off.
+Node prefixed_part(const Node& n, std::string_view prefix, const char* op, const char* part);
+
 // Fails unless `extra` broadcasts to `out` without changing it (bias and residual inputs).
 void check_broadcasts_into(const InferContext& c, const Shape& out, size_t input, const char* what);
 
