@@ -34,6 +34,7 @@ NO_CASE = {
     "FusedConv": "kiln domain: checked against Conv + Add + activation in tests/ops/test_kiln_epilogue_ops.cpp",
     "ExpandDepthwise": "kiln domain: checked against Conv -> Clip -> depthwise Conv -> Relu in tests/ops/test_kiln_expand_depthwise_op.cpp",
     "DepthwiseProject": "kiln domain: checked against depthwise Conv -> Clip -> 1x1 Conv -> Add in tests/ops/test_kiln_depthwise_project_op.cpp",
+    "StemDepthwiseProject": "kiln domain: checked against stem Conv -> Clip -> depthwise Conv -> Clip -> 1x1 Conv -> Add in tests/ops/test_kiln_stem_depthwise_project_op.cpp",
     "FusedElementwise": "kiln domain: runs its body graph; checked in tests/ops and tests/codegen",
     "FusedMatMul": "kiln domain: checked against MatMul/Gemm + Add + activation in tests/ops/test_kiln_epilogue_ops.cpp",
     "LayerNorm": "kiln domain: checked against ONNX LayerNormalization in tests/ops/test_kiln_norm_attention_ops.cpp",
