@@ -37,6 +37,8 @@ namespace detail {
 bool stem_bands_enabled = env_switch_on("KILN_STEM_BANDS");
 }  // namespace detail
 
+static_assert(kStemMaxInputChannels == detail::kStemMaxChannels);
+
 std::string stem_depthwise_project_unsupported(const Conv2dShape& s, Act stem_act, const Conv2dShape& d,
                                                const Conv2dShape& p) {
   if (std::string why = conv_tactic_unsupported(ConvTactic::Direct, s); !why.empty()) return "the stem: " + why;

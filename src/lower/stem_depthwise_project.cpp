@@ -19,18 +19,26 @@
 namespace kiln::lower {
 namespace {
 
+// The reasons the rule gives no note for: the node before the pair is no stem at all (an expand
+// 1x1, a 3x3 over many channels).
+constexpr const char* kNotDirect = "its input does not come from a packed direct convolution";
+constexpr const char* kNoStem = "the convolution before it reads more channels than a stem";
+
 bool packed_direct_conv(const Node& n) {
   return n.domain == ops::kKilnDomain && n.op == "FusedConv" && n.has_attr("packed") &&
          n.attr_s("tactic", "") == kernels::conv_tactic_name(kernels::ConvTactic::Direct);
 }
 
-// kernels::Act mirrors ops::Activation value for value (runtime/fast_common.cpp checks it).
 // The stem whose output pair q alone reads, when the three may run fused, else nullptr with `why`.
 Node* stem_before(const Graph& g, const Node& q, std::string& why) {
   const Value* m = q.input(0);
   Node* s = m ? m->producer : nullptr;
   if (!s || s->owner != &g || !packed_direct_conv(*s))
-    return why = "its input does not come from a packed direct convolution", nullptr;
+    return why = kNotDirect, nullptr;
+  if (const Value* in = s->input(0);
+      in && in->shape.rank_known && in->shape.rank() == 4 && in->shape[1].is_static() &&
+      in->shape[1].value > kernels::kStemMaxInputChannels)
+    return why = kNoStem, nullptr;
   if (s->outputs.size() != 1 || s->input(3) || !s->input(2) || s->has_attr("in_place") || s->has_attr("y_pad"))
     return why = "the convolution before it has a residual, a second output, no bias or a padded output", nullptr;
   if (g.users(m).size() != 1) return why = "another node reads the convolution's output", nullptr;
@@ -44,6 +52,7 @@ Node* stem_before(const Graph& g, const Node& q, std::string& why) {
   if (!xd || !md || xd->size() != 4 || md->size() != 4) return why = "the image size is not known", nullptr;
   const kernels::Conv2dShape ss = ops::fused_conv_shape(*s, *xd, s->attr_ints("w_shape", {}));
   const ops::DepthwiseProjectShapes pair = ops::depthwise_project_shapes(q, *md);
+  // kernels::Act mirrors ops::Activation value for value (runtime/fast_common.cpp checks it).
   if (std::string bad = kernels::stem_depthwise_project_unsupported(ss, static_cast<kernels::Act>(ops::activation_of(*s).act), pair.depthwise,
                                                                     pair.project);
       !bad.empty())
@@ -80,7 +89,7 @@ int fuse_stem_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels) {
       triples.emplace_back(s, &q);
       continue;
     }
-    if (why == "its input does not come from a packed direct convolution") continue;  // nothing to say
+    if (why == kNotDirect || why == kNoStem) continue;  // no stem before it: nothing to say
     for (KernelChoice& c : kernels)
       if (c.node == q.name) c.why += "; not run band by band with the convolution before it: " + why;
   }

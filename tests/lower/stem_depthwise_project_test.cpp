@@ -95,6 +95,16 @@ TEST(StemDepthwiseProjectLowering, NothingChangesWhereTheRuleDoesNotApply) {
   EXPECT_EQ(r2.stem_depthwise_project, 0);
   EXPECT_NE(kernel_whys(r2).at("pr").find("another node reads the convolution's output"), std::string::npos)
       << kernel_whys(r2).at("pr");
+  // A 3x3 over 8 channels is no stem at all: the pair after it gets no note about it.
+  std::string wide_text = head(2, false);
+  wide_text.replace(wide_text.find("f32[N,3,64,64]"), 14, "f32[N,8,64,64]");
+  wide_text.replace(wide_text.find("f32[16,3,3,3]"), 13, "f32[16,8,3,3]");
+  Model wide = parse_head(wide_text);
+  const LowerReport r4 = lower_model(wide);
+  EXPECT_EQ(r4.depthwise_project, 1);
+  EXPECT_EQ(r4.stem_depthwise_project, 0);
+  EXPECT_EQ(kernel_whys(r4).at("pr").find("with the convolution before it"), std::string::npos)
+      << kernel_whys(r4).at("pr");
   // Switched off: the pair stays a kiln.DepthwiseProject after the stem.
   ::setenv("KILN_STEM_DEPTHWISE_PROJECT", "0", 1);
   Model off = parse_head(head(2, false));

@@ -24,6 +24,9 @@ namespace kiln::kernels {
 // depthwise_project runs, the depthwise layer reading the stem's output in 8-channel blocks.
 std::string stem_depthwise_project_unsupported(const Conv2dShape& stem, Act stem_act, const Conv2dShape& depthwise,
                                                const Conv2dShape& project);
+// Most input channels a stem has (the pixel-vector kernel's limit, conv_stem.h): a convolution
+// over more is no stem, and the lowering says nothing about it.
+constexpr int64_t kStemMaxInputChannels = 4;
 // Whether the triple runs band by band at `threads` threads: two or more, the switch on
 // (KILN_STEM_BANDS=0 at start-up, or detail::stem_bands_enabled, turns it off) and
 // expand_bands_pay (dispatch.h: KILN_EXPAND_BANDS pinned on, or the cores far apart). Otherwise
