@@ -319,11 +319,6 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
   return l2;
 }
 
-bool env_switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return !(v && v[0] == '0');
-}
-
 bool direct_stream_weights = env_switch_on("KILN_DIRECT_STREAM_WEIGHTS");
 bool direct_flat_runs = env_switch_on("KILN_DIRECT_FLAT_RUNS");
 bool direct_p64 = env_switch_on("KILN_DIRECT_P64");
@@ -880,7 +875,7 @@ bool conv_fetches_ahead(ConvTactic tactic, const Conv2dShape& s, const Epilogue&
 bool conv_direct_p64_enabled() { return detail::direct_p64; }
 
 namespace {
-const bool winograd_enabled = detail::env_switch_on("KILN_WINOGRAD");
+const bool winograd_enabled = env_switch_on("KILN_WINOGRAD");
 }  // namespace
 
 std::string conv_winograd_unsupported(const Conv2dShape& s) {

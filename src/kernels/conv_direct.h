@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kiln/ir/env.h"
 #include "kiln/kernels/dispatch.h"
 
 namespace kiln::kernels::detail {
@@ -54,10 +55,9 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
 
 std::string direct_unsupported(const Conv2dShape& s);
 
-// False when the environment sets `name` to "0": the kernels' switches for A/B runs
-// (KILN_DIRECT_STREAM_WEIGHTS, KILN_DIRECT_P64, KILN_DIRECT_1X1, KILN_DIRECT_FLAT_RUNS,
-// KILN_WINOGRAD), read once at start-up.
-bool env_switch_on(const char* name);
+// The kernels' switches for A/B runs (KILN_DIRECT_STREAM_WEIGHTS, KILN_DIRECT_P64,
+// KILN_DIRECT_1X1, KILN_DIRECT_FLAT_RUNS, KILN_WINOGRAD, ...) are read once at start-up through
+// kiln::env_switch_on (kiln/ir/env.h).
 // Whether the general schedule runs a flat layer's tiles (1x1, stride 1, unpadded; one K block,
 // the epilogue in the tiles' stores) in a loop of their own calls, without the per-tile row
 // class, output and fetch bookkeeping (KILN_DIRECT_FLAT_RUNS=0 at start-up turns it off).

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/ir/env.h"
 #include "kiln/ir/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -463,10 +464,7 @@ int parallel_owner(int64_t n, int threads, int64_t i) {
 }
 
 namespace {
-std::atomic<bool> g_tapered_parts{[] {
-  const char* v = std::getenv("KILN_TAPERED_PARTS");
-  return !(v && std::string_view(v) == "0");
-}()};
+std::atomic<bool> g_tapered_parts{env_switch_on("KILN_TAPERED_PARTS")};
 }  // namespace
 
 bool tapered_parts_on() { return g_tapered_parts.load(std::memory_order_relaxed); }

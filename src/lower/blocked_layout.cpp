@@ -286,16 +286,11 @@ std::set<const Value*> solve_wide(const Graph& g, const std::set<const Value*>& 
 
 }  // namespace
 
-bool switch_on(const char* name) {
-  const char* env = std::getenv(name);
-  return !env || std::string(env) != "0";
-}
+bool blocked_layout_enabled() { return env_switch_on("KILN_BLOCKED_LAYOUT"); }
 
-bool blocked_layout_enabled() { return switch_on("KILN_BLOCKED_LAYOUT"); }
+bool wide_blocks_enabled() { return env_switch_on("KILN_WIDE_BLOCKS"); }
 
-bool wide_blocks_enabled() { return switch_on("KILN_WIDE_BLOCKS"); }
-
-bool wide_depthwise_enabled() { return switch_on("KILN_WIDE_DEPTHWISE"); }
+bool wide_depthwise_enabled() { return env_switch_on("KILN_WIDE_DEPTHWISE"); }
 
 std::set<const Node*> pointwise_between_blocks(const Graph& g) {
   std::set<const Node*> out;

@@ -36,7 +36,7 @@ Node* depthwise_producer(const Graph& g, const Node& pool, std::string& why) {
 }  // namespace
 
 bool fold_means_enabled() {
-  return switch_on("KILN_FOLD_MEANS");
+  return env_switch_on("KILN_FOLD_MEANS");
 }
 
 int fold_channel_means(Graph& g, std::vector<KernelChoice>& kernels) {

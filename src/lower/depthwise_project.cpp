@@ -72,7 +72,7 @@ void fuse(Graph& g, Node& d, Node& p) {
 
 }  // namespace
 
-bool depthwise_project_enabled() { return switch_on("KILN_DEPTHWISE_PROJECT"); }
+bool depthwise_project_enabled() { return env_switch_on("KILN_DEPTHWISE_PROJECT"); }
 
 int fuse_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels) {
   if (!depthwise_project_enabled()) return 0;

@@ -64,7 +64,7 @@ void fuse(Graph& g, Node& e, Node& d) {
 
 }  // namespace
 
-bool expand_depthwise_enabled() { return switch_on("KILN_EXPAND_DEPTHWISE"); }
+bool expand_depthwise_enabled() { return env_switch_on("KILN_EXPAND_DEPTHWISE"); }
 
 int fuse_expand_depthwise(Graph& g, std::vector<KernelChoice>& kernels) {
   if (!expand_depthwise_enabled()) return 0;

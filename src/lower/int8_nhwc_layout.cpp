@@ -109,7 +109,7 @@ bool dequantize_to_pools(const Graph& g, const Node& n, const std::set<const Val
 }  // namespace
 
 bool int8_nhwc_enabled() {
-  return switch_on("KILN_INT8_NHWC");
+  return env_switch_on("KILN_INT8_NHWC");
 }
 
 int assign_int8_nhwc_layout(Graph& g) {

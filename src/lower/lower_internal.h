@@ -8,13 +8,13 @@
 
 #include "kiln/kernels/conv.h"
 
+#include "kiln/ir/env.h"
 #include "kiln/lower/lower.h"
 
 namespace kiln::lower {
 
-// False when the environment sets `name` to "0": the lowering's switches for A/B runs
-// (KILN_BLOCKED_LAYOUT, KILN_INT8_NHWC, KILN_FOLD_MEANS, KILN_PADDED_PLANES; lower.h).
-bool switch_on(const char* name);
+// The lowering's switches for A/B runs (KILN_BLOCKED_LAYOUT, KILN_INT8_NHWC, KILN_FOLD_MEANS,
+// KILN_PADDED_PLANES, ...; lower.h) are read through kiln::env_switch_on (kiln/ir/env.h).
 
 // What lower_conv adds to a direct convolution's note when it packs it for the 6 x 64 tile
 // (assign_winograd takes it out again).

@@ -63,7 +63,7 @@ Node* padded_producer(const Graph& g, const Node& r, const std::set<const Value*
 }  // namespace
 
 bool padded_planes_enabled() {
-  return switch_on("KILN_PADDED_PLANES");
+  return env_switch_on("KILN_PADDED_PLANES");
 }
 
 int assign_padded_planes(Graph& g) {

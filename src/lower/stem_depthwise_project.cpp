@@ -76,7 +76,7 @@ void fuse(Graph& g, Node& s, Node& q) {
 
 }  // namespace
 
-bool stem_depthwise_project_enabled() { return switch_on("KILN_STEM_DEPTHWISE_PROJECT"); }
+bool stem_depthwise_project_enabled() { return env_switch_on("KILN_STEM_DEPTHWISE_PROJECT"); }
 
 int fuse_stem_depthwise_project(Graph& g, std::vector<KernelChoice>& kernels) {
   if (!stem_depthwise_project_enabled()) return 0;

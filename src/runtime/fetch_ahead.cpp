@@ -1,16 +1,13 @@
 #include "fetch_ahead.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
+
+#include "kiln/ir/env.h"
 
 namespace kiln::runtime {
 namespace {
 
-std::atomic<bool> g_fetch_ahead{[] {
-  const char* v = std::getenv("KILN_FETCH_AHEAD");
-  return !(v && std::strcmp(v, "0") == 0);
-}()};
+std::atomic<bool> g_fetch_ahead{env_switch_on("KILN_FETCH_AHEAD")};
 
 }  // namespace
 
