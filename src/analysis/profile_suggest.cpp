@@ -126,11 +126,19 @@ void matrix_kernels(const Profile& p, const Graph& g, const KernelIndex& ix, std
         for (size_t i = 0; i + 1 < a->shape.rank(); ++i) m *= a->shape.dims[i].value;
         if (n.op.find("MatMul") != std::string::npos || n.op == "Gemm") rows = str_cat(" with ", m, " rows");
       }
+      // Weights an earlier kernel fetched ahead come from cache here (a network's classifier
+      // GEMV after its last convolution): say so, since the kernel's GB/s then exceed the
+      // memory roof's and int8 weights would shrink that earlier fetch too.
+      std::string fetched;
+      for (const KernelProfile& f : p.kernels)
+        if (f.fetch_ahead_for == k.name && f.fetch_ahead_bytes > 0)
+          fetched = str_cat(" (", f.op, " '", f.name, "' fetches them into cache as it computes, ",
+                            human_bytes(static_cast<double>(f.fetch_ahead_bytes)),
+                            ": they are read from cache here, and that fetch would move a quarter as much too)");
       out.push_back({"quantize-weights",
                      str_cat(k.op, " '", k.name, "'", rows, " is memory-bound (", fmt("%.3g FLOP/B, %.3g GB/s", k.j.intensity, k.j.gbs),
-                             "): ", human_bytes(w), " of its ", human_bytes(k.bytes),
-                             " are constant weights; int8 weights move a quarter of them, saving about ",
-                             fmt("%.3g of %.3g ms", saved, k.ms)),
+                             "): ", human_bytes(w), " of its ", human_bytes(k.bytes), " are constant weights", fetched,
+                             "; int8 weights move a quarter of them, saving about ", fmt("%.3g of %.3g ms", saved, k.ms)),
                      saved});
     } else if (k.j.verdict == Bound::compute && k.j.roof_fraction < 0.5) {
       double gap = k.ms - k.j.roof_ms;

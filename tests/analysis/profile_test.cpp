@@ -154,7 +154,20 @@ TEST(ProfileSuggest, MemoryBoundWeightGemmAndSlowComputeGemm) {
   ASSERT_NE(q, nullptr);
   EXPECT_NE(q->detail.find("8 rows"), std::string::npos) << q->detail;
   EXPECT_NEAR(q->ms, 0.04 * 0.75 * (4 * 64 * 64) / bytes, 1e-12);
+  EXPECT_EQ(q->detail.find("into cache"), std::string::npos) << q->detail;
   EXPECT_EQ(find(s, "tune"), nullptr);
+  // Its weights fetched ahead by an earlier kernel: the suggestion says they come from cache.
+  Profile fetched = p;
+  fetched.kernels.insert(fetched.kernels.begin(), kernel("conv", "kiln.FusedConv", 0.1, 1e6, 1e5));
+  fetched.kernels[0].fetch_ahead_bytes = 4 * 64 * 64, fetched.kernels[0].fetch_ahead_for = "mm";
+  summarize(fetched, {});
+  const std::vector<Suggestion> sf = suggest(fetched, *m.graph);
+  const Suggestion* qf = find(sf, "quantize-weights");
+  ASSERT_NE(qf, nullptr);
+  EXPECT_NE(qf->detail.find("(kiln.FusedConv 'conv' fetches them into cache as it computes, 16.00 KiB: they are read from cache here"),
+            std::string::npos)
+      << qf->detail;
+  EXPECT_NEAR(qf->ms, q->ms, 1e-12);  // the same estimate
 
   // The same kernel with 100x the FLOPs: compute-bound at 6.6 ms of roof, measured 20 ms (33%).
   p.kernels[0].flops = 6.6e8;
