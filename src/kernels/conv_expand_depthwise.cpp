@@ -164,12 +164,8 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
       // own parts in order): moved up to the top of each block's plane instead of expanded again.
       // At stride 2 a band's first input row is the previous band's last (mobilenet_v2's 112 ->
       // 56 in bands of 7 input rows: 1 in 7 expanded twice).
-      const int64_t kept = detail::expand_keeps_rows ? kept_rows.shared(call, n, mid, r0, rows) : 0;
-      if (kept > 0 && kept_rows.r0 != r0)
-        for (int64_t k = 0; k < ceil_div(e.K, kConvBlock); ++k)
-          std::memmove(mid + k * x_plane, mid + k * x_plane + (r0 - kept_rows.r0) * row_floats,
-                       sizeof(float) * kept * row_floats);
-      kept_rows = detail::KeptRows{call, n, mid, r0, rows};
+      const int64_t kept = kept_rows.take(call, n, mid, r0, rows, ceil_div(e.K, kConvBlock), x_plane, row_floats,
+                                          detail::expand_keeps_rows);
       if (kept < rows) {
         // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
         const int64_t fresh = rows - kept;

@@ -28,6 +28,19 @@ bool direct_stem_applies(const KernelTable& t, const Conv2dShape& s, const Epilo
   return e.act == Act::None || e.act == Act::Relu || e.act == Act::Clip;
 }
 
+StemBand stem_band(const Conv2dShape& s, int64_t n, const float* x, const float* packed_w, const Epilogue& epi,
+                   float* y, int64_t oh0, int64_t oh1) {
+  StemBand sb;
+  sb.x = x + n * s.C * s.H * s.W;
+  sb.w = packed_w;
+  sb.y = y;
+  sb.C = s.C, sb.H = s.H, sb.W = s.W, sb.K = s.K, sb.OH = s.out_h(), sb.OW = s.out_w();
+  sb.oh0 = oh0, sb.oh1 = oh1;
+  sb.alpha = epi.alpha, sb.bias = epi.bias, sb.act = epi.act;
+  sb.act_alpha = epi.act_alpha, sb.act_beta = epi.act_beta;
+  return sb;
+}
+
 void conv_direct_stem(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
                       const Epilogue& epi, int threads) {
   KILN_CHECK(direct_stem_applies(t, s, epi), "direct convolution: not a stem the pixel-vector kernel runs");
@@ -41,14 +54,7 @@ void conv_direct_stem(const KernelTable& t, const Conv2dShape& s, const float* x
     thread_local LineScratch own;
     for (int64_t part = p0; part < p1; ++part) {
       const int64_t n = part / bands, b = part % bands;
-      StemBand sb;
-      sb.x = x + n * s.C * s.H * s.W;
-      sb.w = packed_w;
-      sb.y = y + n * s.K * OH * OW;
-      sb.C = s.C, sb.H = s.H, sb.W = s.W, sb.K = s.K, sb.OH = OH, sb.OW = OW;
-      sb.oh0 = OH * b / bands, sb.oh1 = OH * (b + 1) / bands;
-      sb.alpha = epi.alpha, sb.bias = epi.bias, sb.act = epi.act;
-      sb.act_alpha = epi.act_alpha, sb.act_beta = epi.act_beta;
+      StemBand sb = stem_band(s, n, x, packed_w, epi, y + n * s.K * OH * OW, OH * b / bands, OH * (b + 1) / bands);
       sb.scratch = own.floats(stem_band_scratch_floats(s.C, s.W, sb.oh1 - sb.oh0));
       sb.fetch_for_write = fetch_out;
       stem_band_avx512(sb);

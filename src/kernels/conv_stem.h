@@ -64,6 +64,10 @@ struct StemBand {
   bool fetch_for_write = false;
 };
 size_t stem_band_scratch_floats(int64_t C, int64_t W, int64_t rows);
+// Output rows [oh0, oh1) of image n of stem s with epilogue epi into y (the image's planes; the
+// caller may point it at a band's instead, StemBand::y_rows / y_row0), scratch to be set.
+StemBand stem_band(const Conv2dShape& s, int64_t n, const float* x, const float* packed_w, const Epilogue& epi,
+                   float* y, int64_t oh0, int64_t oh1);
 void stem_band_avx512(const StemBand& b);
 
 // The whole call on `threads` threads: bands of output rows of every image.

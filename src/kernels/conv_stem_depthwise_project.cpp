@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "conv_direct.h"
@@ -117,22 +116,10 @@ void stem_depthwise_project(const Conv2dShape& s, const Conv2dShape& d, const Co
       const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
       // The stem rows this band shares with the one this thread ran before it (a pool thread
       // runs its own parts in order), moved up to the top of each block's plane.
-      const int64_t kept = kept_rows.shared(call, n, stem_rows, r0, rows);
-      if (kept > 0 && kept_rows.r0 != r0)
-        for (int64_t k = 0; k < stem_blocks; ++k)
-          std::memmove(stem_rows + k * x_plane, stem_rows + k * x_plane + (r0 - kept_rows.r0) * row_floats,
-                       sizeof(float) * kept * row_floats);
-      kept_rows = detail::KeptRows{call, n, stem_rows, r0, rows};
+      const int64_t kept = kept_rows.take(call, n, stem_rows, r0, rows, stem_blocks, x_plane, row_floats);
       if (kept < rows) {
-        detail::StemBand sb;
-        sb.x = x + n * s.C * s.H * s.W;
-        sb.w = ws;
-        sb.y = stem_rows;
-        sb.C = s.C, sb.H = s.H, sb.W = s.W, sb.K = s.K, sb.OH = s.out_h(), sb.OW = s.out_w();
-        sb.oh0 = r0 + kept, sb.oh1 = r0 + rows;
+        detail::StemBand sb = detail::stem_band(s, n, x, ws, epi_s, stem_rows, r0 + kept, r0 + rows);
         sb.y_rows = plane_rows, sb.y_row0 = r0;
-        sb.alpha = epi_s.alpha, sb.bias = epi_s.bias, sb.act = epi_s.act;
-        sb.act_alpha = epi_s.act_alpha, sb.act_beta = epi_s.act_beta;
         sb.scratch = own_split.floats(detail::stem_band_scratch_floats(s.C, s.W, sb.oh1 - sb.oh0));
         detail::stem_band_avx512(sb);
       }

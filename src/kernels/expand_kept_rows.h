@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace kiln::kernels::detail {
 
@@ -26,6 +27,19 @@ struct KeptRows {
   int64_t shared(uint64_t c, int64_t image, const float* at, int64_t first, int64_t count) const {
     if (c != call || image != n || at != mid || first < r0 || first >= r0 + rows) return 0;
     return std::min(r0 + rows - first, count);
+  }
+  // A band of input rows [first, first + count) of image `image` in call `c` about to use the
+  // buffer `buf` (`blocks` planes `plane` floats apart, `row_floats` a row): when `keep`, the
+  // rows it shares with the band before are moved up to the top of each plane; records the new
+  // band and returns how many rows it already holds (0 without `keep`).
+  int64_t take(uint64_t c, int64_t image, float* buf, int64_t first, int64_t count, int64_t blocks, int64_t plane,
+               int64_t row_floats, bool keep = true) {
+    const int64_t kept = keep ? shared(c, image, buf, first, count) : 0;
+    if (kept > 0 && r0 != first)
+      for (int64_t k = 0; k < blocks; ++k)
+        std::memmove(buf + k * plane, buf + k * plane + (first - r0) * row_floats, sizeof(float) * kept * row_floats);
+    *this = KeptRows{c, image, buf, first, count};
+    return kept;
   }
 };
 

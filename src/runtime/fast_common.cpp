@@ -47,6 +47,17 @@ std::vector<int64_t> banded_conv_input_dims(const Node& n, const char* what) {
   return x->shape.static_dims();
 }
 
+void depthwise_project_epilogues(const Node& n, size_t z_input, kernels::Epilogue& depthwise,
+                                 kernels::Epilogue& project) {
+  if (const Value* z = n.input(z_input))
+    KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
+               " must have the output's shape ", n.outputs[0]->shape.str());
+  depthwise = epilogue_of(ops::depthwise_half(n));
+  depthwise.bias_per_row = true;
+  project = epilogue_of(n);
+  project.bias_per_row = true;
+}
+
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];

@@ -23,6 +23,12 @@ void check_channel_means_output(const Node& n);
 // packed for this CPU's micro-kernel, and a static f32 NCHW input; returns the input's dims.
 std::vector<int64_t> banded_conv_input_dims(const Node& n, const char* what);
 
+// A kiln.DepthwiseProject's (or a kiln.StemDepthwiseProject's) depthwise and projection
+// epilogues, per-row biases, after checking that its residual (input `z_input`, if any) has the
+// output's shape; throws naming the node otherwise.
+void depthwise_project_epilogues(const Node& n, size_t z_input, kernels::Epilogue& depthwise,
+                                 kernels::Epilogue& project);
+
 // Product of dims [begin, end).
 int64_t dims_product(const std::vector<int64_t>& d, size_t begin, size_t end);
 

@@ -24,13 +24,7 @@ bool prepare(StepContext& ctx) {
   st->shapes = ops::depthwise_project_shapes(n, xd);
   const std::string bad = kernels::depthwise_project_unsupported(st->shapes.depthwise, st->shapes.project);
   KILN_CHECK(bad.empty(), n.describe(), ": cannot run input ", x->shape.str(), ": ", bad);
-  if (const Value* z = n.input(5))
-    KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
-               " must have the output's shape ", n.outputs[0]->shape.str());
-  st->depthwise = epilogue_of(ops::depthwise_half(n));
-  st->depthwise.bias_per_row = true;
-  st->project = epilogue_of(n);
-  st->project.bias_per_row = true;
+  depthwise_project_epilogues(n, 5, st->depthwise, st->project);
   ctx.workspace_bytes = static_cast<int64_t>(
       kernels::depthwise_project_workspace_floats(st->shapes.depthwise, st->shapes.project, ctx.max_threads) *
       sizeof(float));

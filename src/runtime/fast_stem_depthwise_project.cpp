@@ -26,13 +26,7 @@ bool prepare(StepContext& ctx) {
   const std::string bad = kernels::stem_depthwise_project_unsupported(st->shapes.stem, st->stem.act,
                                                                       st->shapes.depthwise, st->shapes.project);
   KILN_CHECK(bad.empty(), n.describe(), ": cannot run input ", x->shape.str(), ": ", bad);
-  if (const Value* z = n.input(7))
-    KILN_CHECK(z->shape == n.outputs[0]->shape, n.describe(), ": residual ", z->shape.str(),
-               " must have the output's shape ", n.outputs[0]->shape.str());
-  st->depthwise = epilogue_of(ops::depthwise_half(n));
-  st->depthwise.bias_per_row = true;
-  st->project = epilogue_of(n);
-  st->project.bias_per_row = true;
+  depthwise_project_epilogues(n, 7, st->depthwise, st->project);
   ctx.workspace_bytes = static_cast<int64_t>(kernels::stem_depthwise_project_workspace_floats(
                                                  st->shapes.stem, st->shapes.depthwise, st->shapes.project,
                                                  ctx.max_threads) *
