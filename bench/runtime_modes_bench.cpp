@@ -2,8 +2,8 @@
 //
 //   build/bench/runtime_modes_bench ARTIFACT.kiln PAIRS THREADS SWITCH
 //
-// SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts
-// (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
+// SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts or
+// speed-shares (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
 // (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h) or keep-rows
 // (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
@@ -52,6 +52,7 @@ bool set_switch(std::string name, bool b) {
   if (name == "expand-bands") set_expand_bands(pick(ExpandBands::Off, ExpandBands::Auto, ExpandBands::On));
   else if (name == "claim-output") set_claim_output(pick(ClaimOutput::Off, ClaimOutput::Auto, ClaimOutput::On));
   else if (name == "tapered-parts") set_tapered_parts(mode != 0);
+  else if (name == "speed-shares") set_speed_shares(mode != 0);
   else if (name == "fetch-ahead") kiln::runtime::set_fetch_ahead(mode != 0);
   else if (name == "dw-halves") kiln::kernels::detail::depthwise_halves_enabled = mode != 0;
   else if (name == "dw-halves-s1") kiln::kernels::detail::depthwise_halves_s1_enabled = mode != 0;
@@ -68,7 +69,7 @@ int run(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
-                 "expand-bands|claim-output|write-prefetch|tapered-parts|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
+                 "expand-bands|claim-output|write-prefetch|tapered-parts|speed-shares|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
                  "stem-bands|keep-rows[=on] | artifact=OTHER.kiln\n");
     return 1;
   }
@@ -142,6 +143,8 @@ int run(int argc, char** argv) {
     if (!fast.empty() && !slow.empty())
       std::printf("    faster half B/A %.4f, slower half B/A %.4f\n", median(fast), median(slow));
   }
+  if (threads > 1) std::printf("  thread 1's measured speed against the caller's at the end: %.3f\n",
+                               kernels::thread_speed(1));
   return 0;
 }
 

@@ -71,7 +71,9 @@ Balance profile_balance(Executable& exe, const std::vector<Tensor>& inputs, cons
         const PoolStatsOn on;
         return exe.profile_run(inputs, outputs, ro);
       });
-  return balance_from_runs(runs, opt.threads);
+  Balance b = balance_from_runs(runs, opt.threads);
+  for (int t = 0; t < opt.threads; ++t) b.thread_speeds.push_back(kernels::thread_speed(t));
+  return b;
 }
 
 std::string balance_to_text(const Balance& b, size_t top) {
@@ -95,6 +97,15 @@ std::string balance_to_text(const Balance& b, size_t top) {
                 "time, %.3f thread-ms; the regions' synchronisation (waking the workers, the joins) %.3f thread-ms\n",
                 b.serial_ms, b.serial_thread_ms, b.sync_ms);
   o << buf;
+  if (b.thread_speeds.size() > 1) {
+    std::string speeds;
+    for (size_t t = 1; t < b.thread_speeds.size(); ++t) {
+      std::snprintf(buf, sizeof buf, "%s thread %zu %.2f", t > 1 ? "," : "", t, b.thread_speeds[t]);
+      speeds += buf;
+    }
+    o << "  measured speed against the calling thread's (the regions cut one share a thread, sized by it):"
+      << speeds << "\n";
+  }
   if (b.one_thread > 0) {
     std::snprintf(buf, sizeof buf, "  %zu kernels ran on one thread (their work too small to split): %.3f ms\n",
                   b.one_thread, b.one_thread_ms);
@@ -150,6 +161,8 @@ json::Value balance_json(const Balance& b) {
   j.set("sync_ms", b.sync_ms);
   j.set("one_thread_ms", b.one_thread_ms);
   j.set("caller_alone_ms", b.caller_alone_ms);
+  json::Value& speeds = j.set("thread_speeds", json::Array{});
+  for (double x : b.thread_speeds) speeds.push(x);
   json::Value& ks = j.set("kernels", json::Array{});
   for (const auto& k : b.kernels) {
     json::Value& e = ks.push(json::Object{});

@@ -91,36 +91,46 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
   const DepthwisePlane whole = detail::depthwise_geometry(d);
   Epilogue e2 = epi_p;
   e2.bias_per_row = true;
-  parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+  // Output rows [oh0, oh1) of image n.
+  auto run_band = [&](int64_t n, int64_t oh0, int64_t oh1) {
     // This thread's: the band's depthwise rows and the depthwise block's scratch. Kept between
     // calls.
     thread_local detail::LineScratch own_mid, own_scratch;
-    for (int64_t part = p0; part < p1; ++part) {
-      const int64_t n = part / bands, b = part % bands;
-      const int64_t oh0 = OH * b / bands, oh1 = OH * (b + 1) / bands, rows = oh1 - oh0;
-      const detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
-      const float* xn = x + n * d.C * d.H * d.W;
-      const int64_t bi = d.x_block;
-      float* mid = own_mid.floats(static_cast<size_t>(d.K * rows * OW));  // [K / bi][rows][OW][bi]
-      if (bi == kConvBlockWide) {
-        // 16-channel blocks (small planes, depthwise_wide.h): each block's band from the input
-        // rows its windows reach, as a plane of its own.
-        for (int64_t c0 = 0; c0 < d.K; c0 += bi) {
-          detail::DepthwiseWideOut out;
-          out.alpha = epi_d.alpha;
-          if (epi_d.bias) out.bias = epi_d.bias + c0;
-          out.act = epi_d.act, out.act_alpha = epi_d.act_alpha, out.act_beta = epi_d.act_beta;
-          detail::depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi,
-                                             wd + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock,
-                                             mid + c0 * rows * OW, 0, rows, out);
-        }
-      } else {
-        float* scratch =
-            own_scratch.floats(static_cast<size_t>(depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats));
-        detail::depthwise_band_rows(t, d, bd, xn + bd.x_offset * kConvBlock, kConvBlock * d.H * d.W, wd, epi_d,
-                                    scratch, mid);
+    const int64_t rows = oh1 - oh0;
+    const detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
+    const float* xn = x + n * d.C * d.H * d.W;
+    const int64_t bi = d.x_block;
+    float* mid = own_mid.floats(static_cast<size_t>(d.K * rows * OW));  // [K / bi][rows][OW][bi]
+    if (bi == kConvBlockWide) {
+      // 16-channel blocks (small planes, depthwise_wide.h): each block's band from the input
+      // rows its windows reach, as a plane of its own.
+      for (int64_t c0 = 0; c0 < d.K; c0 += bi) {
+        detail::DepthwiseWideOut out;
+        out.alpha = epi_d.alpha;
+        if (epi_d.bias) out.bias = epi_d.bias + c0;
+        out.act = epi_d.act, out.act_alpha = epi_d.act_alpha, out.act_beta = epi_d.act_beta;
+        detail::depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi,
+                                           wd + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock,
+                                           mid + c0 * rows * OW, 0, rows, out);
       }
-      detail::project_band(p, n, oh0, rows, mid, wp, e2, y);
+    } else {
+      float* scratch =
+          own_scratch.floats(static_cast<size_t>(depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats));
+      detail::depthwise_band_rows(t, d, bd, xn + bd.x_offset * kConvBlock, kConvBlock * d.H * d.W, wd, epi_d,
+                                  scratch, mid);
+    }
+    detail::project_band(p, n, oh0, rows, mid, wp, e2, y);
+  };
+  // One band a thread (the 28x28 and smaller planes): the threads' shares of the rows, sized by
+  // their measured speeds. Else bands of even rows, stolen by whoever is free.
+  if (d.N == 1 && bands == threads) {
+    parallel_shares(OH, threads, [&](int64_t r0, int64_t r1) { run_band(0, r0, r1); });
+    return;
+  }
+  parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+    for (int64_t part = p0; part < p1; ++part) {
+      const int64_t b = part % bands;
+      run_band(part / bands, OH * b / bands, OH * (b + 1) / bands);
     }
   });
 }

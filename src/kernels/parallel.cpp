@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -68,11 +69,17 @@ constexpr int kMaxThreads = 256;
 // one index. (Pieces of one size for all threads gave 14 indices on 2 threads as 7 pieces of 2,
 // 3 pieces against 4: mobilenet_v2's first expand + depthwise bands ran 6 on one thread and 8 on
 // the other, the caller waiting ~0.04 ms of its 0.2 at every run.)
+// In a region of shares (parallel_shares) piece t is thread t's whole share, [bound[t],
+// bound[t + 1]), sized by the threads' measured speeds (g_log_speed, below).
+constexpr int kShareThreads = 16;
 struct PieceLayout {
   int64_t n, total;
   int threads;
+  bool shares = false;
+  int64_t bound[kShareThreads + 1] = {};
   // Indices [begin, end) of piece p.
   std::pair<int64_t, int64_t> range(int64_t p) const {
+    if (shares) return {bound[p], bound[p + 1]};
     if (total == n) return {p, p + 1};
     const int64_t t = p / kPiecesPerThread, j = p % kPiecesPerThread;
     const int64_t a = n * t / threads, len = n * (t + 1) / threads - a;
@@ -81,6 +88,44 @@ struct PieceLayout {
 };
 PieceLayout piece_layout(int64_t n, int threads) {
   return {n, n <= int64_t{threads} * kPiecesPerThread ? n : int64_t{threads} * kPiecesPerThread, threads};
+}
+
+// How fast each pool thread runs its share of a parallel_shares region, relative to the caller
+// (thread 0), as a moving average of the log of the ratio of units per second. The two vCPUs of
+// the hosts measured are not equally fast: on the Zen 4 host one ran an FMA loop at 60 GFLOP/s
+// and the other at 40 for minutes on end (another guest on its core), and regions cut in halves
+// then wait for the slow one. Written by the thread that runs a region (under the pool's run
+// lock), read by anyone.
+std::atomic<double> g_log_speed[kShareThreads];
+std::atomic<bool> g_speed_shares{env_switch_on("KILN_SPEED_SHARES")};
+// Weight of one region's ratio in the average: ~10 regions (a mobilenet_v2 run has 13 such
+// regions) follow a change of the host, and one disturbed region moves the shares little.
+constexpr double kSpeedAlpha = 0.15;
+// A sample's log ratio is clamped to +-log(4) (a thread descheduled inside its share is not 4x
+// slower), so no share drops below a fifth of the region on two threads.
+constexpr double kMaxLogRatio = 1.3862943611198906;
+// Shares shorter than this are too noisy to time (a clock read is ~20 ns; a piece of a few
+// microseconds varies with the caches).
+constexpr int64_t kMinSampleNs = 3000;
+
+// The region of shares of n indices on `threads` threads: bound[t] = n * (speeds of threads
+// before t) / (all speeds), each share at least one index.
+PieceLayout share_layout(int64_t n, int threads) {
+  PieceLayout l{n, threads, threads};
+  l.shares = true;
+  double speed[kShareThreads], sum = 0;
+  for (int t = 0; t < threads; ++t)
+    sum += speed[t] = g_speed_shares.load(std::memory_order_relaxed)
+                          ? std::exp(t == 0 ? 0.0 : g_log_speed[t].load(std::memory_order_relaxed))
+                          : 1.0;
+  double before = 0;
+  for (int t = 0; t < threads; ++t) {
+    const int64_t at = static_cast<int64_t>(std::llround(static_cast<double>(n) * before / sum));
+    l.bound[t] = t == 0 ? 0 : std::clamp<int64_t>(at, l.bound[t - 1] + 1, n - (threads - t));
+    before += speed[t];
+  }
+  l.bound[threads] = n;
+  return l;
 }
 
 // The first of the `total` pieces thread t of `threads` owns (its last is owned_from(t + 1) - 1).
@@ -205,7 +250,7 @@ class Pool {
     return p;
   }
 
-  void run(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
+  void run(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, int64_t)> fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
     threads = std::min(threads, kMaxThreads);
     ensure_workers(threads - 1);
@@ -214,7 +259,7 @@ class Pool {
     const bool spin = backoff == 0;
     if (!spin) backoff_.store(backoff - 1);
     spin_.store(spin);
-    const PieceLayout layout = piece_layout(n, threads);
+    const PieceLayout layout = shares ? share_layout(n, threads) : piece_layout(n, threads);
     fn_ = fn;
     layout_ = layout;
     error_ = nullptr;
@@ -239,7 +284,7 @@ class Pool {
       const int64_t own_end = owned_from(total, 1, threads);
       for (int64_t piece; (piece = next_piece(0, threads, gen)) >= 0;) {
         const auto [begin, end] = layout.range(piece);
-        run_piece(fn, 0, piece, 0, own_end, begin, end);
+        run_counted(layout, fn, 0, piece, 0, own_end, begin, end);
         done_.fetch_add(1);
       }
     } catch (...) {
@@ -262,6 +307,7 @@ class Pool {
     fn_ = {};
     if (mine) std::rethrow_exception(mine);
     if (error_) std::rethrow_exception(error_);
+    if (layout.shares) learn_speeds(layout);
   }
 
   ~Pool() {
@@ -285,6 +331,34 @@ class Pool {
   static_assert(kMaxThreads - 1 <= int{kHelpers});
 
   static uint64_t generation_of(uint64_t state) { return state >> kGenShift; }
+
+  // run_piece, and in a region of shares the piece's time and the thread that ran it.
+  void run_counted(const PieceLayout& layout, FunctionRef<void(int64_t, int64_t)> fn, int self, int64_t piece,
+                   int64_t lo, int64_t hi, int64_t b, int64_t e) {
+    if (!layout.shares) {
+      run_piece(fn, self, piece, lo, hi, b, e);
+      return;
+    }
+    const int64_t t0 = steady_ns();
+    run_piece(fn, self, piece, lo, hi, b, e);
+    share_time_[piece].ns = steady_ns() - t0;
+    share_time_[piece].runner = self;
+  }
+
+  // After a region of shares: each thread's units per second against the caller's, into
+  // g_log_speed, when every thread ran its own share and each took long enough to time.
+  void learn_speeds(const PieceLayout& l) {
+    for (int t = 0; t < l.threads; ++t)
+      if (share_time_[t].runner != t || share_time_[t].ns < kMinSampleNs) return;
+    auto rate = [&](int t) {
+      return static_cast<double>(l.bound[t + 1] - l.bound[t]) / static_cast<double>(share_time_[t].ns);
+    };
+    for (int t = 1; t < l.threads; ++t) {
+      const double ratio = std::clamp(std::log(rate(t) / rate(0)), -kMaxLogRatio, kMaxLogRatio);
+      const double old = g_log_speed[t].load(std::memory_order_relaxed);
+      g_log_speed[t].store(old + kSpeedAlpha * (ratio - old), std::memory_order_relaxed);
+    }
+  }
 
   // The next piece of region `gen` for thread `self` of `threads`: its own front piece, else
   // the back piece of another thread (the one it would have run last); -1 when none is left or
@@ -334,8 +408,8 @@ class Pool {
         const int64_t total = layout_.total;
         try {
           const auto [begin, end] = layout_.range(piece);
-          run_piece(fn_, id, piece, owned_from(total, id, helpers + 1), owned_from(total, id + 1, helpers + 1), begin,
-                    end);
+          run_counted(layout_, fn_, id, piece, owned_from(total, id, helpers + 1),
+                      owned_from(total, id + 1, helpers + 1), begin, end);
         } catch (...) {
           std::lock_guard<std::mutex> lk(mu_);
           if (!error_) error_ = std::current_exception();
@@ -361,6 +435,13 @@ class Pool {
     std::atomic<uint64_t> range{0};
   };
   Slot slots_[kMaxThreads];
+  // A region of shares: how long each share took and which thread ran it (written by that
+  // thread before it counts the piece done, read by the caller after the join).
+  struct alignas(64) ShareTime {
+    int64_t ns = 0;
+    int runner = -1;
+  };
+  ShareTime share_time_[kShareThreads];
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
@@ -486,10 +567,13 @@ int64_t tapered_start(int64_t n, int64_t parts, int threads, int64_t p) {
   return a + len * before / all;
 }
 
-void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
+namespace {
+
+void run_region(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();
   int chunks = static_cast<int>(std::min<int64_t>(threads, n));
+  if (shares) chunks = std::min(chunks, kShareThreads);
   // Nested regions (a kernel called from inside another's chunk) run inline.
   if (t_in_parallel) {
     fn(0, n);
@@ -511,7 +595,7 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
     t_in_parallel = prev;
   };
   try {
-    Pool::get().run(n, chunks, wrapped);
+    Pool::get().run(n, chunks, shares, wrapped);
   } catch (...) {
     t_in_parallel = false;
     throw;
@@ -519,6 +603,28 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
   t_in_parallel = false;
   region_done(start);
 }
+
+}  // namespace
+
+void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
+  run_region(n, threads, false, fn);
+}
+
+void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
+  run_region(n, threads, true, fn);
+}
+
+double thread_speed(int t) {
+  if (t <= 0 || t >= kShareThreads) return 1.0;
+  return std::exp(g_log_speed[t].load(std::memory_order_relaxed));
+}
+
+void reset_thread_speeds() {
+  for (auto& s : g_log_speed) s.store(0.0, std::memory_order_relaxed);
+}
+
+bool speed_shares_on() { return g_speed_shares.load(std::memory_order_relaxed); }
+void set_speed_shares(bool on) { g_speed_shares.store(on, std::memory_order_relaxed); }
 
 double core_round_trip_ns() {
   if (t_in_parallel || default_threads() < 2) return -1;

@@ -83,6 +83,24 @@ TEST(ProfileBalance, SplitsEachKernelsThreadTimeIntoWorkWaitAndOutside) {
   ASSERT_EQ(ks.size(), 2u);
   EXPECT_EQ(ks[0].find("busy_ms")->as_array("busy_ms").size(), 2u);
   EXPECT_NEAR(ks[0].find("imbalance_ms")->as_double("imbalance_ms"), 0.3, 1e-12);
+  // No speeds measured (balance_from_runs alone): no line, an empty list.
+  EXPECT_EQ(text.find("measured speed"), std::string::npos) << text;
+  EXPECT_TRUE(j.find("thread_speeds")->as_array("thread_speeds").empty());
+}
+
+// The threads' measured speeds (kernels::thread_speed, what one-share-a-thread regions follow)
+// are printed for the workers and listed for all threads in --json.
+TEST(ProfileBalance, ShowsTheThreadsMeasuredSpeeds) {
+  Balance b = balance_from_runs({{step("a", 1.0, {0.9, 0.6}, 2)}}, 2);
+  b.thread_speeds = {1.0, 0.62};
+  const std::string text = balance_to_text(b, 5);
+  EXPECT_NE(text.find("measured speed against the calling thread's (the regions cut one share a thread, sized by "
+                      "it): thread 1 0.62\n"),
+            std::string::npos)
+      << text;
+  const auto& speeds = balance_json(b).find("thread_speeds")->as_array("thread_speeds");
+  ASSERT_EQ(speeds.size(), 2u);
+  EXPECT_DOUBLE_EQ(speeds[1].as_double("thread_speeds"), 0.62);
 }
 
 // A kernel cut for two threads whose pieces the caller ran alone (the other core busy) is told
@@ -132,6 +150,11 @@ TEST_F(ProfileBalanceModel, ThreadsWorkNoLongerThanTheirKernelsRun) {
     }
   }
   EXPECT_GT(convs, 30u);
+  // mobilenet_v2's small-plane pairs run one share a thread: both threads' speeds are reported.
+  ASSERT_EQ(b.thread_speeds.size(), 2u);
+  EXPECT_EQ(b.thread_speeds[0], 1.0);
+  EXPECT_GT(b.thread_speeds[1], 0.2);
+  EXPECT_LT(b.thread_speeds[1], 5.0);
   // The serial code and the synchronisation split the time outside the pieces.
   EXPECT_NEAR(b.serial_thread_ms + b.sync_ms, b.overhead_ms, 1e-9);
   EXPECT_GE(b.sync_ms, -1e-12);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -315,6 +316,90 @@ TEST(Parallel, StatsCountEachThreadsPiecesWhileOn) {
   EXPECT_EQ(s.pieces, 0);
   EXPECT_EQ(s.region_ns, 0);
   EXPECT_EQ(s.busy_ns[0] + s.busy_ns[1], 0);
+}
+
+// parallel_shares: one call a thread (min(threads, n, 16)), each on a non-empty contiguous
+// share, together every index once; with the speeds equal (or speed shares off) the cut is even,
+// the caller's share first.
+TEST(Parallel, SharesAreOneNonEmptyRunAThreadCoveringEveryIndexOnce) {
+  reset_thread_speeds();
+  for (bool follow : {true, false}) {
+    set_speed_shares(follow);
+    for (int threads : {2, 3, 5, 20})
+      for (int64_t n : {1, 2, 3, 7, 14, 1000}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> calls;
+        parallel_shares(n, threads, [&](int64_t b, int64_t e) {
+          std::lock_guard<std::mutex> lock(mu);
+          calls.emplace_back(b, e);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        });
+        reset_thread_speeds();  // whatever this region measured: the next cut stays even
+        for (auto& h : hits) ASSERT_EQ(h.load(), 1) << n << " on " << threads;
+        EXPECT_EQ(static_cast<int64_t>(calls.size()), std::min<int64_t>({threads, n, 16})) << n << " on " << threads;
+        std::sort(calls.begin(), calls.end());
+        for (const auto& [b, e] : calls) {
+          EXPECT_LT(b, e);
+          // Even: each share within one index of n / calls.
+          const double even = static_cast<double>(n) / static_cast<double>(calls.size());
+          EXPECT_LE(std::abs(static_cast<double>(e - b) - even), 1.0) << n << " on " << threads;
+        }
+      }
+  }
+  set_speed_shares(true);
+  // 7 rows on two threads: the first share (the caller's) rounded up.
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  std::mutex mu;
+  parallel_shares(7, 2, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.emplace_back(b, e);
+  });
+  reset_thread_speeds();
+  std::sort(calls.begin(), calls.end());
+  EXPECT_EQ(calls, (std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}}));
+  EXPECT_EQ(thread_speed(0), 1.0);
+  EXPECT_EQ(thread_speed(1), 1.0);
+}
+
+// The pool times each thread's share and moves the cut toward the faster thread: here the
+// worker spends twice as long per index as the caller (spinning on the clock, so the cores'
+// own speeds do not matter), its measured speed settles near 0.5 and its share near a third.
+// With speed shares off the speeds are still measured but the cut stays even.
+TEST(Parallel, SharesFollowTheThreadsMeasuredSpeeds) {
+  if (hardware_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  reset_thread_speeds();
+  const auto caller = std::this_thread::get_id();
+  int64_t caller_share = 0;
+  auto region = [&] {
+    parallel_shares(60, 2, [&](int64_t b, int64_t e) {
+      const bool mine = std::this_thread::get_id() == caller;
+      if (mine) caller_share = e - b;
+      spin_for_us((mine ? 20 : 40) * (e - b));
+    });
+  };
+  // A thread that loses its core mid-share (ctest runs two test processes on two cores) times
+  // that share long: up to three tries of 40 regions.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    reset_thread_speeds();
+    for (int i = 0; i < 40; ++i) region();
+    if (thread_speed(1) > 0.3 && thread_speed(1) < 0.8 && caller_share >= 34 && caller_share <= 46) break;
+  }
+  EXPECT_GT(thread_speed(1), 0.3);
+  EXPECT_LT(thread_speed(1), 0.8);
+  EXPECT_GE(caller_share, 34);  // 40 at the measured speeds, 30 with an even cut
+  EXPECT_LE(caller_share, 46);
+  set_speed_shares(false);
+  // (A caller that lost its core before claiming its share finds both run by the worker.)
+  for (int attempt = 0; attempt < 3 && caller_share != 30; ++attempt) {
+    caller_share = -1;
+    region();
+  }
+  EXPECT_EQ(caller_share, 30);
+  EXPECT_LT(thread_speed(1), 0.8);  // still measured
+  set_speed_shares(true);
+  reset_thread_speeds();
+  EXPECT_EQ(thread_speed(1), 1.0);
 }
 
 }  // namespace

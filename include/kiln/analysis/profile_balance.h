@@ -48,6 +48,9 @@ struct Balance {
   size_t one_thread = 0, caller_alone = 0;
   // overhead_ms's parts: the kernels' serial code (wall ms and thread-ms) and synchronisation.
   double serial_ms = 0, serial_thread_ms = 0, sync_ms = 0;
+  // After the runs, pool thread t's speed against the caller's in the regions cut in one share a
+  // thread (kernels::thread_speed; [0] is the caller's 1): what those regions' shares follow.
+  std::vector<double> thread_speeds;
   double lost_ms() const { return imbalance_ms + overhead_ms; }
 };
 
@@ -61,7 +64,8 @@ Balance profile_balance(Executable& exe, const std::vector<Tensor>& inputs, cons
 // The sums, then the top kernels by lost thread-ms.
 std::string balance_to_text(const Balance& b, size_t top);
 // {"threads", "runs", "ms", "work_ms", "imbalance_ms", "overhead_ms", "serial_ms",
-//  "serial_thread_ms", "sync_ms", "one_thread_ms", "caller_alone_ms", "kernels": [{"name", "op",
+//  "serial_thread_ms", "sync_ms", "one_thread_ms", "caller_alone_ms", "thread_speeds": [..],
+//  "kernels": [{"name", "op",
 //  "tactic", "ms", "busy_ms": [..], "work_ms", "imbalance_ms", "overhead_ms", "serial_ms",
 //  "region_threads", "regions", "pieces", "stolen"}]}
 json::Value balance_json(const Balance& b);

@@ -90,6 +90,25 @@ constexpr int64_t kPiecesPerThread = 4;
 // after every chunk has run.
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
 
+// Calls fn(begin, end) once per thread on that thread's share of [0, n) (min(threads, n, 16)
+// threads, the caller's share first), for kernels whose region is one piece a thread: a band of
+// rows each, whose split into smaller pieces would cost more (each piece reading the same
+// weights again) than it balances. The shares follow how fast the pool measured the threads
+// running earlier such regions (thread_speed): the two vCPUs of a virtual machine are often
+// not equally fast (one shares its core with another guest), and an even cut then waits for the
+// slower one. Each share is at least one index, and fn must cost about the same per index for
+// the measurement to mean anything. A thread that comes late still has its share taken by
+// another; such a region teaches nothing. With speed shares off (KILN_SPEED_SHARES=0, or
+// set_speed_shares(false)) the cut is even, rounded to the nearest index.
+void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
+// Pool thread t's speed in parallel_shares regions relative to the caller's (thread 0: 1), a
+// moving average over the last ~10 regions, kept whether or not the shares follow it.
+double thread_speed(int t);
+// Forgets the measured speeds (all 1), for tests and A/B harnesses.
+void reset_thread_speeds();
+bool speed_shares_on();
+void set_speed_shares(bool on);
+
 // What the pool's threads did inside parallel regions, for the profiler (`kiln profile
 // --balance`): while collection is on, every top-level parallel_for (one that runs inline on one
 // thread too) adds its pieces' time inside fn per thread, so that a kernel's wall time at T
