@@ -70,7 +70,7 @@ constexpr int kMaxThreads = 256;
 // 3 pieces against 4: mobilenet_v2's first expand + depthwise bands ran 6 on one thread and 8 on
 // the other, the caller waiting ~0.04 ms of its 0.2 at every run.)
 // In a region of shares (parallel_shares) piece t is thread t's whole share, [bound[t],
-// bound[t + 1]), sized by the threads' measured speeds (g_log_speed, below).
+// bound[t + 1]), sized by the threads' measured speeds (KeyedSpeeds, below).
 constexpr int kShareThreads = 16;
 struct PieceLayout {
   int64_t n, total;
@@ -108,16 +108,27 @@ constexpr double kMaxLogRatio = 1.3862943611198906;
 // microseconds varies with the caches).
 constexpr int64_t kMinSampleNs = 3000;
 
+// The speeds are also kept per region key (parallel_shares' `key`, e.g. a layer's weights):
+// what a thread's share costs per index depends on the kernel too (whose cache the input rows
+// are in, how rows round to tiles), and one average over mobilenet_v2's pairs gave its 56x56
+// pair the wrong cut (the caller 20% busier there while the 14x14 pairs were even). A key's
+// entry starts from the average over all regions. Direct-mapped; a colliding key takes the entry
+// over. Guarded by the pool's run lock.
+constexpr int kSpeedKeys = 128, kSpeedProbes = 4;
+static_assert(kSpeedKeys == 128, "speeds_for hashes to 7 bits");
+struct KeyedSpeeds {
+  const void* key = nullptr;
+  double log_speed[kShareThreads] = {};
+};
+
 // The region of shares of n indices on `threads` threads: bound[t] = n * (speeds of threads
 // before t) / (all speeds), each share at least one index.
-PieceLayout share_layout(int64_t n, int threads) {
+PieceLayout share_layout(int64_t n, int threads, const KeyedSpeeds& ks) {
   PieceLayout l{n, threads, threads};
   l.shares = true;
   double speed[kShareThreads], sum = 0;
   for (int t = 0; t < threads; ++t)
-    sum += speed[t] = g_speed_shares.load(std::memory_order_relaxed)
-                          ? std::exp(t == 0 ? 0.0 : g_log_speed[t].load(std::memory_order_relaxed))
-                          : 1.0;
+    sum += speed[t] = g_speed_shares.load(std::memory_order_relaxed) ? std::exp(ks.log_speed[t]) : 1.0;
   double before = 0;
   for (int t = 0; t < threads; ++t) {
     const int64_t at = static_cast<int64_t>(std::llround(static_cast<double>(n) * before / sum));
@@ -250,7 +261,7 @@ class Pool {
     return p;
   }
 
-  void run(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, int64_t)> fn) {
+  void run(int64_t n, int threads, bool shares, const void* key, FunctionRef<void(int64_t, int64_t)> fn) {
     std::lock_guard<std::mutex> serial(run_mu_);  // one parallel region at a time
     threads = std::min(threads, kMaxThreads);
     ensure_workers(threads - 1);
@@ -259,7 +270,8 @@ class Pool {
     const bool spin = backoff == 0;
     if (!spin) backoff_.store(backoff - 1);
     spin_.store(spin);
-    const PieceLayout layout = shares ? share_layout(n, threads) : piece_layout(n, threads);
+    KeyedSpeeds* speeds = shares ? &speeds_for(key) : nullptr;
+    const PieceLayout layout = shares ? share_layout(n, threads, *speeds) : piece_layout(n, threads);
     fn_ = fn;
     layout_ = layout;
     error_ = nullptr;
@@ -307,7 +319,15 @@ class Pool {
     fn_ = {};
     if (mine) std::rethrow_exception(mine);
     if (error_) std::rethrow_exception(error_);
-    if (layout.shares) learn_speeds(layout);
+    if (speeds) learn_speeds(layout, *speeds);
+  }
+
+  // Back to equal speeds, for every key.
+  void reset_speeds() {
+    std::lock_guard<std::mutex> serial(run_mu_);
+    for (auto& s : g_log_speed) s.store(0.0, std::memory_order_relaxed);
+    for (auto& k : keyed_) k = KeyedSpeeds{};
+    unkeyed_ = KeyedSpeeds{};
   }
 
   ~Pool() {
@@ -345,9 +365,31 @@ class Pool {
     share_time_[piece].runner = self;
   }
 
-  // After a region of shares: each thread's units per second against the caller's, into
-  // g_log_speed, when every thread ran its own share and each took long enough to time.
-  void learn_speeds(const PieceLayout& l) {
+  // The speeds a region of shares with this key follows (the unkeyed regions share one entry).
+  KeyedSpeeds& speeds_for(const void* key) {
+    if (!key) return unkeyed_;
+    // Fibonacci hashing, then the next kSpeedProbes entries: a key finds its entry, or an empty
+    // one, or takes over the first.
+    const uint64_t h = (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(key)) * 0x9e3779b97f4a7c15ull) >> 57;
+    for (int i = 0; i < kSpeedProbes; ++i) {
+      KeyedSpeeds& e = keyed_[(h + i) % kSpeedKeys];
+      if (e.key == key) return e;
+      if (!e.key) return fresh(e, key);
+    }
+    return fresh(keyed_[h % kSpeedKeys], key);
+  }
+
+  // Entry e for `key`, starting from the average speeds.
+  static KeyedSpeeds& fresh(KeyedSpeeds& e, const void* key) {
+    e.key = key;
+    for (int t = 0; t < kShareThreads; ++t) e.log_speed[t] = g_log_speed[t].load(std::memory_order_relaxed);
+    return e;
+  }
+
+  // After a region of shares: each thread's units per second against the caller's, into the
+  // key's speeds and the average over all regions (g_log_speed), when every thread ran its own
+  // share and each took long enough to time.
+  void learn_speeds(const PieceLayout& l, KeyedSpeeds& ks) {
     for (int t = 0; t < l.threads; ++t)
       if (share_time_[t].runner != t || share_time_[t].ns < kMinSampleNs) return;
     auto rate = [&](int t) {
@@ -355,6 +397,7 @@ class Pool {
     };
     for (int t = 1; t < l.threads; ++t) {
       const double ratio = std::clamp(std::log(rate(t) / rate(0)), -kMaxLogRatio, kMaxLogRatio);
+      ks.log_speed[t] += kSpeedAlpha * (ratio - ks.log_speed[t]);
       const double old = g_log_speed[t].load(std::memory_order_relaxed);
       g_log_speed[t].store(old + kSpeedAlpha * (ratio - old), std::memory_order_relaxed);
     }
@@ -442,6 +485,7 @@ class Pool {
     int runner = -1;
   };
   ShareTime share_time_[kShareThreads];
+  KeyedSpeeds keyed_[kSpeedKeys], unkeyed_;
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false}, stop_{false};
@@ -569,7 +613,7 @@ int64_t tapered_start(int64_t n, int64_t parts, int threads, int64_t p) {
 
 namespace {
 
-void run_region(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, int64_t)> fn) {
+void run_region(int64_t n, int threads, bool shares, const void* key, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();
   int chunks = static_cast<int>(std::min<int64_t>(threads, n));
@@ -595,7 +639,7 @@ void run_region(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, i
     t_in_parallel = prev;
   };
   try {
-    Pool::get().run(n, chunks, shares, wrapped);
+    Pool::get().run(n, chunks, shares, key, wrapped);
   } catch (...) {
     t_in_parallel = false;
     throw;
@@ -607,11 +651,11 @@ void run_region(int64_t n, int threads, bool shares, FunctionRef<void(int64_t, i
 }  // namespace
 
 void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
-  run_region(n, threads, false, fn);
+  run_region(n, threads, false, nullptr, fn);
 }
 
-void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
-  run_region(n, threads, true, fn);
+void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn, const void* key) {
+  run_region(n, threads, true, key, fn);
 }
 
 double thread_speed(int t) {
@@ -619,9 +663,7 @@ double thread_speed(int t) {
   return std::exp(g_log_speed[t].load(std::memory_order_relaxed));
 }
 
-void reset_thread_speeds() {
-  for (auto& s : g_log_speed) s.store(0.0, std::memory_order_relaxed);
-}
+void reset_thread_speeds() { Pool::get().reset_speeds(); }
 
 bool speed_shares_on() { return g_speed_shares.load(std::memory_order_relaxed); }
 void set_speed_shares(bool on) { g_speed_shares.store(on, std::memory_order_relaxed); }

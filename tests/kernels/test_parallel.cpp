@@ -402,6 +402,38 @@ TEST(Parallel, SharesFollowTheThreadsMeasuredSpeeds) {
   EXPECT_EQ(thread_speed(1), 1.0);
 }
 
+// Keyed regions learn speeds of their own: interleaved, a region whose worker takes twice as
+// long per index and one where both threads take as long settle at different cuts.
+TEST(Parallel, KeyedSharesLearnTheirOwnSpeeds) {
+  if (hardware_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  const auto caller = std::this_thread::get_id();
+  const int slow_key = 0, even_key = 0;
+  int64_t slow_share = 0, even_share = 0;
+  auto region = [&](const void* key, int worker_us, int64_t& share) {
+    parallel_shares(
+        60, 2,
+        [&](int64_t b, int64_t e) {
+          const bool mine = std::this_thread::get_id() == caller;
+          if (mine) share = e - b;
+          spin_for_us((mine ? 20 : worker_us) * (e - b));
+        },
+        key);
+  };
+  auto settled = [&] { return slow_share >= 34 && slow_share <= 46 && even_share >= 26 && even_share <= 34; };
+  for (int attempt = 0; attempt < 3 && !settled(); ++attempt) {
+    reset_thread_speeds();
+    for (int i = 0; i < 40; ++i) {
+      region(&slow_key, 40, slow_share);
+      region(&even_key, 20, even_share);
+    }
+  }
+  EXPECT_GE(slow_share, 34);  // 40 at its speeds
+  EXPECT_LE(slow_share, 46);
+  EXPECT_GE(even_share, 26);  // 30
+  EXPECT_LE(even_share, 34);
+  reset_thread_speeds();
+}
+
 }  // namespace
 }  // namespace kiln::kernels
 

@@ -99,12 +99,15 @@ void parallel_for(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn
 // slower one. Each share is at least one index, and fn must cost about the same per index for
 // the measurement to mean anything. A thread that comes late still has its share taken by
 // another; such a region teaches nothing. With speed shares off (KILN_SPEED_SHARES=0, or
-// set_speed_shares(false)) the cut is even, rounded to the nearest index.
-void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn);
+// set_speed_shares(false)) the cut is even, rounded to the nearest index. `key` (a layer's
+// weights, say: anything that names the same region run after run) gives the region speeds of
+// its own, learnt from its own runs only: the cost of an index on each thread depends on the
+// kernel too (whose cache its input is in, how its rows round to tiles).
+void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)> fn, const void* key = nullptr);
 // Pool thread t's speed in parallel_shares regions relative to the caller's (thread 0: 1), a
-// moving average over the last ~10 regions, kept whether or not the shares follow it.
+// moving average over the last ~10 regions of any key, kept whether or not the shares follow it.
 double thread_speed(int t);
-// Forgets the measured speeds (all 1), for tests and A/B harnesses.
+// Forgets the measured speeds (all 1, every key's too), for tests and A/B harnesses.
 void reset_thread_speeds();
 bool speed_shares_on();
 void set_speed_shares(bool on);
