@@ -144,21 +144,29 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   double* const sums = own_sums.data();
   // The tallest band's input rows: every band's expanded rows sit in planes of this many rows, so
   // that the rows two bands share stay where they are in each block's plane, moved up only.
+  // On shares (below) a thread's share may reach all rows but one a thread else, cut in
+  // bands / threads bands.
+  const bool by_shares = d.N == 1 && bands % threads == 0 && !epi2.channel_means;
   int64_t plane_rows = 0;
   for (int64_t b = 0; b < bands; ++b)
     plane_rows = std::max(plane_rows, detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands).g.H);
+  if (by_shares) {
+    const int64_t tallest = ceil_div(OH - (threads - 1), bands / threads);
+    for (int64_t oh0 = 0; oh0 + tallest <= OH; ++oh0)
+      plane_rows = std::max(plane_rows, detail::depthwise_band(whole, oh0, oh0 + tallest).g.H);
+  }
   const int64_t x_plane = kConvBlock * plane_rows * e.W;  // floats between the expanded 8-channel blocks
   const int64_t row_floats = e.W * kConvBlock;            // one expanded row of one block
   const uint64_t call = detail::next_banded_call();
-  parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+  // Output rows [oh0, oh1) of image n, band `part` of the sums.
+  auto run_band = [&](int64_t part, int64_t n, int64_t oh0, int64_t oh1) {
     // This thread's: the band's input rows (when the input has more than one block), its
     // expanded rows, and the depthwise block's scratch. Kept between calls.
     thread_local std::vector<float> own_in, own_mid, own_scratch;
     thread_local detail::KeptRows kept_rows;
     float* mid = aligned_floats(own_mid, ceil_div(e.K, kConvBlock) * x_plane);
-    for (int64_t part = p0; part < p1; ++part) {
-      const int64_t n = part / bands, b = part % bands;
-      detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands);
+    {
+      detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
       const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
       // The rows this band shares with the one this thread ran before it (a pool thread runs its
       // own parts in order): moved up to the top of each block's plane instead of expanded again.
@@ -202,7 +210,27 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
                           &padding_zeroed, yn + yo, out_plane, te, true, true);
       }
     }
-  });
+  };
+  if (by_shares) {
+    // One image: each thread's share of the rows, sized by the threads' measured speeds on this
+    // pair (parallel_shares, keyed by its expand weights), in bands / threads bands of even
+    // rows run in order (the rows two of them share kept). Not with channel means: their sums
+    // would then follow the cut, and the cut the measured speeds.
+    const int64_t each = bands / threads;
+    parallel_shares(OH, threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t b = 0; b < each; ++b) {
+        const int64_t b0 = r0 + (r1 - r0) * b / each, b1 = r0 + (r1 - r0) * (b + 1) / each;
+        if (b0 < b1) run_band(0, 0, b0, b1);
+      }
+    }, w1);
+  } else {
+    parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) {
+        const int64_t b = part % bands;
+        run_band(part, part / bands, OH * b / bands, OH * (b + 1) / bands);
+      }
+    });
+  }
   if (epi2.channel_means) {
     const double count = static_cast<double>(OH * OW);
     for (int64_t n = 0; n < d.N; ++n)

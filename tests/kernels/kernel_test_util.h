@@ -1,13 +1,16 @@
 // Shared pieces of the kernel tests: every kernel table this CPU can run, random data, the
 // naive epilogue every fast path is compared with.
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/epilogue.h"
+#include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::test {
 
@@ -17,6 +20,24 @@ inline std::vector<const KernelTable*> all_tables() {
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
     if (const KernelTable* t = kernel_table_for(isa)) out.push_back(t);
   return out;
+}
+
+// Teaches the pool that pool worker 1 runs parallel_shares regions of `key` three times slower
+// than the caller (it spins three times as long per index), so that the next region of that
+// key on two threads gives the caller about three quarters of the indices: for tests that a
+// kernel's output does not depend on its cut.
+inline void skew_shares(const void* key) {
+  const auto caller = std::this_thread::get_id();
+  for (int i = 0; i < 30; ++i)
+    parallel_shares(
+        40, 2,
+        [&](int64_t b, int64_t e) {
+          const auto until = std::chrono::steady_clock::now() +
+                             std::chrono::microseconds((std::this_thread::get_id() == caller ? 5 : 15) * (e - b));
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        },
+        key);
 }
 
 inline std::vector<float> random_vec(size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
