@@ -363,18 +363,17 @@ bool gemv_run(const KernelTable& t, int64_t N, int64_t K, const float* a, const 
   const int64_t NR = t.gemm.nr, panels = ceil_div(N, NR);
   threads = gemm_threads(1, N, K, true, threads);
   const bool apply = epi && !epilogue_is_identity(*epi);
-  const int64_t parts = std::min<int64_t>(threads, panels);
-  auto part = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t q0 = panels * i / parts, q1 = panels * (i + 1) / parts;
-      if (q0 == q1) continue;
-      const int64_t j0 = q0 * NR, cols = std::min(N, q1 * NR) - j0;
-      t.gemv_panels(K, a, packed_b + q0 * K * NR, q1 - q0, C + j0, static_cast<int>(cols - (q1 - q0 - 1) * NR));
-      if (apply) t.epilogue_tile(C + j0, N, 1, cols, tile_epilogue(*epi, 0, j0));
-    }
+  // Panels [q0, q1).
+  auto part = [&](int64_t q0, int64_t q1) {
+    const int64_t j0 = q0 * NR, cols = std::min(N, q1 * NR) - j0;
+    t.gemv_panels(K, a, packed_b + q0 * K * NR, q1 - q0, C + j0, static_cast<int>(cols - (q1 - q0 - 1) * NR));
+    if (apply) t.epilogue_tile(C + j0, N, 1, cols, tile_epilogue(*epi, 0, j0));
   };
-  if (parts <= 1) part(0, 1);
-  else parallel_for(parts, static_cast<int>(parts), part);
+  // One share of the panels a thread (each streams its weights once: smaller pieces would only
+  // add joins), sized by the threads' measured speeds on this product (parallel_shares, keyed
+  // by its weights).
+  if (threads <= 1 || panels <= 1) part(0, panels);
+  else parallel_shares(panels, threads, part, packed_b);
   return true;
 }
 

@@ -100,6 +100,30 @@ TEST(GemmPacked, CrossesCacheBlocksAndThreads) {
       }
 }
 
+// One row on two threads (KernelTable::gemv_panels over each thread's share of the panels,
+// parallel_shares keyed by the packed weights): a cut skewed 3:1 (test::skew_shares) gives the
+// even cut's floats.
+TEST(GemmPacked, GemvGivesTheSameFloatsOnAnyCut) {
+  for (const KernelTable* t : all_tables()) {
+    const int64_t N = 2311, K = 67;
+    const auto A = random_vec(K, 5), B = random_vec(K * N, 6), bias = random_vec(N, 7);
+    std::vector<float> pb(packed_b_floats_on(*t, K, N));
+    pack_b_on(*t, B.data(), N, false, K, N, pb.data());
+    Epilogue e;
+    e.bias = bias.data(), e.act = Act::Relu;
+    reset_thread_speeds();
+    std::vector<float> even(N), skewed(N);
+    gemm_packed_b_on(*t, 1, N, K, A.data(), K, pb.data(), even.data(), N, e, 2);
+    test::skew_shares(pb.data());
+    gemm_packed_b_on(*t, 1, N, K, A.data(), K, pb.data(), skewed.data(), N, e, 2);
+    reset_thread_speeds();
+    EXPECT_EQ(even, skewed) << isa_name(t->isa);
+    size_t nonzero = 0;
+    for (float v : even) nonzero += v != 0.f;
+    EXPECT_GT(nonzero, static_cast<size_t>(N / 4)) << isa_name(t->isa);
+  }
+}
+
 // A row block whose tail is at most mr / 2 rows runs its last whole tile and the tail as two
 // tiles of about (mr + tail) / 2 rows from two separately packed panels (gemm_driver.cpp): every
 // row, its per-row bias and its residual must still land where they belong, past a cache block
