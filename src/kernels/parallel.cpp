@@ -112,8 +112,9 @@ constexpr int64_t kMinSampleNs = 3000;
 // what a thread's share costs per index depends on the kernel too (whose cache the input rows
 // are in, how rows round to tiles), and one average over mobilenet_v2's pairs gave its 56x56
 // pair the wrong cut (the caller 20% busier there while the 14x14 pairs were even). A key's
-// entry starts from the average over all regions. Direct-mapped; a colliding key takes the entry
-// over. Guarded by the pool's run lock.
+// entry starts from the average over all regions. A hashed table: a key looks at kSpeedProbes
+// entries from its hash and, when all hold other keys, takes over the first (a model with more
+// keys than that keeps re-learning a few of them). Guarded by the pool's run lock.
 constexpr int kSpeedKeys = 128, kSpeedProbes = 4;
 static_assert(kSpeedKeys == 128, "speeds_for hashes to 7 bits");
 struct KeyedSpeeds {

@@ -107,7 +107,8 @@ void parallel_shares(int64_t n, int threads, FunctionRef<void(int64_t, int64_t)>
 // Pool thread t's speed in parallel_shares regions relative to the caller's (thread 0: 1), a
 // moving average over the last ~10 regions of any key, kept whether or not the shares follow it.
 double thread_speed(int t);
-// Forgets the measured speeds (all 1, every key's too), for tests and A/B harnesses.
+// Forgets the measured speeds (all 1, every key's too), for tests and A/B harnesses; never from
+// inside a parallel region (it waits for the region to end).
 void reset_thread_speeds();
 bool speed_shares_on();
 void set_speed_shares(bool on);
