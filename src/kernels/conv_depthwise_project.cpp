@@ -121,17 +121,11 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
     }
     detail::project_band(p, n, oh0, rows, mid, wp, e2, y);
   };
-  // One image: each thread's share of the rows, sized by the threads' measured speeds on this
-  // pair (keyed by its weights), in bands / threads bands of even rows (one for the 28x28 and smaller planes, two for 56x56).
-  // Else bands of even rows, stolen by whoever is free.
+  // One image: the threads' shares of the rows, sized by their measured speeds on this pair
+  // (keyed by its depthwise weights), one band a thread on the 28x28 and smaller planes, two on
+  // 56x56. Else bands of even rows, stolen by whoever is free.
   if (d.N == 1 && bands % threads == 0) {
-    const int64_t each = bands / threads;
-    parallel_shares(OH, threads, [&](int64_t r0, int64_t r1) {
-      for (int64_t b = 0; b < each; ++b) {
-        const int64_t b0 = r0 + (r1 - r0) * b / each, b1 = r0 + (r1 - r0) * (b + 1) / each;
-        if (b0 < b1) run_band(0, b0, b1);
-      }
-    }, wd);
+    detail::for_share_bands(OH, bands, threads, wd, [&](int64_t oh0, int64_t oh1) { run_band(0, oh0, oh1); });
     return;
   }
   parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {

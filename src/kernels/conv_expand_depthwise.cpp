@@ -144,16 +144,16 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   double* const sums = own_sums.data();
   // The tallest band's input rows: every band's expanded rows sit in planes of this many rows, so
   // that the rows two bands share stay where they are in each block's plane, moved up only.
-  // On shares (below) a thread's share may reach all rows but one a thread else, cut in
-  // bands / threads bands.
+  // On shares (below) the bands follow the threads' speeds: planes for the tallest such band.
   const bool by_shares = d.N == 1 && bands % threads == 0 && !epi2.channel_means;
   int64_t plane_rows = 0;
   for (int64_t b = 0; b < bands; ++b)
     plane_rows = std::max(plane_rows, detail::depthwise_band(whole, OH * b / bands, OH * (b + 1) / bands).g.H);
   if (by_shares) {
-    const int64_t tallest = ceil_div(OH - (threads - 1), bands / threads);
-    for (int64_t oh0 = 0; oh0 + tallest <= OH; ++oh0)
-      plane_rows = std::max(plane_rows, detail::depthwise_band(whole, oh0, oh0 + tallest).g.H);
+    // The input rows the tallest share band's windows can reach (an inner band's: edge bands
+    // reach fewer).
+    const int64_t tallest = detail::share_band_max_rows(OH, bands, threads);
+    plane_rows = std::max(plane_rows, std::min(d.H, (tallest - 1) * d.stride_h + (d.R - 1) * d.dil_h + 1));
   }
   const int64_t x_plane = kConvBlock * plane_rows * e.W;  // floats between the expanded 8-channel blocks
   const int64_t row_floats = e.W * kConvBlock;            // one expanded row of one block
@@ -165,64 +165,56 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
     thread_local std::vector<float> own_in, own_mid, own_scratch;
     thread_local detail::KeptRows kept_rows;
     float* mid = aligned_floats(own_mid, ceil_div(e.K, kConvBlock) * x_plane);
-    {
-      detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
-      const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
-      // The rows this band shares with the one this thread ran before it (a pool thread runs its
-      // own parts in order): moved up to the top of each block's plane instead of expanded again.
-      // At stride 2 a band's first input row is the previous band's last (mobilenet_v2's 112 ->
-      // 56 in bands of 7 input rows: 1 in 7 expanded twice).
-      const int64_t kept = kept_rows.take(call, n, mid, r0, rows, ceil_div(e.K, kConvBlock), x_plane, row_floats,
-                                          detail::expand_keeps_rows);
-      if (kept < rows) {
-        // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
-        const int64_t fresh = rows - kept;
-        const float* xn = x + n * e.x_image_floats();
-        const int64_t run = fresh * e.W * in.lanes;
-        const float* xb = xn + (r0 + kept) * e.W * in.lanes;
-        if (in.count > 1) {
-          float* copy = aligned_floats(own_in, in.count * run);
-          for (int64_t k = 0; k < in.count; ++k)
-            std::memcpy(copy + k * run, xb + k * e.H * e.W * in.lanes, sizeof(float) * run);
-          xb = copy;
-        }
-        Conv2dShape eb = e;
-        eb.N = 1, eb.H = fresh, eb.whole_out_h = e.out_h(), eb.y_plane_rows = plane_rows;
-        conv2d(ConvTactic::Direct, eb, xb, w1, mid + kept * row_floats, e1, nullptr, 1);
+    detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
+    const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
+    // The rows this band shares with the one this thread ran before it (a pool thread runs its
+    // own parts in order): moved up to the top of each block's plane instead of expanded again.
+    // At stride 2 a band's first input row is the previous band's last (mobilenet_v2's 112 ->
+    // 56 in bands of 7 input rows: 1 in 7 expanded twice).
+    const int64_t kept = kept_rows.take(call, n, mid, r0, rows, ceil_div(e.K, kConvBlock), x_plane, row_floats,
+                                        detail::expand_keeps_rows);
+    if (kept < rows) {
+      // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
+      const int64_t fresh = rows - kept;
+      const float* xn = x + n * e.x_image_floats();
+      const int64_t run = fresh * e.W * in.lanes;
+      const float* xb = xn + (r0 + kept) * e.W * in.lanes;
+      if (in.count > 1) {
+        float* copy = aligned_floats(own_in, in.count * run);
+        for (int64_t k = 0; k < in.count; ++k)
+          std::memcpy(copy + k * run, xb + k * e.H * e.W * in.lanes, sizeof(float) * run);
+        xb = copy;
       }
-      // The band's depthwise windows over the expanded rows (depthwise_blocks, on one band).
-      float* scratch = aligned_floats(own_scratch, depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats);
-      bool padding_zeroed = false;
-      float* yn = y + n * d.K * OH * OW;
-      for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
-        const int nc = static_cast<int>(std::min(lanes, d.K - c0));
-        const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
-        TileEpilogue te = detail::depthwise_epilogue(epi2, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
-        if (detail::depthwise_has_pair_copy(d))
-          te.pair_weights = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
-        bool claimed = claim;
-        for (int64_t c = 0; claim && c < nc; c += kConvBlock)
-          claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
-                                    static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
-        te.fetch_for_write = fetch_out && !claimed;
-        if (epi2.channel_means) te.sums = sums + part * d.K + c0;
-        t.depthwise_block(bd.g, mid + c0 / kConvBlock * x_plane, x_plane, nc, w2 + c0 * RS, scratch,
-                          &padding_zeroed, yn + yo, out_plane, te, true, true);
-      }
+      Conv2dShape eb = e;
+      eb.N = 1, eb.H = fresh, eb.whole_out_h = e.out_h(), eb.y_plane_rows = plane_rows;
+      conv2d(ConvTactic::Direct, eb, xb, w1, mid + kept * row_floats, e1, nullptr, 1);
+    }
+    // The band's depthwise windows over the expanded rows (depthwise_blocks, on one band).
+    float* scratch = aligned_floats(own_scratch, depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats);
+    bool padding_zeroed = false;
+    float* yn = y + n * d.K * OH * OW;
+    for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
+      const int nc = static_cast<int>(std::min(lanes, d.K - c0));
+      const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
+      TileEpilogue te = detail::depthwise_epilogue(epi2, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
+      if (detail::depthwise_has_pair_copy(d))
+        te.pair_weights = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+      bool claimed = claim;
+      for (int64_t c = 0; claim && c < nc; c += kConvBlock)
+        claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
+                                  static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
+      te.fetch_for_write = fetch_out && !claimed;
+      if (epi2.channel_means) te.sums = sums + part * d.K + c0;
+      t.depthwise_block(bd.g, mid + c0 / kConvBlock * x_plane, x_plane, nc, w2 + c0 * RS, scratch,
+                        &padding_zeroed, yn + yo, out_plane, te, true, true);
     }
   };
   if (by_shares) {
-    // One image: each thread's share of the rows, sized by the threads' measured speeds on this
-    // pair (parallel_shares, keyed by its expand weights), in bands / threads bands of even
-    // rows run in order (the rows two of them share kept). Not with channel means: their sums
-    // would then follow the cut, and the cut the measured speeds.
-    const int64_t each = bands / threads;
-    parallel_shares(OH, threads, [&](int64_t r0, int64_t r1) {
-      for (int64_t b = 0; b < each; ++b) {
-        const int64_t b0 = r0 + (r1 - r0) * b / each, b1 = r0 + (r1 - r0) * (b + 1) / each;
-        if (b0 < b1) run_band(0, 0, b0, b1);
-      }
-    }, w1);
+    // One image: the threads' shares of the rows, sized by their measured speeds on this pair
+    // (keyed by its expand weights), each thread's bands run in order (the rows two of them
+    // share kept). Not with channel means: their sums would then follow the cut, and the cut
+    // the measured speeds.
+    detail::for_share_bands(OH, bands, threads, w1, [&](int64_t oh0, int64_t oh1) { run_band(0, 0, oh0, oh1); });
   } else {
     parallel_for(parts, std::min<int64_t>(threads, parts), [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {

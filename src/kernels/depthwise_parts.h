@@ -110,4 +110,28 @@ void for_depthwise_parts(const DepthwisePlane& g, const DepthwiseSplit& split, i
   });
 }
 
+// One image's `bands` bands of output rows (a multiple of `threads`) as the threads' shares of its
+// `rows` rows, sized by their measured speeds on the region `key` (parallel_shares), each share
+// cut in bands / threads bands of even rows run in order: band(oh0, oh1). The banded pairs
+// (depthwise + projection, expand + depthwise) run their one-image bands this way.
+template <class F>
+void for_share_bands(int64_t rows, int64_t bands, int threads, const void* key, F&& band) {
+  const int64_t each = bands / threads;
+  parallel_shares(
+      rows, threads,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t b = 0; b < each; ++b) {
+          const int64_t b0 = r0 + (r1 - r0) * b / each, b1 = r0 + (r1 - r0) * (b + 1) / each;
+          if (b0 < b1) band(b0, b1);
+        }
+      },
+      key);
+}
+
+// The most output rows one band of for_share_bands can hold: a share reaches all rows but one a
+// thread else.
+inline int64_t share_band_max_rows(int64_t rows, int64_t bands, int threads) {
+  return (rows - (threads - 1) + bands / threads - 1) / (bands / threads);
+}
+
 }  // namespace kiln::kernels::detail
