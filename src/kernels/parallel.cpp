@@ -101,8 +101,10 @@ std::atomic<bool> g_speed_shares{env_switch_on("KILN_SPEED_SHARES")};
 // Weight of one region's ratio in the average: ~10 regions (a mobilenet_v2 run has 13 such
 // regions) follow a change of the host, and one disturbed region moves the shares little.
 constexpr double kSpeedAlpha = 0.15;
-// A sample's log ratio is clamped to +-log(4) (a thread descheduled inside its share is not 4x
-// slower), so no share drops below a fifth of the region on two threads.
+// A region whose threads' rates differ by more than 4x teaches nothing: a thread descheduled
+// inside its share (another process on its core, as under ctest -j2) is not a slower core, and
+// clamping such a sample still moved the shares by a fifth of the clamp. The averages stay
+// within +-log(4), so no share drops below a fifth of the region on two threads.
 constexpr double kMaxLogRatio = 1.3862943611198906;
 // Shares shorter than this are too noisy to time (a clock read is ~20 ns; a piece of a few
 // microseconds varies with the caches).
@@ -389,15 +391,20 @@ class Pool {
 
   // After a region of shares: each thread's units per second against the caller's, into the
   // key's speeds and the average over all regions (g_log_speed), when every thread ran its own
-  // share and each took long enough to time.
+  // share, each took long enough to time, and no rate is 4x another's.
   void learn_speeds(const PieceLayout& l, KeyedSpeeds& ks) {
     for (int t = 0; t < l.threads; ++t)
       if (share_time_[t].runner != t || share_time_[t].ns < kMinSampleNs) return;
     auto rate = [&](int t) {
       return static_cast<double>(l.bound[t + 1] - l.bound[t]) / static_cast<double>(share_time_[t].ns);
     };
+    double ratios[kShareThreads] = {};
     for (int t = 1; t < l.threads; ++t) {
-      const double ratio = std::clamp(std::log(rate(t) / rate(0)), -kMaxLogRatio, kMaxLogRatio);
+      ratios[t] = std::log(rate(t) / rate(0));
+      if (std::abs(ratios[t]) > kMaxLogRatio) return;
+    }
+    for (int t = 1; t < l.threads; ++t) {
+      const double ratio = ratios[t];
       ks.log_speed[t] += kSpeedAlpha * (ratio - ks.log_speed[t]);
       const double old = g_log_speed[t].load(std::memory_order_relaxed);
       g_log_speed[t].store(old + kSpeedAlpha * (ratio - old), std::memory_order_relaxed);
@@ -695,14 +702,20 @@ double core_round_trip_ns() {
       for (int64_t side = b; side < e; ++side) {
         if (side == 0) {
           const auto t0 = Clock::now();
+          auto last = t0;
           for (int i = 0; i < kTrips; ++i) {
             flag.store(2 * i + 1, std::memory_order_release);
-            if (!wait_for(2 * i + 2)) {
+            // A trip as long as a lost core (the answer came, but one side was descheduled
+            // meanwhile) measures the scheduler, not the cores: 3 ms was read once this way.
+            const bool answered = wait_for(2 * i + 2);
+            const auto now = Clock::now();
+            if (!answered || now - last > kPreempted) {
               flag.store(kGaveUp, std::memory_order_release);
               return;
             }
+            last = now;
           }
-          mean = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kTrips;
+          mean = std::chrono::duration<double, std::nano>(last - t0).count() / kTrips;
         } else {
           for (int i = 0; i < kTrips; ++i) {
             if (!wait_for(2 * i + 1)) return;
