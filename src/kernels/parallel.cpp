@@ -705,11 +705,11 @@ double core_round_trip_ns() {
           auto last = t0;
           for (int i = 0; i < kTrips; ++i) {
             flag.store(2 * i + 1, std::memory_order_release);
-            // A trip as long as a lost core (the answer came, but one side was descheduled
+            // An answer later than the patience (it came, but a side was descheduled
             // meanwhile) measures the scheduler, not the cores: 3 ms was read once this way.
             const bool answered = wait_for(2 * i + 2);
             const auto now = Clock::now();
-            if (!answered || now - last > kPreempted) {
+            if (!answered || now - last > kPatience) {
               flag.store(kGaveUp, std::memory_order_release);
               return;
             }
