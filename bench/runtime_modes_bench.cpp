@@ -16,7 +16,9 @@
 // the arena) is then as warm as when that side runs alone, not two runs cold.
 // Separate processes (scripts/ab_bench.py) swing by 20-40% from round to round on a shared host;
 // pairs of back-to-back runs see the same minute. The inputs are random normal floats (seed 7)
-// of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1).
+// of each input's declared shape (symbolic dims must be fixed at compile time: --dim N=1), or,
+// with KILN_AB_INPUTS=DIR in the environment, DIR/NAME.npy for each input NAME, of its declared
+// dtype and shape (a zoo model's build/zoo/MODEL/inputs: gpt2_decode's int64 token ids).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 #include "kiln/ir/error.h"
+#include "kiln/ir/npy.h"
 #include "kiln/runtime/executable.h"
 #include "kiln/runtime/step.h"
 #include "kernels/conv_stem.h"
@@ -90,10 +93,21 @@ int run(int argc, char** argv) {
   std::vector<Tensor> in, out;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
+  const char* inputs_dir = std::getenv("KILN_AB_INPUTS");
   for (const auto& v : g.inputs) {
     KILN_CHECK(v->shape.rank_known && v->shape.is_static(), "input ", v->name,
                " has a symbolic or unknown dim: compile the artifact with --dim");
-    KILN_CHECK(v->dtype == DType::f32, "input ", v->name, " is not f32");
+    if (inputs_dir) {
+      const std::string path = std::string(inputs_dir) + "/" + v->name + ".npy";
+      Tensor t = read_npy(path);
+      KILN_CHECK(t.dtype() == v->dtype && t.dims() == v->shape.static_dims(), path, " holds ", dtype_name(t.dtype()),
+                 dims_str(t.dims()), " where input ", v->name, " is ", dtype_name(v->dtype),
+                 dims_str(v->shape.static_dims()));
+      in.push_back(std::move(t));
+      continue;
+    }
+    KILN_CHECK(v->dtype == DType::f32, "input ", v->name,
+               " is not f32: set KILN_AB_INPUTS=DIR with a NAME.npy for each input (e.g. build/zoo/MODEL/inputs)");
     Tensor t(DType::f32, v->shape.static_dims());
     float* p = t.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = normal(rng);
