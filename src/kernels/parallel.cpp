@@ -404,10 +404,9 @@ class Pool {
       if (std::abs(ratios[t]) > kMaxLogRatio) return;
     }
     for (int t = 1; t < l.threads; ++t) {
-      const double ratio = ratios[t];
-      ks.log_speed[t] += kSpeedAlpha * (ratio - ks.log_speed[t]);
+      ks.log_speed[t] += kSpeedAlpha * (ratios[t] - ks.log_speed[t]);
       const double old = g_log_speed[t].load(std::memory_order_relaxed);
-      g_log_speed[t].store(old + kSpeedAlpha * (ratio - old), std::memory_order_relaxed);
+      g_log_speed[t].store(old + kSpeedAlpha * (ratios[t] - old), std::memory_order_relaxed);
     }
   }
 

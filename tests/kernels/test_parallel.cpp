@@ -429,6 +429,21 @@ struct TwoThreadShares {
 
 constexpr const char* kNoTwoCores = "the host seldom ran the two threads at once (another process on the cores)";
 
+// Up to `tries` tries, each from forgotten speeds: one_try() runs a try's regions and says
+// whether most of them ran on both threads (a try that did not does not count). Stops at the
+// first counted try after which settled(); false when no try counted (nothing was measured).
+template <class OneTry, class Settled>
+bool measured_in_tries(int tries, OneTry one_try, Settled settled) {
+  bool measured = false;
+  for (int i = 0; i < tries; ++i) {
+    reset_thread_speeds();
+    if (!one_try()) continue;
+    measured = true;
+    if (settled()) break;
+  }
+  return measured;
+}
+
 // The pool times each thread's share and moves the cut toward the faster thread: here the
 // worker spends twice as long per index as the caller, its measured speed settles near 0.5 and
 // the cut near two thirds. With speed shares off the speeds are still measured but the cut
@@ -439,14 +454,13 @@ TEST(ParallelTiming, SharesFollowTheThreadsMeasuredSpeeds) {
     TwoThreadShares shares;
     // A disturbance the pool does not catch still moves the average: up to eight tries of 40
     // regions; a try counts when most of its regions ran on both threads.
-    bool measured = false;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      reset_thread_speeds();
-      for (int i = 0; i < 40; ++i) shares.run(4, 8);
-      if (!shares.mostly_together()) continue;
-      measured = true;
-      if (thread_speed(1) > 0.3 && thread_speed(1) < 0.8 && shares.cut >= 34 && shares.cut <= 46) break;
-    }
+    const bool measured = measured_in_tries(
+        8,
+        [&] {
+          for (int i = 0; i < 40; ++i) shares.run(4, 8);
+          return shares.mostly_together();
+        },
+        [&] { return thread_speed(1) > 0.3 && thread_speed(1) < 0.8 && shares.cut >= 34 && shares.cut <= 46; });
     if (!measured) return kNoTwoCores;
     std::fprintf(stderr, "learned: speed %.3f, cut %lld of 60\n", thread_speed(1), static_cast<long long>(shares.cut));
     EXPECT_GT(thread_speed(1), 0.3);
@@ -474,14 +488,13 @@ TEST(ParallelTiming, SharesIgnoreRegionsPastAFourfoldRatio) {
     // (A caller that loses its core for the worker's whole share brings the ratio under 4x.)
     // The caller's shares last 300 us: a worker that has to be woken (the pool stops spinning
     // for a while when a spinner lost its core) comes before the caller could take its share.
-    bool measured = false;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      reset_thread_speeds();
-      for (int i = 0; i < 8; ++i) shares.run(10, 100);  // 10x
-      if (!shares.mostly_together()) continue;
-      measured = true;
-      if (thread_speed(1) == 1.0) break;
-    }
+    const bool measured = measured_in_tries(
+        4,
+        [&] {
+          for (int i = 0; i < 8; ++i) shares.run(10, 100);  // 10x
+          return shares.mostly_together();
+        },
+        [] { return thread_speed(1) == 1.0; });
     if (!measured) return kNoTwoCores;
     std::fprintf(stderr, "speed %.3f, cut %lld of 60\n", thread_speed(1), static_cast<long long>(shares.cut));
     EXPECT_EQ(thread_speed(1), 1.0);
@@ -502,17 +515,16 @@ TEST(ParallelTiming, KeyedSharesLearnTheirOwnSpeeds) {
     auto settled = [&] {
       return slow.cut >= 34 && slow.cut <= 46 && even.cut >= 26 && even.cut <= 34 && slow.cut >= even.cut + 6;
     };
-    bool measured = false;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      reset_thread_speeds();
-      for (int i = 0; i < 40; ++i) {
-        slow.run(4, 8, &slow_key);
-        even.run(4, 4, &even_key);
-      }
-      if (!(slow.mostly_together() & even.mostly_together())) continue;  // both counters restart
-      measured = true;
-      if (settled()) break;
-    }
+    const bool measured = measured_in_tries(
+        8,
+        [&] {
+          for (int i = 0; i < 40; ++i) {
+            slow.run(4, 8, &slow_key);
+            even.run(4, 4, &even_key);
+          }
+          return slow.mostly_together() & even.mostly_together();  // both counters restart
+        },
+        settled);
     if (!measured) return kNoTwoCores;
     std::fprintf(stderr, "cuts: slow key %lld, even key %lld of 60\n", static_cast<long long>(slow.cut),
                  static_cast<long long>(even.cut));
