@@ -5,7 +5,7 @@
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts or
 // speed-shares (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
 // (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h) or keep-rows
-// (kernels/expand_kept_rows.h): off, or on for both Auto and On; side A runs it Off, side B
+// (kernels/expand_kept_rows.h) or k-split (kernels/depthwise_project_band.h): off, or on for both Auto and On; side A runs it Off, side B
 // Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
 // the pairs run while the cores measured close and those while they measured far
 // (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
@@ -35,6 +35,7 @@
 #include "kiln/runtime/step.h"
 #include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
+#include "kernels/depthwise_project_band.h"
 #include "kernels/expand_kept_rows.h"
 
 namespace {
@@ -62,6 +63,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "direct-stem") kiln::kernels::detail::direct_stem_enabled = mode != 0;
   else if (name == "stem-bands") kiln::kernels::detail::stem_bands_enabled = mode != 0;
   else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
+  else if (name == "k-split") kiln::kernels::detail::depthwise_project_k_split_enabled = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -73,7 +75,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
                  "expand-bands|claim-output|write-prefetch|tapered-parts|speed-shares|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
-                 "stem-bands|keep-rows[=on] | artifact=OTHER.kiln\n");
+                 "stem-bands|keep-rows|k-split[=on] | artifact=OTHER.kiln\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

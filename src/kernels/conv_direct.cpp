@@ -79,6 +79,7 @@ struct Plan {
   int64_t tiles_per_row = 0, tiles = 0;
   int64_t unit_cols = 0, units = 0;  // output channels per column unit (nr or 2 nr), units
   int64_t KK = 0, kc = 0, kblocks = 0;
+  int64_t panel = 0;  // rows between the packed weight's panels (Conv2dShape::w_panel_rows)
   int64_t chunk_tiles = 0, chunks = 0;
   // Finished tiles transposed into NCHW together, up to this many consecutive ones: one 6-pixel
   // tile (AVX2's mr) wrote each channel's 6 floats with a masked store, 3-9% of resnet50's 3x3
@@ -89,6 +90,32 @@ struct Plan {
     return static_cast<size_t>(std::max(kblocks > 1 ? chunk_tiles : 1, group_tiles) * tile * unit_cols);
   }
 };
+
+// Whether the kernel reads the input (or its padded copy) in channel blocks, and of how many
+// channels; and the K blocks that follows from it (plan_for's, direct_k_blocks's).
+struct InputBlocks {
+  bool blocked = false;
+  int64_t bi = kBlock;
+};
+InputBlocks input_blocks(const KernelTable& t, const Conv2dShape& s) {
+  const bool copy = s.padded() && !s.x_padded;  // an x_padded input already lies in the padded planes
+  InputBlocks b{s.x_blocked || (copy && s.C % kBlock == 0), s.x_blocked ? s.x_block : kBlock};
+  // The 6 x 64 tile's padded copy at stride 1 is made of 16-channel blocks whatever the input's
+  // (a pixel's 16 channels on one line, 16-step segments): in-process pairs on one core (Xeon,
+  // 5th gen), 3x3 64 -> 64 at 56x56 from a copy of 8-channel blocks, 6 x 64 against 14 x 32
+  // 0.999; from a copy of 16-channel blocks 0.944. resnet18's block outputs (8-channel blocks:
+  // the next stage's stride-2 readers take no 16) are copied this way by each block's conv1.
+  if (copy && s.p64 && s.stride_w == 1 && t.simd_width == kConvBlockWide && s.C % kConvBlockWide == 0)
+    b = {true, kConvBlockWide};
+  return b;
+}
+DirectKBlocks k_blocks(int64_t KK, const InputBlocks& b) {
+  DirectKBlocks k;
+  k.kblocks = ceil_div(KK, kDirectKc);
+  k.kc = ceil_div(KK, k.kblocks);
+  if (b.blocked) k.kc = round_up(k.kc, b.bi), k.kblocks = ceil_div(KK, k.kc);  // blocks end on whole channel blocks
+  return k;
+}
 
 Plan plan_for(const KernelTable& t, const Conv2dShape& s, bool flat = true) {
   Plan p;
@@ -101,15 +128,8 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s, bool flat = true) {
   p.Hp = s.H + s.pad_top + s.pad_bottom, p.Wp = s.W + s.pad_left + s.pad_right, p.plane = p.Hp * p.Wp;
   p.sw = p.flat ? 1 : static_cast<int>(s.stride_w);
   p.row_step = s.stride_h * p.Wp;
-  p.blocked = s.x_blocked || (p.copy && s.C % kBlock == 0);
-  p.bi = s.x_blocked ? s.x_block : kBlock;
-  // The 6 x 64 tile's padded copy at stride 1 is made of 16-channel blocks whatever the input's
-  // (a pixel's 16 channels on one line, 16-step segments): in-process pairs on one core (Xeon,
-  // 5th gen), 3x3 64 -> 64 at 56x56 from a copy of 8-channel blocks, 6 x 64 against 14 x 32
-  // 0.999; from a copy of 16-channel blocks 0.944. resnet18's block outputs (8-channel blocks:
-  // the next stage's stride-2 readers take no 16) are copied this way by each block's conv1.
-  if (p.copy && p.p64 && s.stride_w == 1 && t.simd_width == kConvBlockWide && s.C % kConvBlockWide == 0)
-    p.blocked = true, p.bi = kConvBlockWide;
+  const InputBlocks ib = input_blocks(t, s);
+  p.blocked = ib.blocked, p.bi = ib.bi;
   if (p.blocked) p.sw *= static_cast<int>(p.bi), p.row_step *= p.bi;
   p.taps_inner = !p.blocked && s.S > s.C;
   const int64_t row_len = p.flat ? p.OHW : p.OW;
@@ -132,9 +152,9 @@ Plan plan_for(const KernelTable& t, const Conv2dShape& s, bool flat = true) {
   p.unit_cols = (p.wide ? 2 : 1) * p.nr;
   p.units = ceil_div(s.K, p.unit_cols);
   p.KK = s.C * s.R * s.S;
-  p.kblocks = ceil_div(p.KK, kDirectKc);
-  p.kc = ceil_div(p.KK, p.kblocks);
-  if (p.blocked) p.kc = round_up(p.kc, p.bi), p.kblocks = ceil_div(p.KK, p.kc);  // blocks end on whole channel blocks
+  p.panel = s.w_panel_rows ? s.w_panel_rows : p.KK;
+  const DirectKBlocks kb = k_blocks(p.KK, ib);
+  p.kc = kb.kc, p.kblocks = kb.kblocks;
   // Input bytes a tile brings in: its pixels' channels (flat), or its share of the stride_h
   // new input rows each output row reads.
   const double per_tile = p.flat   ? 4.0 * p.tile * s.C
@@ -359,6 +379,9 @@ std::string direct_unsupported(const Conv2dShape& s) {
   }
   if (s.x_padded && !(s.x_blocked && s.padded()))
     return "padded input planes need a channel-blocked input to a padded convolution";
+  if (s.w_panel_rows && (s.w_panel_rows < s.C * s.R * s.S || s.p64 || s.winograd || s.N != 1))
+    return "a slice of a packed weight (w_panel_rows) needs at least the slice's rows, one image, and no p64 "
+           "or Winograd weights";
   if (s.y_padded()) {
     if (!s.y_blocked) return "padded output planes need a channel-blocked output";
     if (tiles_cross_rows(kernel_table(), s, plan_for(kernel_table(), s)))
@@ -390,12 +413,18 @@ size_t direct_workspace_floats(const KernelTable& t, const Conv2dShape& s, int t
 
 DirectRoute direct_route(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads) {
   if (s.winograd) return DirectRoute::Winograd;
+  if (s.w_panel_rows) return DirectRoute::General;  // the only schedule that reads a weight's slice
   if (subsampled(s) && !direct_1x1_applies(t, s, epi)) return DirectRoute::Subsampled;
   if (direct_stem_applies(t, s, epi)) return DirectRoute::Stem;
   if (direct_bands_apply(s, epi, threads)) return DirectRoute::Bands;
   if (direct_edge_rows_apply(t, s, epi)) return DirectRoute::EdgeRows;
   if (!s.y_padded() && direct_1x1_applies(t, s, epi)) return DirectRoute::OneByOne;
   return DirectRoute::General;
+}
+
+DirectKBlocks direct_k_blocks(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads) {
+  if (direct_route(t, s, epi, threads) != DirectRoute::General) return {};
+  return k_blocks(s.C * s.R * s.S, input_blocks(t, s));
 }
 
 void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, const float* packed_w, float* y,
@@ -659,7 +688,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
       const int64_t a_tile = p.tile * p.sw;
       for (int64_t ti = t0; ti < t1; ++ti, a += a_tile) {
         const int64_t rows = std::min<int64_t>(p.tile, p.OHW - ti * p.tile);
-        (rows == p.tile ? whole : tile_for(rows, ncols, wide))(seg, nseg, a_step, a, b, p.KK * NR, nullptr,
+        (rows == p.tile ? whole : tile_for(rows, ncols, wide))(seg, nseg, a_step, a, b, p.panel * NR, nullptr,
                                                                p.unit_cols, ncols, false, &o, nullptr);
         o.dst += out_step;
         if (o.residual) o.residual += out_step;
@@ -730,7 +759,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           pending = 0;
         };
         for (int64_t kb = 0; kb < p.kblocks; ++kb) {
-          const float* block_w = packed_w + (k0 / NR) * p.KK * NR + kb * p.kc * NR;
+          const float* block_w = packed_w + (k0 / NR) * p.panel * NR + kb * p.kc * NR;
           const bool last = kb + 1 == p.kblocks;
           // Weights from DRAM: the block this item reads next (this unit's next K block, or the
           // next unit's first), its panels' lines shared out among this block's tiles, each
@@ -740,7 +769,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           if (stream_weights && kb + 1 < p.kblocks) {
             next_w = block_w + p.kc * NR, next_cols = ncols, next_rows = std::min(p.kc, p.KK - (kb + 1) * p.kc);
           } else if (stream_weights && k0 + p.unit_cols < end_col) {
-            next_w = packed_w + ((k0 + p.unit_cols) / NR) * p.KK * NR;
+            next_w = packed_w + ((k0 + p.unit_cols) / NR) * p.panel * NR;
             next_cols = std::min(p.unit_cols, end_col - k0 - p.unit_cols), next_rows = std::min(p.kc, p.KK);
           } else if (stream_weights && next_item >= 0) {
             // The item this thread runs next: its first unit's first block (without it each item
@@ -750,7 +779,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
             // (resnet18), 0.999 (resnet50); in-process pairs, Xeon 5th gen).
             const ItemRange nx = item_range(next_item);
             if (nx.first_col != k0) {
-              next_w = packed_w + (nx.first_col / NR) * p.KK * NR;
+              next_w = packed_w + (nx.first_col / NR) * p.panel * NR;
               next_cols = std::min(p.unit_cols, nx.end_col - nx.first_col), next_rows = std::min(p.kc, p.KK);
             }
           }
@@ -767,7 +796,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           for (int64_t ti = t0; ti < t1; ++ti) {
             if (++group_slot == p.group_tiles) group_slot = 0;
             ConvL2Lines l2;
-            if (next_w) l2 = l2_share(next_w, next_lines, next_panels, p.KK * NR, ti - t0, t1 - t0);
+            if (next_w) l2 = l2_share(next_w, next_lines, next_panels, p.panel * NR, ti - t0, t1 - t0);
             if (warm_n > 0) {
               const int64_t a0 = warm_n * warm_call / warm_calls, a1 = warm_n * (warm_call + 1) / warm_calls;
               const int64_t steps = std::max<int64_t>(1, std::min(p.kc, p.KK - kb * p.kc));
@@ -825,7 +854,7 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
               } else {
                 a = p.flat ? in + pix * p.sw : in + (pix / p.OW) * p.row_step + (pix % p.OW) * p.sw;
                 const ConvTileOut o = direct_out ? tile_out(k0, pix) : ConvTileOut{};
-                tile_for(rows, ncols, wide)(seg, nseg, a_step, a, b, p.KK * NR, c, p.unit_cols, ncols, load_c,
+                tile_for(rows, ncols, wide)(seg, nseg, a_step, a, b, p.panel * NR, c, p.unit_cols, ncols, load_c,
                                             direct_out ? &o : nullptr, l2p);
               }
             }

@@ -133,5 +133,13 @@ void conv_direct_edge_rows(const KernelTable& t, const Conv2dShape& s, const flo
 // cannot disagree.
 enum class DirectRoute { Winograd, Subsampled, Stem, Bands, EdgeRows, OneByOne, General };
 DirectRoute direct_route(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads);
+// The K blocks the general schedule sums s's outputs in on `threads` threads with epilogue epi:
+// equal blocks of kc steps (the last may be shorter), each a whole number of input channel
+// blocks, every output the sum of block kblocks - 1 plus the stored sums of the blocks before
+// it. {0, 0} where another schedule runs s (its sums in another order).
+struct DirectKBlocks {
+  int64_t kc = 0, kblocks = 0;
+};
+DirectKBlocks direct_k_blocks(const KernelTable& t, const Conv2dShape& s, const Epilogue& epi, int threads);
 
 }  // namespace kiln::kernels::detail

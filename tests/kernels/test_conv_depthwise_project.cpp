@@ -12,6 +12,7 @@
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/dispatch.h"
+#include "kernels/depthwise_project_band.h"
 
 namespace kiln::kernels {
 namespace {
@@ -103,7 +104,10 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
       {pair(1, 64, 28, 28, 3, 2, 32, kConvBlock), false},        // stride 2: bands read 2 rows each
       // 16-channel blocks through the small planes (depthwise_wide.h): features.8's and .15's
       {pair(1, 384, 14, 14, 3, 1, 64, kConvBlockWide, kConvBlockWide), true},
-      {pair(1, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide), true},
+      {pair(1, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide), true},  // halves at 2+ threads
+      {pair(1, 960, 7, 7, 3, 1, 320, kConvBlock, kConvBlockWide), false},  // features.17, Relu here
+      {pair(1, 1152, 7, 7, 5, 1, 192, kConvBlockWide, kConvBlockWide), true},  // 5x5, 16-channel out
+      {pair(1, 960, 7, 7, 3, 1, 160, kConvBlock), true},                   // 8-channel depthwise blocks
       {pair(2, 144, 14, 13, 5, 2, 48, kConvBlockWide, kConvBlockWide), false},  // 5x5/2, odd width
   };
   for (const Case& c : cases) {
@@ -124,6 +128,65 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
     check(c.q, c.residual, 2, true, true);
     set_expand_bands(ExpandBands::Auto);
   }
+}
+
+// The 7x7 pairs whose projection sums in two K blocks run as two halves of their channels at
+// two threads or more (MatchesTheTwoConvolutions checks their floats); the rest do not.
+TEST(DepthwiseProject, HalvesTheChannelsOfShortPlanesOfTwoKBlocks) {
+  if (kernel_table().simd_width < 8) GTEST_SKIP() << "no channel-blocked depthwise kernel on this table";
+  Epilogue e;
+  e.bias_per_row = true;
+  const Pair q = pair(1, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide);
+  if (!depthwise_project_unsupported(q.d, q.p).empty()) GTEST_SKIP() << depthwise_project_unsupported(q.d, q.p);
+  EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 2), 480);
+  EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 3), 480);
+  EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 1), 0);  // one thread: the blocks in turn
+  // One K block (576 channels): halves would sum in another order.
+  EXPECT_EQ(depthwise_project_k_split(pair(1, 576, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide).d,
+                                      pair(1, 576, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide).p, e, 2),
+            0);
+  // 14 rows: a band of 7 rows a thread.
+  const Pair tall = pair(1, 960, 14, 14, 3, 1, 160, kConvBlock, kConvBlockWide);
+  EXPECT_EQ(depthwise_project_k_split(tall.d, tall.p, e, 2), 0);
+  // Two images: bands.
+  const Pair two = pair(2, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide);
+  EXPECT_EQ(depthwise_project_k_split(two.d, two.p, e, 2), 0);
+  detail::depthwise_project_k_split_enabled = false;
+  EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 2), 0);
+  detail::depthwise_project_k_split_enabled = true;
+}
+
+// A slice of a packed weight's rows (Conv2dShape::w_panel_rows): the slice's partial sums, the
+// floats of the same rows packed on their own.
+TEST(DepthwiseProject, DirectReadsASliceOfAPackedWeight) {
+  Conv2dShape whole;
+  whole.C = 96, whole.H = whole.W = 7, whole.K = 64;
+  whole.x_blocked = whole.y_blocked = true;
+  const std::vector<float> w = random_vec(whole.K * whole.C, 51, -0.5f, 0.5f);
+  std::vector<float> packed(conv_packed_weight_floats(ConvTactic::Direct, whole));
+  conv_pack_weight(ConvTactic::Direct, whole, w.data(), packed.data());
+  const int64_t c0 = 32, nc = 48, HW = whole.H * whole.W;
+  Conv2dShape slice = whole;
+  slice.C = nc;
+  std::vector<float> ws(static_cast<size_t>(whole.K * nc));  // rows [c0, c0 + nc) of w, [K][nc]
+  for (int64_t k = 0; k < whole.K; ++k)
+    for (int64_t c = 0; c < nc; ++c) ws[k * nc + c] = w[k * whole.C + c0 + c];
+  std::vector<float> own(conv_packed_weight_floats(ConvTactic::Direct, slice));
+  conv_pack_weight(ConvTactic::Direct, slice, ws.data(), own.data());
+  const std::vector<float> x = random_vec(nc * HW, 52);
+  std::vector<float> want(whole.K * HW), got(whole.K * HW, -5.f);
+  conv2d(ConvTactic::Direct, slice, x.data(), own.data(), want.data(), Epilogue{}, nullptr, 1);
+  Conv2dShape sliced = slice;
+  sliced.w_panel_rows = whole.C;
+  ASSERT_EQ(conv_tactic_unsupported(ConvTactic::Direct, sliced), "");
+  const int64_t nr = kernel_table().conv_shape.nr;
+  conv2d(ConvTactic::Direct, sliced, x.data(), packed.data() + c0 * nr, got.data(), Epilogue{}, nullptr, 1);
+  size_t differ = 0;
+  for (size_t i = 0; i < want.size(); ++i) differ += std::memcmp(&want[i], &got[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << "of " << want.size();
+  // Fewer panel rows than the slice has: refused.
+  sliced.w_panel_rows = nc - 8;
+  EXPECT_NE(conv_tactic_unsupported(ConvTactic::Direct, sliced), "");
 }
 
 // The modes as expand_bands_pay's; in Auto with the cores close (the only reading before any

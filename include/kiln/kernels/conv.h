@@ -92,6 +92,11 @@ struct Conv2dShape {
   // bit: the runtime bands or not by a measurement of the cores (expand_depthwise_bands_pay), and the
   // outputs must not follow it. 0: out_h().
   int64_t whole_out_h = 0;
+  // Input channels [c, c + C) of a layer of more (kernels::depthwise_project's halves of a
+  // projection, one a thread): the packed weight is the whole layer's, its panels this many
+  // rows apart (rows q of each panel from the pointer given on), and the call writes the
+  // slice's partial sums. 0: C * R * S, the shape's own. Direct tactic, general schedule only.
+  int64_t w_panel_rows = 0;
   int64_t out_h() const { return (H + pad_top + pad_bottom - dil_h * (R - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (W + pad_left + pad_right - dil_w * (S - 1) - 1) / stride_w + 1; }
   bool padded() const { return pad_top || pad_left || pad_bottom || pad_right; }
