@@ -41,9 +41,13 @@ int64_t band_rows(const Conv2dShape& d) {
 // projection the direct tactic sums in two K blocks (mobilenet_v2's 7x7 pairs: 960 channels, two
 // blocks of 480): the rows cut 4 : 3 at two threads, each thread reading all the weights.
 // Cut by input channels instead, each half is the same work and reads half the weights, and
-// the halves' sums are the two blocks' partial sums (project_halves).
+// the halves' sums are the two blocks' partial sums (project_halves). Where the bands pay
+// (expand_bands_pay: the cores far apart, or pinned on): with the cores close the pair runs the
+// two calls apart, and the halves measured 1.0050-1.0058 of that there (mobilenet_v2, in
+// process, 200 pairs), against 0.988-0.994 of the bands far.
 int64_t k_split_channels(const Conv2dShape& d, const Conv2dShape& p, const Epilogue& epi_p, int threads) {
   if (!detail::depthwise_project_k_split_enabled || threads < 2 || d.N != 1 || p.p64) return 0;
+  if (!expand_bands_pay(threads)) return 0;
   if (d.out_h() >= kCloseBandMinRows * threads) return 0;
   const KernelTable& t = kernel_table();
   // The blocks as every other path sums them: one band's or the whole layer's projection on one
@@ -112,8 +116,7 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
   // 0.80-0.85 banded against 0.77-0.79 apart (a handful of samples: close minutes are short and
   // rare). One thread banded: 1.021 of the two calls' time. On the Zen 4 host, where the cores
   // were mostly close, a pair of one band per thread still paid there (depthwise_project_bands_pay).
-  // Halves of the channels wherever the cores are (far: 7x7 x 960 -> 160 in conv_bench 0.85 of
-  // the bands' time; close not measured against the calls apart).
+  // Halves of the channels in place of the bands (k_split_channels says where).
   if (const int64_t kc = k_split_channels(d, p, epi_p, threads)) {
     detail::project_halves(t, d, p, detail::depthwise_geometry(d), x, wd, epi_d, wp, epi_p, y, kc, threads);
     return;

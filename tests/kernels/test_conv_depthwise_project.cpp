@@ -131,13 +131,18 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
 }
 
 // The 7x7 pairs whose projection sums in two K blocks run as two halves of their channels at
-// two threads or more (MatchesTheTwoConvolutions checks their floats); the rest do not.
+// two threads or more where the bands pay (MatchesTheTwoConvolutions checks their floats in
+// mode On); the rest do not.
 TEST(DepthwiseProject, HalvesTheChannelsOfShortPlanesOfTwoKBlocks) {
   if (kernel_table().simd_width < 8) GTEST_SKIP() << "no channel-blocked depthwise kernel on this table";
   Epilogue e;
   e.bias_per_row = true;
   const Pair q = pair(1, 960, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide);
   if (!depthwise_project_unsupported(q.d, q.p).empty()) GTEST_SKIP() << depthwise_project_unsupported(q.d, q.p);
+  // Only where the bands pay: with the cores close the two calls run apart.
+  set_expand_bands(ExpandBands::Off);
+  EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 2), 0);
+  set_expand_bands(ExpandBands::On);
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 2), 480);
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 3), 480);
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 1), 0);  // one thread: the blocks in turn
@@ -154,6 +159,7 @@ TEST(DepthwiseProject, HalvesTheChannelsOfShortPlanesOfTwoKBlocks) {
   detail::depthwise_project_k_split_enabled = false;
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 2), 0);
   detail::depthwise_project_k_split_enabled = true;
+  set_expand_bands(ExpandBands::Auto);
 }
 
 // A slice of a packed weight's rows (Conv2dShape::w_panel_rows): the slice's partial sums, the

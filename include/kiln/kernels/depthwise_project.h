@@ -27,9 +27,10 @@ std::string depthwise_project_unsupported(const Conv2dShape& depthwise, const Co
 size_t depthwise_project_workspace_floats(const Conv2dShape& depthwise, const Conv2dShape& project, int threads);
 // The input channels of the first half when depthwise_project runs the pair (a valid one) on
 // `threads` threads as two halves of its channels, one a thread, the halves' projection sums
-// added at the end (two or more threads, one image, a plane of fewer than kCloseBandMinRows rows
-// a thread, a projection the direct tactic sums in two K blocks: mobilenet_v2's 7x7 pairs of 960
-// channels, 480); 0 when it runs otherwise. The outputs are the other paths' bit for bit.
+// added at the end (two or more threads where the bands pay, expand_bands_pay in dispatch.h: the
+// cores far apart; one image, a plane of fewer than kCloseBandMinRows rows a thread, a
+// projection the direct tactic sums in two K blocks: mobilenet_v2's 7x7 pairs of 960 channels,
+// 480); 0 when it runs otherwise. The outputs are the other paths' bit for bit.
 int64_t depthwise_project_k_split(const Conv2dShape& depthwise, const Conv2dShape& project, const Epilogue& epi_p,
                                   int threads);
 // y = project_epi(project(depthwise_epi(depthwise(x)))); packed weights as conv_pack_weight packs
