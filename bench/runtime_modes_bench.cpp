@@ -4,10 +4,11 @@
 //
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts or
 // speed-shares (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
-// (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h) or keep-rows
-// (kernels/expand_kept_rows.h) or k-split (kernels/depthwise_project_band.h): off, or on for both Auto and On; side A runs it Off, side B
-// Auto, in alternating order pair by pair (with "=on" after the name: A Auto, B On). Prints, for
-// the pairs run while the cores measured close and those while they measured far
+// (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h), keep-rows
+// (kernels/expand_kept_rows.h) or k-split (kernels/depthwise_project_band.h): off, or on for
+// both Auto and On; side A runs it Off, side B Auto, in alternating order pair by pair (with
+// "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured close
+// and those while they measured far
 // (core_round_trip_ns, every 25 pairs, against kFarCoresNs), each side's median and the median
 // of the pairs' B/A ratios. SWITCH artifact=OTHER.kiln instead runs OTHER as side B (the same
 // inputs): two compilations of one model, e.g. with a lowering rule off and on.

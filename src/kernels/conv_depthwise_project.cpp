@@ -118,7 +118,7 @@ void depthwise_project(const Conv2dShape& d, const Conv2dShape& p, const float* 
   // were mostly close, a pair of one band per thread still paid there (depthwise_project_bands_pay).
   // Halves of the channels in place of the bands (k_split_channels says where).
   if (const int64_t kc = k_split_channels(d, p, epi_p, threads)) {
-    detail::project_halves(t, d, p, detail::depthwise_geometry(d), x, wd, epi_d, wp, epi_p, y, kc, threads);
+    detail::project_halves(t, d, p, x, wd, epi_d, wp, epi_p, y, kc, threads);
     return;
   }
   if ((parts == 1 || !depthwise_project_bands_pay(bands, OH, threads)) && workspace) {
@@ -203,11 +203,10 @@ void depthwise_channel_rows(const KernelTable& t, const Conv2dShape& d, const De
                       c_end);
 }
 
-void project_halves(const KernelTable& t, const Conv2dShape& d, const Conv2dShape& p, const DepthwisePlane& whole,
-                    const float* x, const float* wd, const Epilogue& epi_d, const float* wp, const Epilogue& epi_p,
-                    float* y, int64_t kc, int threads) {
+void project_halves(const KernelTable& t, const Conv2dShape& d, const Conv2dShape& p, const float* x, const float* wd,
+                    const Epilogue& epi_d, const float* wp, const Epilogue& epi_p, float* y, int64_t kc, int threads) {
   const int64_t OHW = p.H * p.W, C = d.K, NR = t.conv_shape.nr;
-  const DepthwiseBand bd = depthwise_band(whole, 0, d.out_h());
+  const DepthwiseBand bd = depthwise_band(depthwise_geometry(d), 0, d.out_h());  // the whole plane
   // Each half's partial sums, [K / y_block][OH][OW][y_block], in a scratch of its own index (two
   // halves run on one thread when one steals the other).
   float* partial[2] = {};

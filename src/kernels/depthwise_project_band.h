@@ -42,9 +42,8 @@ extern bool depthwise_project_k_split_enabled;
 // split by output blocks, y = epilogue_p(second + first). kc is the first of the two K blocks
 // the direct tactic sums the projection in (direct_k_blocks), so each output is the sum the
 // whole projection makes: its last block's sums plus the first's, then the epilogue.
-void project_halves(const KernelTable& t, const Conv2dShape& d, const Conv2dShape& p, const DepthwisePlane& whole,
-                    const float* x, const float* wd, const Epilogue& epi_d, const float* wp, const Epilogue& epi_p,
-                    float* y, int64_t kc, int threads);
+void project_halves(const KernelTable& t, const Conv2dShape& d, const Conv2dShape& p, const float* x, const float* wd,
+                    const Epilogue& epi_d, const float* wp, const Epilogue& epi_p, float* y, int64_t kc, int threads);
 
 // The projection of the band's depthwise rows `mid` (output rows [oh0, oh0 + rows) of image n)
 // straight into y's planes (Conv2dShape::y_plane_rows), the residual's rows (epi_p.residual, over

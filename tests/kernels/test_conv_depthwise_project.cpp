@@ -147,9 +147,8 @@ TEST(DepthwiseProject, HalvesTheChannelsOfShortPlanesOfTwoKBlocks) {
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 3), 480);
   EXPECT_EQ(depthwise_project_k_split(q.d, q.p, e, 1), 0);  // one thread: the blocks in turn
   // One K block (576 channels): halves would sum in another order.
-  EXPECT_EQ(depthwise_project_k_split(pair(1, 576, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide).d,
-                                      pair(1, 576, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide).p, e, 2),
-            0);
+  const Pair one_block = pair(1, 576, 7, 7, 3, 1, 160, kConvBlock, kConvBlockWide);
+  EXPECT_EQ(depthwise_project_k_split(one_block.d, one_block.p, e, 2), 0);
   // 14 rows: a band of 7 rows a thread.
   const Pair tall = pair(1, 960, 14, 14, 3, 1, 160, kConvBlock, kConvBlockWide);
   EXPECT_EQ(depthwise_project_k_split(tall.d, tall.p, e, 2), 0);
