@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "kernel_test_util.h"
 #include "kiln/ir/error.h"
@@ -1213,6 +1215,29 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   }
   detail::depthwise_halves_enabled = halves_was, detail::depthwise_halves_s1_enabled = halves_s1_was;
   EXPECT_GT(ran, 0);
+}
+
+// cpu_fma512_double_pumped decodes CPUID itself; /proc/cpuinfo says the same in words (vendor_id
+// AuthenticAMD, cpu family 25: Zen 4, whose 512-bit FMAs are two 256-bit halves). And the stride-1
+// halves start on exactly there, unless KILN_DW_HALVES_S1 set them (a wrong family, vendor or the
+// default left on for every AVX-512 CPU fails here on the Zen 5 host or on a Zen 4 one).
+TEST(Conv, StrideOneHalvesOnlyWhereWideFmasAreDoublePumped) {
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string vendor;
+  int family = -1;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) && (vendor.empty() || family < 0)) {
+    char v[64];
+    int fam = 0;
+    if (vendor.empty() && std::sscanf(line, "vendor_id : %63s", v) == 1) vendor = v;
+    if (family < 0 && std::sscanf(line, "cpu family : %d", &fam) == 1) family = fam;
+  }
+  std::fclose(f);
+  if (vendor.empty() || family < 0) GTEST_SKIP() << "/proc/cpuinfo names no x86 vendor and family";
+  const bool zen4 = vendor == "AuthenticAMD" && family == 25;
+  EXPECT_EQ(cpu_fma512_double_pumped(), zen4) << vendor << " family " << family;
+  if (!std::getenv("KILN_DW_HALVES_S1")) EXPECT_EQ(detail::depthwise_halves_s1_enabled, zen4);
 }
 
 // The depthwise tactic on 16-channel blocks in and out (AVX-512: src/kernels/depthwise_wide.h)

@@ -429,6 +429,11 @@ struct KernelTable {
 
 // The table chosen once from this CPU's features.
 const KernelTable& kernel_table();
+// Whether this CPU runs a 512-bit FMA as two 256-bit halves, so that a 256-bit FMA costs half of
+// a 512-bit one: AMD family 19h (Zen 4) from CPUID. Kernels that trade 512-bit vectors for
+// shuffle-free 256-bit ones ask it (depthwise_halves.h). Zen 5 (family 1Ah) and the Intel
+// servers measured so far have native 512-bit FMA pipes.
+bool cpu_fma512_double_pumped();
 // The table for one ISA, or nullptr when this CPU (or this build) cannot run it.
 const KernelTable* kernel_table_for(Isa isa);
 

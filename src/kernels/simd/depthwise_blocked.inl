@@ -555,7 +555,9 @@ void depthwise_pairs_s2(const DepthwisePlane& g, const float* x, int64_t x_plane
 // against depthwise_pairs_s1, which shuffles 8 vectors for 21 FMAs, the 5x5s ran 1.14-1.43, so
 // those keep the pair kernel; the 3x3s (seventy-first session, two rounds at one / two threads):
 // 112x112 x 32 0.84 / 0.85-0.97, 56x56 x 144 0.86 / 0.86-0.87, 28x28 x 192 0.97 / 0.95-0.97,
-// 14x14 x 384 and 576 0.99-1.00 / 0.97-1.04, so rows of kHalvesS1MinWidth or more take these.
+// 14x14 x 384 and 576 0.99-1.00 / 0.97-1.04, so rows of kHalvesS1MinWidth or more take these
+// where 512-bit FMAs are double-pumped (depthwise_halves_s1_enabled): on Zen 5's native ones the
+// pair kernel ran those layers 1.25-1.35x faster, and the stride-2 halves still 0.82-0.98.
 // (Groups of 10 or 12 pixels, for more FMA chains, ran 2.3-3x slower with these unroll counts,
 // their arrays spilled; with the counts raised, 1.0-1.18x the groups of 8.)
 // kHalvesGroup output pixels a group (8 accumulators: as many chains as two FMA pipes of
