@@ -126,22 +126,24 @@ std::atomic<int64_t> g_far_cores_measured_ns{INT64_MIN / 2};
 
 }  // namespace
 
-bool cpu_fma512_double_pumped() {
+int cpu_amd_family() {
 #if defined(__x86_64__)
-  static const bool zen4 = [] {
+  static const int family = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
     // "AuthenticAMD" in EBX, EDX, ECX.
-    if (b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u) return false;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    if (b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     const unsigned base = (a >> 8) & 0xfu, ext = (a >> 20) & 0xffu;
-    return (base == 0xfu ? base + ext : base) == 0x19u;
+    return static_cast<int>(base == 0xfu ? base + ext : base);
   }();
-  return kSimdKernelsAllowed && zen4;
+  return family;
 #else
-  return false;
+  return 0;
 #endif
 }
+
+bool cpu_fma512_double_pumped() { return kSimdKernelsAllowed && cpu_amd_family() == 0x19; }
 
 const char* isa_name(Isa isa) {
   switch (isa) {

@@ -1,15 +1,24 @@
 #include "fetch_ahead.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
-#include "kiln/ir/env.h"
+#include "kiln/kernels/dispatch.h"
 
 namespace kiln::runtime {
 namespace {
 
-std::atomic<bool> g_fetch_ahead{env_switch_on("KILN_FETCH_AHEAD")};
+std::atomic<bool> g_fetch_ahead{[] {
+  const char* v = std::getenv("KILN_FETCH_AHEAD");
+  if (v && std::strcmp(v, "0") == 0) return false;
+  if (v && std::strcmp(v, "1") == 0) return true;
+  return fetch_ahead_default();
+}()};
 
 }  // namespace
+
+bool fetch_ahead_default() { return kernels::cpu_amd_family() != 0x1a; }
 
 bool fetch_ahead_on() { return g_fetch_ahead.load(std::memory_order_relaxed); }
 void set_fetch_ahead(bool on) { g_fetch_ahead.store(on, std::memory_order_relaxed); }

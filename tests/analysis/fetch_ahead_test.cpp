@@ -4,9 +4,11 @@
 // bit with it on and off; and kiln profile says which kernel fetched what.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "kiln/analysis/profile.h"
+#include "kiln/kernels/dispatch.h"
 #include "kiln/runtime/step.h"
 #include "mobilenet_artifact.h"
 
@@ -19,7 +21,8 @@ constexpr const char* kLastConv = "/features/features.18/features.18.0/Conv";
 constexpr const char* kClassifier = "/classifier/classifier.1/Gemm";
 
 struct RestoreFetchAhead {
-  ~RestoreFetchAhead() { runtime::set_fetch_ahead(true); }
+  const bool was = runtime::fetch_ahead_on();
+  ~RestoreFetchAhead() { runtime::set_fetch_ahead(was); }
 };
 
 TEST_F(FetchAhead, TheLastConvolutionFetchesTheClassifiersWeights) {
@@ -74,6 +77,14 @@ TEST_F(FetchAhead, ProfileNamesTheFetchInTextAndJson) {
   EXPECT_NE(text.find(std::string(" of ") + kClassifier + "'s weights"), std::string::npos) << text;
   const std::string json = profile_to_json(p);
   EXPECT_NE(json.find(std::string("\"fetch_ahead_for\":\"") + kClassifier), std::string::npos) << json;
+}
+
+// Off by default on Zen 5 only (AMD family 1Ah, where it measured slower), unless the
+// environment chose.
+TEST(FetchAheadDefault, OffOnlyWhereItMeasuredSlower) {
+  EXPECT_EQ(runtime::fetch_ahead_default(), kernels::cpu_amd_family() != 0x1a);
+  const char* env = std::getenv("KILN_FETCH_AHEAD");
+  if (!env) EXPECT_EQ(runtime::fetch_ahead_on(), runtime::fetch_ahead_default());
 }
 
 }  // namespace

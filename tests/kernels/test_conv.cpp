@@ -1217,8 +1217,8 @@ TEST(Conv, BlockedDepthwiseEqualsPlanarBitForBit) {
   EXPECT_GT(ran, 0);
 }
 
-// cpu_fma512_double_pumped decodes CPUID itself; /proc/cpuinfo says the same in words (vendor_id
-// AuthenticAMD, cpu family 25: Zen 4, whose 512-bit FMAs are two 256-bit halves). And the stride-1
+// cpu_amd_family and cpu_fma512_double_pumped decode CPUID themselves; /proc/cpuinfo says the same
+// in words (vendor_id AuthenticAMD, cpu family 25: Zen 4, whose 512-bit FMAs are two 256-bit halves). And the stride-1
 // halves start on exactly there, unless KILN_DW_HALVES_S1 set them (a wrong family, vendor or the
 // default left on for every AVX-512 CPU fails here on the Zen 5 host or on a Zen 4 one).
 TEST(Conv, StrideOneHalvesOnlyWhereWideFmasAreDoublePumped) {
@@ -1235,7 +1235,8 @@ TEST(Conv, StrideOneHalvesOnlyWhereWideFmasAreDoublePumped) {
   }
   std::fclose(f);
   if (vendor.empty() || family < 0) GTEST_SKIP() << "/proc/cpuinfo names no x86 vendor and family";
-  const bool zen4 = vendor == "AuthenticAMD" && family == 25;
+  const bool amd = vendor == "AuthenticAMD", zen4 = amd && family == 25;
+  EXPECT_EQ(cpu_amd_family(), amd ? family : 0) << vendor;
   EXPECT_EQ(cpu_fma512_double_pumped(), zen4) << vendor << " family " << family;
   if (!std::getenv("KILN_DW_HALVES_S1")) EXPECT_EQ(detail::depthwise_halves_s1_enabled, zen4);
 }

@@ -429,10 +429,14 @@ struct KernelTable {
 
 // The table chosen once from this CPU's features.
 const KernelTable& kernel_table();
+// CPUID's family (base plus extended) on AMD CPUs, 0 on others: 0x19 Zen 3 and Zen 4, 0x1A Zen 5.
+// For the few defaults that measured differently on the hosts' microarchitectures.
+int cpu_amd_family();
 // Whether this CPU runs a 512-bit FMA as two 256-bit halves, so that a 256-bit FMA costs half of
-// a 512-bit one: AMD family 19h (Zen 4) from CPUID. Kernels that trade 512-bit vectors for
-// shuffle-free 256-bit ones ask it (depthwise_halves.h). Zen 5 (family 1Ah) and the Intel
-// servers measured so far have native 512-bit FMA pipes.
+// a 512-bit one: AMD family 19h (Zen 4; Zen 3, also 19h, has no AVX-512, and only the AVX-512
+// table asks). Kernels that trade 512-bit vectors for shuffle-free 256-bit ones ask it
+// (depthwise_halves.h). Zen 5 (family 1Ah) and the Intel servers measured so far have native
+// 512-bit FMA pipes.
 bool cpu_fma512_double_pumped();
 // The table for one ISA, or nullptr when this CPU (or this build) cannot run it.
 const KernelTable* kernel_table_for(Isa isa);

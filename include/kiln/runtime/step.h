@@ -57,10 +57,15 @@ struct FastKernel {
   bool (*fetches_ahead)(const StepContext& ctx) = nullptr;
 };
 
-// Whether steps fetch a later step's cold weights ahead (StepContext::warm): on unless
-// KILN_FETCH_AHEAD=0 at start-up; set_fetch_ahead flips it between runs (A/B harnesses).
+// Whether steps fetch a later step's cold weights ahead (StepContext::warm). Starts as
+// fetch_ahead_default(); KILN_FETCH_AHEAD=0 / =1 at start-up starts it off / on;
+// set_fetch_ahead flips it between runs (A/B harnesses).
 bool fetch_ahead_on();
 void set_fetch_ahead(bool on);
+// On, except on AMD family 1Ah (Zen 5), where it cost mobilenet_v2 1.002-1.011 of the time and
+// efficientnet_b0 0.999-1.008 (in-process pairs) against 0.991-0.997 on Zen 4 (docs/runtime.md,
+// "Fetching ahead").
+bool fetch_ahead_default();
 
 // nullptr when (domain, op) has no fast kernel; the first entry when it has several.
 const FastKernel* find_fast_kernel(std::string_view domain, std::string_view op);
