@@ -5,7 +5,8 @@
 // SWITCH is expand-bands, claim-output or write-prefetch (dispatch.h), tapered-parts or
 // speed-shares (parallel.h), fetch-ahead (kiln/runtime/step.h), dw-halves or dw-halves-s1
 // (kernels/depthwise_halves.h), direct-stem or stem-bands (kernels/conv_stem.h), keep-rows
-// (kernels/expand_kept_rows.h) or k-split (kernels/depthwise_project_band.h): off, or on for
+// (kernels/expand_kept_rows.h), k-split (kernels/depthwise_project_band.h) or pair-tail
+// (kernels/pair_tail.h): off, or on for
 // both Auto and On; side A runs it Off, side B Auto, in alternating order pair by pair (with
 // "=on" after the name: A Auto, B On). Prints, for the pairs run while the cores measured close
 // and those while they measured far
@@ -38,6 +39,7 @@
 #include "kernels/depthwise_halves.h"
 #include "kernels/depthwise_project_band.h"
 #include "kernels/expand_kept_rows.h"
+#include "kernels/pair_tail.h"
 
 namespace {
 
@@ -65,6 +67,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "stem-bands") kiln::kernels::detail::stem_bands_enabled = mode != 0;
   else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
   else if (name == "k-split") kiln::kernels::detail::depthwise_project_k_split_enabled = mode != 0;
+  else if (name == "pair-tail") kiln::kernels::detail::three_quarter_pairs_enabled = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
   else return false;
@@ -76,7 +79,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
                  "expand-bands|claim-output|write-prefetch|tapered-parts|speed-shares|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
-                 "stem-bands|keep-rows|k-split[=on] | artifact=OTHER.kiln\n");
+                 "stem-bands|keep-rows|k-split|pair-tail[=on] | artifact=OTHER.kiln\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

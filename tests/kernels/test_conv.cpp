@@ -20,6 +20,7 @@
 #include "kernels/conv_winograd.h"
 #include "kernels/depthwise_halves.h"
 #include "kernels/depthwise_parts.h"
+#include "kernels/pair_tail.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/parallel.h"
 
@@ -698,6 +699,83 @@ TEST(Conv, FetchingAheadLeavesTheFloats) {
       size_t nonzero = 0;
       for (float v : plain) nonzero += v != 0.f;
       EXPECT_GT(nonzero, static_cast<size_t>(out / 4));
+    }
+  }
+}
+
+// The three-quarter tiles' pixel pairs (pair_tail.h: two pixels' last 8 columns in one 512-bit
+// accumulator) are the half-width FMAs' floats, bit for bit, and both match the reference: 24
+// output channels (and 56: a 32-column unit, then 24) from 8- and 16-channel blocks, from planar
+// input at stride 1 and 2 (the tile's pixel strides 1, 2, 8, 16), a residual, 1 and 2 threads.
+TEST(Conv, ThreeQuarterPairsAreTheHalfWidthTilesFloats) {
+  const KernelTable* t = kernel_table_for(Isa::Avx512);
+  if (!t) GTEST_SKIP() << "no AVX-512 table on this CPU";
+  struct Pair {
+    Conv2dShape s;
+    int64_t block;  // 0: planar input, blocked output
+    Act act;
+    bool residual;
+  };
+  const std::vector<Pair> cases = {
+      {shape(1, 96, 28, 28, 24, 1, 1, 1, 0), kConvBlock, Act::None, true},  // mobilenet_v2's 96 -> 24
+      {shape(1, 144, 14, 14, 24, 1, 1, 1, 0), kConvBlockWide, Act::Clip, false},
+      {shape(2, 16, 14, 14, 56, 3, 3, 1, 1), kConvBlock, Act::Relu, false},
+      {shape(1, 3, 28, 28, 24, 3, 3, 2, 1), 0, Act::Clip, false},
+      {shape(1, 4, 14, 14, 24, 3, 3, 1, 1), 0, Act::None, true},
+  };
+  const bool was = detail::three_quarter_pairs_enabled;
+  for (const Pair& c : cases) {
+    Conv2dShape s = c.s;
+    s.y_blocked = true;
+    if (c.block) s.x_blocked = true, s.x_block = c.block;
+    ASSERT_EQ(conv_tactic_unsupported(ConvTactic::Direct, s), "") << s.C << " -> " << s.K;
+    const int64_t OHW = s.out_h() * s.out_w(), out = s.N * s.K * OHW;
+    const auto x = random_vec(s.N * s.C * s.H * s.W, 61), w = random_vec(s.K * s.C * s.R * s.S, 62, -0.5f, 0.5f);
+    const auto bias = random_vec(s.K, 63), z = random_vec(out, 64);
+    const auto xb = c.block ? blocked(x, s.N, s.C, s.H * s.W, false, c.block) : x;
+    const auto zb = blocked(z, s.N, s.K, OHW);
+    std::vector<float> packed(conv_packed_weight_floats_on(*t, ConvTactic::Direct, s));
+    conv_pack_weight_on(*t, ConvTactic::Direct, s, w.data(), packed.data());
+    Epilogue e;
+    e.act = c.act, e.act_alpha = 0.f, e.act_beta = 6.f, e.bias = bias.data(), e.bias_per_row = true;
+    if (c.residual) e.residual = zb.data(), e.ldr = OHW;
+    // The reference, in double, on the plain layouts.
+    std::vector<double> ref(out);
+    for (int64_t n = 0; n < s.N; ++n)
+      for (int64_t k = 0; k < s.K; ++k)
+        for (int64_t oh = 0; oh < s.out_h(); ++oh)
+          for (int64_t ow = 0; ow < s.out_w(); ++ow) {
+            double acc = 0;
+            for (int64_t ch = 0; ch < s.C; ++ch)
+              for (int64_t r = 0; r < s.R; ++r)
+                for (int64_t q = 0; q < s.S; ++q) {
+                  const int64_t ih = oh * s.stride_h - s.pad_top + r, iw = ow * s.stride_w - s.pad_left + q;
+                  if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                  acc += double(x[((n * s.C + ch) * s.H + ih) * s.W + iw]) * w[((k * s.C + ch) * s.R + r) * s.S + q];
+                }
+            const int64_t i = (n * s.K + k) * OHW + oh * s.out_w() + ow;
+            acc += bias[k];
+            if (c.residual) acc += z[i];
+            if (c.act == Act::Relu) acc = std::max(acc, 0.0);
+            if (c.act == Act::Clip) acc = std::min(std::max(acc, 0.0), 6.0);
+            ref[i] = acc;
+          }
+    for (int threads : {1, 2}) {
+      std::vector<float> pairs(out, -1.f), halves(out, -2.f);
+      detail::three_quarter_pairs_enabled = true;
+      conv2d_on(*t, ConvTactic::Direct, s, xb.data(), packed.data(), pairs.data(), e, nullptr, threads);
+      detail::three_quarter_pairs_enabled = false;
+      conv2d_on(*t, ConvTactic::Direct, s, xb.data(), packed.data(), halves.data(), e, nullptr, threads);
+      detail::three_quarter_pairs_enabled = was;
+      const auto plain = blocked(pairs, s.N, s.K, OHW, /*back=*/true);
+      size_t differ = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < out; ++i) {
+        differ += std::memcmp(&pairs[i], &halves[i], sizeof(float)) != 0;
+        worst = std::max(worst, std::abs(plain[i] - ref[i]));
+      }
+      EXPECT_EQ(differ, 0u) << s.C << " -> " << s.K << " threads " << threads;
+      EXPECT_LT(worst, 1e-4) << s.C << " -> " << s.K << " threads " << threads;
     }
   }
 }

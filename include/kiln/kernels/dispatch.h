@@ -315,7 +315,9 @@ struct KernelTable {
   // ranges of 17..24 on AVX-512 (NR 32), where the full tile spent a quarter of its FMAs on zero
   // columns: double-pumped 512-bit FMAs (Zen 4) make a 256-bit one half the cost (conv_bench,
   // blocked, one thread: efficientnet_b0's and mobilenet_v2's 1x1s to 24 channels 0.83x). An
-  // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Null elsewhere.
+  // 8-column tile of 256-bit FMAs ran 1.04x the half tile's time: not used. Where 512-bit FMAs
+  // are native the last vector holds two pixels' 8 columns instead (src/kernels/pair_tail.h).
+  // Null elsewhere.
   ConvTileKernel conv_tile_three_quarter[2] = {}, conv_tile_three_quarter_blk[2] = {};
   // conv_1x1_blk[slot][rows - 1]: Conv1x1Kernel for rows <= kConv1x1Rows pixels whose input
   // blocks lie 8 * stride_w floats apart (8-channel blocks: slot stride_w - 1) or 16 * stride_w

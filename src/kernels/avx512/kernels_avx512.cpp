@@ -8,6 +8,7 @@
 
 #include "kiln/kernels/dispatch.h"
 #include "depthwise_halves.h"
+#include "pair_tail.h"
 #include "simd/vec_avx512.h"
 
 namespace kiln::kernels::avx512 {

@@ -255,7 +255,43 @@ void conv_tile_split(const ConvSegment* seg, int nseg, int64_t a_step, const flo
 #pragma GCC unroll 4
     for (int v = 0; v < NVEC; ++v) acc[r][v] = V::zero();
   const float* b2 = b + b_next;  // the second panel of a wide tile
-  for (int s = 0; s < nseg; ++s) {
+  int general_segs = nseg;  // 0 when the pixel pairs below ran the K loop
+#if defined(__AVX512F__)
+  // The last vector's 8 columns of two pixels in one accumulator (pair_tail.h): 14 + 7 FMAs a
+  // K step instead of 14 + 14 half-width ones. Rows r and r + 1's accumulators for those columns
+  // are rebuilt from the pair after the loop, for the stores below.
+  if constexpr (LAST_HALF && NVEC == 2 && PV == 2 && SPLIT == 0 && ROWS % 2 == 0 && V::W == 16) {
+    if (detail::three_quarter_pairs_enabled) {
+      general_segs = 0;
+      V pair[ROWS / 2];
+#pragma GCC unroll 8
+      for (int j = 0; j < ROWS / 2; ++j) pair[j] = V::zero();
+      for (int s = 0; s < nseg; ++s) {
+        const float* ap = a + seg[s].offset;
+        if (s + 1 < nseg) conv_tile_prefetch_rows<ROWS, SW, 0>(a + seg[s + 1].offset, 0);
+        for (int64_t q = seg[s].steps; q > 0; --q, ap += a_step, b += PANEL) {
+          if constexpr (PF) {
+            prefetch(b + kConvPrefetchSteps * PANEL);
+            prefetch(b + kConvPrefetchSteps * PANEL + V::W);
+          }
+          fetch.step();
+          const V b0 = V::load(b);
+          const V tail = {_mm512_broadcast_f32x8(_mm256_loadu_ps(b + V::W))};  // columns 16-23, twice
+#pragma GCC unroll 8
+          for (int r = 0; r < ROWS; r += 2) {
+            const V a0 = V::set1(ap[r * SW]), a1 = V::set1(ap[(r + 1) * SW]);
+            acc[r][0] = fma(a0, b0, acc[r][0]);
+            acc[r + 1][0] = fma(a1, b0, acc[r + 1][0]);
+            pair[r / 2] = fma(V::low_halves(a0, a1), tail, pair[r / 2]);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < ROWS; r += 2) acc[r][1] = pair[r / 2], acc[r + 1][1] = V::high_halves(pair[r / 2], pair[r / 2]);
+    }
+  }
+#endif
+  for (int s = 0; s < general_segs; ++s) {
     const float* ap = a + seg[s].offset;
     const float* ap2 = ap + jump - SPLIT * SW;  // row r >= SPLIT at ap2[r * SW]
     if (s + 1 < nseg) conv_tile_prefetch_rows<ROWS, SW, SPLIT>(a + seg[s + 1].offset, jump);
