@@ -800,10 +800,10 @@ void conv_direct(const KernelTable& t, const Conv2dShape& s, const float* x, con
           // 112x112 0.91-0.92, 24 -> 144 at 56x56 0.94-0.97 in process, one and two threads).
           const int64_t next_lines = next_rows * NR / kLineFloats, next_panels = ceil_div(next_cols, NR);
           int64_t group_slot = -1;  // (ti - t0) % p.group_tiles
+          L2Shares shares(next_w, next_lines, next_panels, p.panel * NR, t1 - t0);
           for (int64_t ti = t0; ti < t1; ++ti) {
             if (++group_slot == p.group_tiles) group_slot = 0;
-            ConvL2Lines l2;
-            if (next_w) l2 = l2_share(next_w, next_lines, next_panels, p.panel * NR, ti - t0, t1 - t0);
+            ConvL2Lines l2 = shares.next();
             if (warm_n > 0) {
               const int64_t a0 = warm_n * warm_call / warm_calls, a1 = warm_n * (warm_call + 1) / warm_calls;
               const int64_t steps = std::max<int64_t>(1, std::min(p.kc, p.KK - kb * p.kc));

@@ -144,9 +144,12 @@ void conv_direct_1x1_image(const KernelTable& t, const Conv2dShape& s, const flo
           next_w = packed_w + (first_group(next_item) * kCols / NR) * KK * NR;
           next_rows = std::min(batch_blocks, KK / bi) * bi;
         }
-        for (int64_t ti = t0; ti < t1; ++ti) {
-          const ConvL2Lines l2 = l2_share(next_w, next_rows * NR / kLineFloats, 2, KK * NR, ti - t0, t1 - t0);
-          const int64_t oh = ti / tiles_per_row, ow = ti % tiles_per_row * kRows;
+        L2Shares shares(next_w, next_rows * NR / kLineFloats, 2, KK * NR, t1 - t0);
+        // Tile ti's output row and its place there, stepped rather than divided per tile.
+        int64_t oh = t0 / tiles_per_row, col = t0 % tiles_per_row;
+        for (int64_t ti = t0; ti < t1; ++ti, col = col + 1 == tiles_per_row ? 0 : col + 1, oh += col == 0) {
+          const ConvL2Lines l2 = shares.next();
+          const int64_t ow = col * kRows;
           const int64_t rows = std::min(kRows, OW - ow), pix = oh * OW + ow;
           ConvTileOut o;
           o.dst = y + k0 * out_plane + ((oh + s.y_pad_top) * out_row + ow + s.y_pad_left) * bo;

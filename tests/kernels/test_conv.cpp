@@ -555,6 +555,25 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
   }
 }
 
+// L2Shares steps through the tiles' shares without dividing: the same ranges as l2_share tile by
+// tile, for shares shorter and longer than a panel, one to three panels, a null base.
+TEST(Conv, WeightStreamSharesStepLikeTheDivisions) {
+  std::vector<float> buf(4096);
+  for (const float* base : {static_cast<const float*>(buf.data()), static_cast<const float*>(nullptr)})
+    for (int64_t panel_lines : {1, 7, 10, 48})
+      for (int64_t panels : {1, 2, 3})
+        for (int64_t n : {1, 2, 3, 7, 19, 20, 25, 200}) {
+          detail::L2Shares shares(base, panel_lines, panels, 1000, n);
+          for (int64_t i = 0; i < n; ++i) {
+            const ConvL2Lines want = detail::l2_share(base, panel_lines, panels, 1000, i, n), got = shares.next();
+            EXPECT_EQ(got.lines, want.lines) << panel_lines << " " << panels << " " << n << " " << i;
+            EXPECT_EQ(got.count, want.count) << panel_lines << " " << panels << " " << n << " " << i;
+            EXPECT_EQ(got.lines2, want.lines2) << panel_lines << " " << panels << " " << n << " " << i;
+            EXPECT_EQ(got.count2, want.count2) << panel_lines << " " << panels << " " << n << " " << i;
+          }
+        }
+}
+
 // The shares of a weight block's lines that the tiles over the block before it fetch into L2
 // (detail::l2_share, ConvL2Lines): every line of both panels exactly once whatever the number of
 // tiles, in order, a share crossing into the second panel split in two ranges. The outputs with
