@@ -342,12 +342,7 @@ ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int
 
 bool direct_stream_weights = env_switch_on("KILN_DIRECT_STREAM_WEIGHTS");
 bool direct_flat_runs = env_switch_on("KILN_DIRECT_FLAT_RUNS");
-bool three_quarter_pairs_enabled = [] {
-  const char* v = std::getenv("KILN_PAIR_TAIL");
-  if (v && std::strcmp(v, "0") == 0) return false;
-  if (v && std::strcmp(v, "1") == 0) return true;
-  return !cpu_fma512_double_pumped();
-}();
+bool three_quarter_pairs_enabled = env_switch("KILN_PAIR_TAIL", !cpu_fma512_double_pumped());
 bool direct_p64 = env_switch_on("KILN_DIRECT_P64");
 
 bool direct_takes_p64(const KernelTable& t, const Conv2dShape& s) {

@@ -1,9 +1,6 @@
 // How a depthwise convolution is shared out over threads (depthwise_parts.h).
 #include "depthwise_parts.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "conv_direct.h"
 #include "depthwise_halves.h"
 
@@ -11,12 +8,7 @@ namespace kiln::kernels::detail {
 
 bool depthwise_halves_enabled = env_switch_on("KILN_DW_HALVES");
 // Auto: only where 512-bit FMAs are double-pumped (depthwise_halves.h).
-bool depthwise_halves_s1_enabled = [] {
-  const char* v = std::getenv("KILN_DW_HALVES_S1");
-  if (v && std::strcmp(v, "0") == 0) return false;
-  if (v && std::strcmp(v, "1") == 0) return true;
-  return cpu_fma512_double_pumped();
-}();
+bool depthwise_halves_s1_enabled = env_switch("KILN_DW_HALVES_S1", cpu_fma512_double_pumped());
 
 DepthwisePlane depthwise_geometry(const Conv2dShape& s) {
   DepthwisePlane g;

@@ -1,20 +1,14 @@
 #include "fetch_ahead.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "kiln/ir/env.h"
 #include "kiln/kernels/dispatch.h"
 
 namespace kiln::runtime {
 namespace {
 
-std::atomic<bool> g_fetch_ahead{[] {
-  const char* v = std::getenv("KILN_FETCH_AHEAD");
-  if (v && std::strcmp(v, "0") == 0) return false;
-  if (v && std::strcmp(v, "1") == 0) return true;
-  return fetch_ahead_default();
-}()};
+std::atomic<bool> g_fetch_ahead{env_switch("KILN_FETCH_AHEAD", fetch_ahead_default())};
 
 }  // namespace
 

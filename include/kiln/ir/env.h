@@ -9,11 +9,16 @@
 
 namespace kiln {
 
-// False when the environment sets `name` to exactly "0"; true when it is unset or anything else.
-// Inline: the kernels, which link nothing of ours, read their switches through it too.
-inline bool env_switch_on(const char* name) {
+// False when the environment sets `name` to exactly "0", true when it sets it to exactly "1",
+// else `automatic` (a default that depends on the CPU, say). Inline: the kernels, which link
+// nothing of ours, read their switches through it too.
+inline bool env_switch(const char* name, bool automatic) {
   const char* v = std::getenv(name);
-  return !(v && std::strcmp(v, "0") == 0);
+  if (v && std::strcmp(v, "0") == 0) return false;
+  if (v && std::strcmp(v, "1") == 0) return true;
+  return automatic;
 }
+// False when the environment sets `name` to exactly "0"; true when it is unset or anything else.
+inline bool env_switch_on(const char* name) { return env_switch(name, true); }
 
 }  // namespace kiln
