@@ -325,21 +325,6 @@ void zero_output_border(const Conv2dShape& s, const Plan& p, float* yn, int64_t 
 
 }  // namespace
 
-ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t i,
-                     int64_t n) {
-  ConvL2Lines l2;
-  const int64_t lines = panel_lines * panels;
-  if (!base || lines <= 0 || n <= 0) return l2;
-  const int64_t share = ceil_div(lines, n);
-  const int64_t l0 = std::min(lines, i * share), l1 = std::min(lines, l0 + share);
-  if (l1 <= l0) return l2;
-  auto line = [&](int64_t l) { return base + (l / panel_lines) * panel_stride + (l % panel_lines) * kLineFloats; };
-  const int64_t split = std::clamp((l0 / panel_lines + 1) * panel_lines, l0, l1);  // the next panel's start
-  l2.lines = line(l0), l2.count = split - l0;
-  if (l1 > split) l2.lines2 = line(split), l2.count2 = std::min(l1 - split, panel_lines);
-  return l2;
-}
-
 bool direct_stream_weights = env_switch_on("KILN_DIRECT_STREAM_WEIGHTS");
 bool direct_flat_runs = env_switch_on("KILN_DIRECT_FLAT_RUNS");
 bool three_quarter_pairs_enabled = env_switch("KILN_PAIR_TAIL", !cpu_fma512_double_pumped());

@@ -47,15 +47,13 @@ constexpr double kStreamWeightBytes = 64 << 10;
 // the classifier's 4.9 MiB at about 1.8 lines a step of 28 FMAs.
 constexpr int kWarmLinesPerStep = 4;
 
-// Tile i's share of n tiles' of a weight block's lines: `panels` panels of `panel_lines` lines
-// each, the first at `base`, the next `panel_stride` floats on; the shares are as even as
-// ceil_div makes them, in order, so that each line is fetched once (a share is at most one
-// range per panel it touches: two, as ConvL2Lines holds, when it is no longer than a panel).
-ConvL2Lines l2_share(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t i,
-                     int64_t n);
-// l2_share for tiles 0, 1, ..., n - 1 in turn, one next() a tile, without its divisions: the
-// tile loops called l2_share for every tile, and its four 64-bit divisions cost ~0.5% of
-// mobilenet_v2's time at one thread (perf). The same ranges (Conv.WeightStreamSharesStepLikeTheDivisions).
+// The shares of n tiles of a weight block's lines, tile 0, 1, ..., n - 1 in turn, one next() a
+// tile: `panels` panels of `panel_lines` lines each, the first at `base` (none when null), the
+// next `panel_stride` floats on; the shares are as even as ceil_div makes them, in order, so
+// that each line is fetched once (a share is at most one range per panel it touches: two, as
+// ConvL2Lines holds, when it is no longer than a panel). Stepped, not divided: the tile loops
+// computed each tile's share from its index, and those four 64-bit divisions a tile cost ~0.5%
+// of mobilenet_v2's time at one thread (perf; Conv.WeightStreamSharesStepLikeTheDivisions).
 class L2Shares {
  public:
   L2Shares(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t n)

@@ -555,8 +555,25 @@ TEST(Conv, Direct1x1ScheduleOnBlockedActivations) {
   }
 }
 
-// L2Shares steps through the tiles' shares without dividing: the same ranges as l2_share tile by
-// tile, for shares shorter and longer than a panel, one to three panels, a null base.
+// Tile i's share of n tiles' lines computed from i with divisions, as the tile loops did before
+// L2Shares stepped through them.
+ConvL2Lines divided_share(const float* base, int64_t panel_lines, int64_t panels, int64_t panel_stride, int64_t i,
+                          int64_t n) {
+  ConvL2Lines l2;
+  const int64_t lines = panel_lines * panels;
+  if (!base || lines <= 0 || n <= 0) return l2;
+  const int64_t share = (lines + n - 1) / n;
+  const int64_t l0 = std::min(lines, i * share), l1 = std::min(lines, l0 + share);
+  if (l1 <= l0) return l2;
+  auto line = [&](int64_t l) { return base + (l / panel_lines) * panel_stride + (l % panel_lines) * kLineFloats; };
+  const int64_t split = std::clamp((l0 / panel_lines + 1) * panel_lines, l0, l1);  // the next panel's start
+  l2.lines = line(l0), l2.count = split - l0;
+  if (l1 > split) l2.lines2 = line(split), l2.count2 = std::min(l1 - split, panel_lines);
+  return l2;
+}
+
+// L2Shares steps through the tiles' shares without dividing: the same ranges as the divisions
+// tile by tile, for shares shorter and longer than a panel, one to three panels, a null base.
 TEST(Conv, WeightStreamSharesStepLikeTheDivisions) {
   std::vector<float> buf(4096);
   for (const float* base : {static_cast<const float*>(buf.data()), static_cast<const float*>(nullptr)})
@@ -565,7 +582,7 @@ TEST(Conv, WeightStreamSharesStepLikeTheDivisions) {
         for (int64_t n : {1, 2, 3, 7, 19, 20, 25, 200}) {
           detail::L2Shares shares(base, panel_lines, panels, 1000, n);
           for (int64_t i = 0; i < n; ++i) {
-            const ConvL2Lines want = detail::l2_share(base, panel_lines, panels, 1000, i, n), got = shares.next();
+            const ConvL2Lines want = divided_share(base, panel_lines, panels, 1000, i, n), got = shares.next();
             EXPECT_EQ(got.lines, want.lines) << panel_lines << " " << panels << " " << n << " " << i;
             EXPECT_EQ(got.count, want.count) << panel_lines << " " << panels << " " << n << " " << i;
             EXPECT_EQ(got.lines2, want.lines2) << panel_lines << " " << panels << " " << n << " " << i;
@@ -575,7 +592,7 @@ TEST(Conv, WeightStreamSharesStepLikeTheDivisions) {
 }
 
 // The shares of a weight block's lines that the tiles over the block before it fetch into L2
-// (detail::l2_share, ConvL2Lines): every line of both panels exactly once whatever the number of
+// (detail::L2Shares, ConvL2Lines): every line of both panels exactly once whatever the number of
 // tiles, in order, a share crossing into the second panel split in two ranges. The outputs with
 // and without the fetches are the same floats (the fetches only move lines between caches):
 // weights of 4 MiB and 2.4 MiB, the general and the 1x1 schedule.
@@ -594,19 +611,22 @@ TEST(Conv, WeightStreamSharesCoverTheNextBlockOnce) {
         ++hits[panel * kPanelLines + line], ++next;
       }
     };
+    detail::L2Shares shares(base, kPanelLines, 2, kStride, n);
     for (int64_t i = 0; i < n; ++i) {
-      const ConvL2Lines l2 = detail::l2_share(base, kPanelLines, 2, kStride, i, n);
+      const ConvL2Lines l2 = shares.next();
       mark(l2.lines, l2.count);
       mark(l2.lines2, l2.count2);
     }
     for (int h : hits) EXPECT_EQ(h, 1) << "n=" << n;
   }
-  const ConvL2Lines mid = detail::l2_share(base, kPanelLines, 2, kStride, 1, 3);  // lines 7..13
+  detail::L2Shares thirds(base, kPanelLines, 2, kStride, 3);
+  thirds.next();
+  const ConvL2Lines mid = thirds.next();  // tile 1 of 3: lines 7..13
   EXPECT_EQ(mid.lines, base + 7 * 16);
   EXPECT_EQ(mid.count, 3);
   EXPECT_EQ(mid.lines2, base + kStride);
   EXPECT_EQ(mid.count2, 4);
-  EXPECT_EQ(detail::l2_share(nullptr, kPanelLines, 2, kStride, 0, 3).count, 0);
+  EXPECT_EQ(detail::L2Shares(nullptr, kPanelLines, 2, kStride, 3).next().count, 0);
   // Same floats with and without the fetches.
   // (mobilenet_v2's 160 -> 960 and 96 -> 576: 0.6 and 0.2 MiB, fetched from L3 inside the model.)
   for (Conv2dShape s : {shape(1, 2048, 7, 7, 512, 1, 1, 1, 0), shape(1, 256, 14, 14, 256, 3, 3, 1, 1),
