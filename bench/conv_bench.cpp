@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <random>
@@ -27,6 +28,8 @@
 #include "kiln/kernels/stem_depthwise_project.h"
 #include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
+#include "kernels/depthwise_parts.h"
+#include "kernels/depthwise_wide.h"
 #include "isa_table.h"
 #include "runtime_memory.h"
 
@@ -458,12 +461,18 @@ void BM_StemDepthwiseProject(benchmark::State& st) {
 // and Clip(0, 6)) on the AVX-512 table's 256-bit halves (depthwise_halves) against its 16-lane
 // pair kernels (depthwise_pairs_s1, depthwise_pairs_s2), call by call, order flipped each time:
 // `halves_vs_pairs` is the median of the per-call ratios (< 1: the halves are faster).
-void BM_DepthwiseHalves(benchmark::State& st) {
+// args C, H, R, stride: a blocked depthwise layer of C channels on H x H, R x R 'same'.
+Conv2dShape depthwise_layer(const benchmark::State& st) {
   Conv2dShape d;
   d.C = d.K = d.group = st.range(0), d.H = d.W = st.range(1), d.R = d.S = st.range(2);
   d.stride_h = d.stride_w = st.range(3);
   d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = d.R / 2;
   d.x_blocked = d.y_blocked = true;
+  return d;
+}
+
+void BM_DepthwiseHalves(benchmark::State& st) {
+  const Conv2dShape d = depthwise_layer(st);
   const int threads = static_cast<int>(st.range(4));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -487,6 +496,53 @@ void BM_DepthwiseHalves(benchmark::State& st) {
       st, [&] { run(false); }, [&] { run(true); }, "halves_vs_pairs", true, "us_pairs", "us_halves");
   kiln::kernels::detail::depthwise_halves_enabled = was;
   kiln::kernels::detail::depthwise_halves_s1_enabled = s1_was;
+}
+
+// The in-place 16-channel kernel (depthwise_wide_in_place_avx512, one thread, block by block)
+// against the 8-channel kernels (conv2d, one thread) on the same values: the input as 16- and as
+// 8-channel blocks, both writing 8-channel blocks. Checks the outputs equal bit for bit first.
+void BM_DepthwiseWideInPlace(benchmark::State& st) {
+  const Conv2dShape d = depthwise_layer(st);
+  if (kernel_table().simd_width != 16 || d.C % 16) {
+    st.SkipWithError("needs AVX-512 and channels in 16s");
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const int64_t HW = d.H * d.W, RS = d.R * d.S, OHW = d.out_h() * d.out_w();
+  Floats x8(d.C * HW), x16(d.C * HW), y8(d.K * OHW), y16(d.K * OHW);
+  for (int64_t c = 0; c < d.C; ++c)
+    for (int64_t p = 0; p < HW; ++p) {
+      const float v = u(rng);
+      x8[(c / 8) * HW * 8 + p * 8 + c % 8] = v;
+      x16[(c / 16) * HW * 16 + p * 16 + c % 16] = v;
+    }
+  std::vector<float> w(d.K * RS), b(d.K);
+  for (auto* v : {&w, &b})
+    for (auto& f : *v) f = u(rng);
+  Floats pw(conv_packed_weight_floats(ConvTactic::Depthwise, d));
+  conv_pack_weight(ConvTactic::Depthwise, d, w.data(), pw.data());
+  Floats ws(conv_workspace_floats(ConvTactic::Depthwise, d, 1) + 16);
+  Epilogue e;
+  e.bias = b.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 6.f;
+  const DepthwisePlane g = detail::depthwise_geometry(d);
+  auto eight = [&] { conv2d(ConvTactic::Depthwise, d, x8.data(), pw.data(), y8.data(), e, ws.data(), 1); };
+  auto sixteen = [&] {
+    for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
+      detail::DepthwiseWideOut o;
+      o.alpha = 1.f, o.bias = b.data() + c0, o.act = Act::Clip, o.act_alpha = 0.f, o.act_beta = 6.f;
+      detail::depthwise_wide_in_place_avx512(g, x16.data() + c0 * HW, pw.data() + d.K * RS + (c0 / 8) * RS * 16,
+                                             y16.data() + (c0 / 8) * OHW * 8, y16.data() + (c0 / 8 + 1) * OHW * 8, o,
+                                             false);
+    }
+  };
+  eight();
+  sixteen();
+  if (std::memcmp(y8.data(), y16.data(), sizeof(float) * y8.size()) != 0) {
+    st.SkipWithError("the 16-channel kernel's floats differ from the 8-channel kernels'");
+    return;
+  }
+  paired_blocks(st, eight, sixteen, "wide_vs_eight", true, "us_eight", "us_wide");
 }
 
 // mobilenet_v2's (3x3) and efficientnet_b0's (3x3, 5x5) depthwise layers that the pair kernels
@@ -518,6 +574,7 @@ BENCHMARK(BM_ExpandDepthwise)->Name("MobilenetV2ExpandDepthwise")->Apply(mobilen
 BENCHMARK(BM_DepthwiseProject)->Name("MobilenetV2DepthwiseProject")->Apply(mobilenet_v2_depthwise_project)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StemDepthwiseProject)->Name("MobilenetV2StemDepthwiseProject")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseHalves)->Name("DepthwiseHalves")->Apply(pair_kernel_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DepthwiseWideInPlace)->Name("DepthwiseWideInPlace")->Apply(pair_kernel_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DepthwiseBlocks)->Name("MobilenetV2Dw16vs8")->Apply(mobilenet_v2_small_depthwise)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "conv_direct.h"
 #include "depthwise_parts.h"
+#include "depthwise_wide.h"
 #include "expand_kept_rows.h"
 #include "gemm_driver.h"
 #include "kiln/ir/error.h"
@@ -59,10 +60,33 @@ InputBlocks input_blocks(const Conv2dShape& e) {
   return b;
 }
 
+// Whether the expanded tensor goes into 16-channel blocks (detail::expand_wide_mid_enabled).
+// conv_bench DepthwiseWideInPlace, one thread, against the 8-channel kernels on the same values
+// (Zen 5): mobilenet_v2's 112 -> 56 0.82, 56 -> 28 0.69, 28 -> 14 0.70; efficientnet_b0's 5x5
+// 56 -> 28 0.66, 3x3 28 -> 14 0.72. No channel means (the in-place kernel does not sum).
+bool wide_mid(const KernelTable& t, const Conv2dShape& d, const Epilogue& epi2) {
+  return detail::expand_wide_mid_enabled && t.isa == Isa::Avx512 && d.C % kConvBlockWide == 0 &&
+         !epi2.channel_means && detail::depthwise_wide_in_place_supports(detail::depthwise_geometry(d));
+}
+
+// The depthwise windows of 16-channel blocks [c0, c0 + 16) of one image's expanded rows `mid`
+// (band geometry g, x_plane floats between blocks) into the 8-channel output blocks at y (the
+// first of the two; out_plane floats between blocks).
+void wide_block(const DepthwisePlane& g, const float* mid, const float* w2, const Conv2dShape& d,
+                const Epilogue& epi2, int64_t c0, float* y, int64_t out_plane, bool fetch_for_write) {
+  detail::DepthwiseWideOut out;
+  out.alpha = epi2.alpha;
+  if (epi2.bias) out.bias = epi2.bias + c0;
+  out.act = epi2.act, out.act_alpha = epi2.act_alpha, out.act_beta = epi2.act_beta;
+  const float* pairs = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * d.R * d.S * 2 * kConvBlock;
+  detail::depthwise_wide_in_place_avx512(g, mid, pairs, y, y + out_plane, out, fetch_for_write);
+}
+
 }  // namespace
 
 namespace detail {
 bool expand_keeps_rows = env_switch_on("KILN_EXPAND_KEEP_ROWS");
+bool expand_wide_mid_enabled = env_switch_on("KILN_EXPAND_WIDE");
 uint64_t next_banded_call() {
   static std::atomic<uint64_t> calls{0};
   return calls.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -119,14 +143,38 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
   if (threads > 1 && bands > 1) bands = std::min(OH, detail::round_up(bands, threads));
   const int64_t parts = d.N * bands;
   const int64_t expanded_bytes = static_cast<int64_t>(sizeof(float)) * e.N * e.K * e.H * e.W;
+  const bool wide = wide_mid(t, d, epi2);
   if ((parts == 1 || !expand_depthwise_bands_pay(expanded_bytes, threads)) && workspace) {
     // The two calls, the expanded tensor in the workspace (expand_depthwise_workspace_floats): on
     // one thread, and where the cores share an L3 and the threads' L2s hold the expanded tensor
     // (expand_depthwise_bands_pay).
     float* mid = workspace;
     float* rest = mid + static_cast<size_t>(e.N * e.K * e.H * e.W) + kLineFloats;
-    conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, threads);
-    conv2d(ConvTactic::Depthwise, d, mid, w2, y, epi2, rest, threads);
+    if (!wide) {
+      conv2d(ConvTactic::Direct, e, x, w1, mid, epi1, rest, threads);
+      conv2d(ConvTactic::Depthwise, d, mid, w2, y, epi2, rest, threads);
+      return;
+    }
+    Conv2dShape e16 = e;
+    e16.y_block = kConvBlockWide;
+    conv2d(ConvTactic::Direct, e16, x, w1, mid, epi1, rest, threads);
+    // The 16-channel blocks of every image, on more than one thread each cut into two or more
+    // bands of rows: pieces of half a block or less, so that an odd count of blocks (mobilenet_v2's
+    // 56 -> 28 has 9) still shares out evenly.
+    const DepthwisePlane g = detail::depthwise_geometry(d);
+    const int64_t units = d.N * (d.C / kConvBlockWide), OHW = OH * OW, HW = d.H * d.W;
+    const int64_t want = int64_t{threads} * kPiecesPerThread;
+    const int64_t row_bands = threads == 1 ? 1 : std::min(OH, std::max<int64_t>(2, ceil_div(want, units)));
+    const bool fetch = write_prefetch_pays(threads);
+    parallel_for(units * row_bands, std::min<int64_t>(threads, units * row_bands), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t unit = i / row_bands, band = i % row_bands;
+        const int64_t n = unit / (d.C / kConvBlockWide), c0 = unit % (d.C / kConvBlockWide) * kConvBlockWide;
+        const detail::DepthwiseBand bd = detail::depthwise_band(g, OH * band / row_bands, OH * (band + 1) / row_bands);
+        wide_block(bd.g, mid + (n * d.C + c0) * HW + bd.x_offset * kConvBlockWide, w2, d, epi2, c0,
+                   y + (n * d.K + c0) * OHW + bd.out_offset * kConvBlock, kConvBlock * OHW, fetch);
+      }
+    });
     return;
   }
   const DepthwisePlane whole = detail::depthwise_geometry(d);
@@ -155,8 +203,10 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
     const int64_t tallest = detail::share_band_max_rows(OH, bands, threads);
     plane_rows = std::max(plane_rows, std::min(d.H, (tallest - 1) * d.stride_h + (d.R - 1) * d.dil_h + 1));
   }
-  const int64_t x_plane = kConvBlock * plane_rows * e.W;  // floats between the expanded 8-channel blocks
-  const int64_t row_floats = e.W * kConvBlock;            // one expanded row of one block
+  const int64_t mb = wide ? kConvBlockWide : kConvBlock;  // channels per expanded block
+  const int64_t mid_blocks = ceil_div(e.K, mb);
+  const int64_t x_plane = mb * plane_rows * e.W;  // floats between the expanded blocks
+  const int64_t row_floats = e.W * mb;            // one expanded row of one block
   const uint64_t call = detail::next_banded_call();
   // Output rows [oh0, oh1) of image n, band `part` of the sums.
   auto run_band = [&](int64_t part, int64_t n, int64_t oh0, int64_t oh1) {
@@ -164,15 +214,15 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
     // expanded rows, and the depthwise block's scratch. Kept between calls.
     thread_local std::vector<float> own_in, own_mid, own_scratch;
     thread_local detail::KeptRows kept_rows;
-    float* mid = aligned_floats(own_mid, ceil_div(e.K, kConvBlock) * x_plane);
+    float* mid = aligned_floats(own_mid, mid_blocks * x_plane);
     detail::DepthwiseBand bd = detail::depthwise_band(whole, oh0, oh1);
     const int64_t r0 = bd.x_offset / d.W, rows = bd.g.H;
     // The rows this band shares with the one this thread ran before it (a pool thread runs its
     // own parts in order): moved up to the top of each block's plane instead of expanded again.
     // At stride 2 a band's first input row is the previous band's last (mobilenet_v2's 112 ->
     // 56 in bands of 7 input rows: 1 in 7 expanded twice).
-    const int64_t kept = kept_rows.take(call, n, mid, r0, rows, ceil_div(e.K, kConvBlock), x_plane, row_floats,
-                                        detail::expand_keeps_rows);
+    const int64_t kept =
+        kept_rows.take(call, n, mid, r0, rows, mid_blocks, x_plane, row_floats, detail::expand_keeps_rows);
     if (kept < rows) {
       // The expand's input rows [r0 + kept, r0 + rows): in place when they are one run.
       const int64_t fresh = rows - kept;
@@ -186,13 +236,25 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
         xb = copy;
       }
       Conv2dShape eb = e;
-      eb.N = 1, eb.H = fresh, eb.whole_out_h = e.out_h(), eb.y_plane_rows = plane_rows;
+      eb.N = 1, eb.H = fresh, eb.whole_out_h = e.out_h(), eb.y_plane_rows = plane_rows, eb.y_block = mb;
       conv2d(ConvTactic::Direct, eb, xb, w1, mid + kept * row_floats, e1, nullptr, 1);
+    }
+    float* yn = y + n * d.K * OH * OW;
+    if (wide) {
+      for (int64_t c0 = 0; c0 < d.K; c0 += kConvBlockWide) {
+        const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
+        bool claimed = claim;
+        for (int64_t c = 0; claim && c < kConvBlockWide; c += kConvBlock)
+          claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
+                                    static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
+        wide_block(bd.g, mid + c0 / kConvBlockWide * x_plane, w2, d, epi2, c0, yn + yo, out_plane,
+                   fetch_out && !claimed);
+      }
+      return;
     }
     // The band's depthwise windows over the expanded rows (depthwise_blocks, on one band).
     float* scratch = aligned_floats(own_scratch, depthwise_block_scratch(bd.g, static_cast<int>(lanes)).floats);
     bool padding_zeroed = false;
-    float* yn = y + n * d.K * OH * OW;
     for (int64_t c0 = 0; c0 < d.K; c0 += lanes) {
       const int nc = static_cast<int>(std::min(lanes, d.K - c0));
       const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;

@@ -46,6 +46,17 @@ constexpr int64_t kDepthwiseWideMaxInWidth = 16;
 void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
                                 int64_t oh1, const DepthwiseWideOut& e);
 
+// Output rows [0, g.OH) of one 16-channel block read in place (no padded copy: for planes of any
+// width, e.g. a band of expanded rows in L2): x the block's input rows ([g.H][g.W][16]), pair_w
+// as above, y_lo / y_hi the output planes of its two 8-channel halves ([OH][OW][8] each, the
+// 8-channel blocked layout the layer after reads). 3x3 or 5x5 windows, 'same' padding on the
+// left (K / 2), stride 1 or 2, no dilation, no residual (depthwise_wide_in_place_supports).
+// fetch_for_write: each output row's lines fetched for writing a row ahead (TileEpilogue::
+// fetch_for_write). The floats are the 8-channel kernels' (as above).
+bool depthwise_wide_in_place_supports(const DepthwisePlane& g);
+void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y_lo,
+                                    float* y_hi, const DepthwiseWideOut& e, bool fetch_for_write);
+
 // Why table t cannot run s (16-channel blocks in and out) this way; empty when it can. The
 // checks every tactic shares (padded planes, shapes) are conv_tactic_unsupported's, which asks this.
 std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s);

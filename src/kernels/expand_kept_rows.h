@@ -13,6 +13,13 @@ namespace kiln::kernels::detail {
 // calls. Same floats either way: a kept row is the bits the same expand wrote.
 extern bool expand_keeps_rows;
 
+// The expanded rows in 16-channel blocks, the depthwise windows read from them in place
+// (depthwise_wide_in_place_avx512, one vector a pixel: 9 FMAs a 3x3 window of 16 channels where
+// the 8-channel kernels take 18 256-bit ones, or 9 with a lane shuffle each): where the table is
+// AVX-512 and the channels come in 16s (expand_depthwise_wide_mid). KILN_EXPAND_WIDE=0 at start-up
+// turns it off; in-process A/B harnesses flip it between calls. Same floats either way.
+extern bool expand_wide_mid_enabled;
+
 // The rows a thread's band buffer holds from the band it ran last: input rows [r0, r0 + rows) of
 // image n, in the buffer at `mid`, in call `call` of the banded kernel (each call numbered by
 // next_banded_call, so that rows from an earlier call, of other weights or another input, never

@@ -2,12 +2,15 @@
 // depthwise convolution after it, band by band, against the two convolutions one after the other.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/depthwise_parts.h"
+#include "kernels/depthwise_wide.h"
 #include "kernels/expand_kept_rows.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/dispatch.h"
@@ -95,6 +98,7 @@ TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
       pair(1, 16, 28, 28, 48, 5, 2, kConvBlock),    // efficientnet_b0's 5x5
       pair(1, 8, 18, 18, 32, 3, 2, 0),              // planar input
   };
+  const bool wide_was = detail::expand_wide_mid_enabled;
   for (const Pair& p : pairs) {
     if (!expand_depthwise_unsupported(p.e, p.d).empty()) {
       // Only a table without the blocked depthwise kernel or without 16-channel blocks declines.
@@ -102,23 +106,90 @@ TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
           << expand_depthwise_unsupported(p.e, p.d);
       continue;
     }
-    set_expand_bands(ExpandBands::On);  // bands, with or without a workspace
-    check(p, 2, true);
-    check(p, 1, true);
-    check(p, 2, true, false);  // one image: on skewed shares
-    check(p, 2, false, false);
-    // Every band expanding all its rows (the rows shared with the band before are kept by
-    // default; one thread keeps them in every band but the first).
-    detail::expand_keeps_rows = false;
-    check(p, 2, true);
-    check(p, 1, true);
-    detail::expand_keeps_rows = true;
-    set_expand_bands(ExpandBands::Off);  // the two calls over the workspace
-    check(p, 2, true);
-    check(p, 1, true);
-    set_expand_bands(ExpandBands::Auto);  // bands wherever there is no workspace
-    check(p, 2, false);
-    check(p, 1, false);
+    // The expanded rows in 8-channel blocks, then (AVX-512, channels in 16s, no channel means:
+    // the checks with `means` false) in 16-channel blocks read in place.
+    for (const bool wide : {false, true}) {
+      SCOPED_TRACE(wide ? "16-channel expanded blocks" : "8-channel expanded blocks");
+      detail::expand_wide_mid_enabled = wide;
+      set_expand_bands(ExpandBands::On);  // bands, with or without a workspace
+      check(p, 2, true);
+      check(p, 1, true);
+      check(p, 1, true, false);
+      check(p, 2, true, false);  // one image: on skewed shares
+      check(p, 2, false, false);
+      // Every band expanding all its rows (the rows shared with the band before are kept by
+      // default; one thread keeps them in every band but the first).
+      detail::expand_keeps_rows = false;
+      check(p, 2, true);
+      check(p, 1, true, false);
+      detail::expand_keeps_rows = true;
+      set_expand_bands(ExpandBands::Off);  // the two calls over the workspace
+      check(p, 2, true);
+      check(p, 1, true);
+      check(p, 2, true, false);
+      check(p, 1, true, false);
+      set_expand_bands(ExpandBands::Auto);  // bands wherever there is no workspace
+      check(p, 2, false);
+      check(p, 1, false, false);
+    }
+  }
+  detail::expand_wide_mid_enabled = wide_was;
+}
+
+// The depthwise kernel on 16-channel blocks read in place (depthwise_wide_in_place_avx512, what
+// the expand + depthwise pairs run on AVX-512) against the 8-channel kernels on the same values,
+// bit for bit: the whole plane and bands of it (the geometry expand_depthwise gives a band), odd
+// widths (rows ending in checked groups), rows narrower than a group, 3x3 and 5x5, strides 1 and 2.
+TEST(DepthwiseWideInPlace, GivesTheEightChannelKernelsFloats) {
+  if (kernel_table().isa != Isa::Avx512) GTEST_SKIP() << "the 16-channel kernel is AVX-512's";
+  struct Case {
+    int64_t C, H, W, R, stride;
+  };
+  for (const Case c : {Case{32, 13, 55, 3, 2}, Case{16, 9, 56, 3, 2}, Case{32, 11, 30, 5, 2}, Case{16, 10, 23, 3, 1},
+                       Case{32, 8, 17, 5, 1}, Case{16, 5, 4, 3, 2}, Case{16, 6, 9, 5, 2}}) {
+    Conv2dShape d;
+    d.C = d.K = d.group = c.C, d.H = c.H, d.W = c.W, d.R = d.S = c.R, d.stride_h = d.stride_w = c.stride;
+    d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = c.R / 2;
+    d.x_blocked = d.y_blocked = true;
+    SCOPED_TRACE(std::to_string(c.C) + " x " + std::to_string(c.H) + "x" + std::to_string(c.W) + ", " +
+                 std::to_string(c.R) + "x" + std::to_string(c.R) + "/" + std::to_string(c.stride));
+    const int64_t HW = d.H * d.W, RS = d.R * d.S, OH = d.out_h(), OW = d.out_w(), OHW = OH * OW;
+    const std::vector<float> v = random_vec(d.C * HW, 41);
+    std::vector<float> x8(v.size()), x16(v.size());
+    for (int64_t ch = 0; ch < d.C; ++ch)
+      for (int64_t p = 0; p < HW; ++p) {
+        x8[(ch / 8) * HW * 8 + p * 8 + ch % 8] = v[ch * HW + p];
+        x16[(ch / 16) * HW * 16 + p * 16 + ch % 16] = v[ch * HW + p];
+      }
+    const std::vector<float> w = random_vec(d.K * RS, 42, -0.5f, 0.5f), b = random_vec(d.K, 43);
+    std::vector<float> pw(conv_packed_weight_floats(ConvTactic::Depthwise, d));
+    conv_pack_weight(ConvTactic::Depthwise, d, w.data(), pw.data());
+    Epilogue e;
+    e.alpha = 0.75f, e.bias = b.data(), e.bias_per_row = true, e.act = Act::Clip, e.act_alpha = 0.f, e.act_beta = 1.f;
+    std::vector<float> eight(d.K * OHW), ws(conv_workspace_floats(ConvTactic::Depthwise, d, 1) + 16);
+    conv2d(ConvTactic::Depthwise, d, x8.data(), pw.data(), eight.data(), e, ws.data(), 1);
+    const DepthwisePlane whole = detail::depthwise_geometry(d);
+    ASSERT_TRUE(detail::depthwise_wide_in_place_supports(whole));
+    for (const int64_t bands : {int64_t{1}, int64_t{3}}) {
+      std::vector<float> wide(eight.size(), -7.f);
+      for (int64_t band = 0; band < std::min(bands, OH); ++band) {
+        const detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * band / bands, OH * (band + 1) / bands);
+        for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
+          detail::DepthwiseWideOut o;
+          o.alpha = e.alpha, o.bias = b.data() + c0, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+          float* y = wide.data() + c0 * OHW + bd.out_offset * 8;
+          detail::depthwise_wide_in_place_avx512(bd.g, x16.data() + c0 * HW + bd.x_offset * 16,
+                                                 pw.data() + d.K * RS + c0 / 8 * RS * 16, y, y + 8 * OHW, o, band == 1);
+        }
+      }
+      size_t differ = 0, nonzero = 0;
+      for (size_t i = 0; i < eight.size(); ++i) {
+        differ += std::memcmp(&eight[i], &wide[i], sizeof(float)) != 0;
+        nonzero += wide[i] != 0.f;
+      }
+      EXPECT_EQ(differ, 0u) << "of " << eight.size() << " outputs, in " << bands << " bands";
+      EXPECT_GT(nonzero, eight.size() / 4);
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../depthwise_wide.h"
+#include "kiln/ir/error.h"
 #include "simd/vec_avx512.h"
 
 namespace kiln::kernels::depthwise_wide_avx512 {
@@ -132,6 +133,103 @@ RowFn row_fn(const DepthwisePlane& g, Act a) {
   return fn;
 }
 
+// The block's RS tap vectors into wv: channels 0-7 from the first 8-channel block's pair copy,
+// 8-15 from the second's (the low half of each tap's 16 floats). The next block's weights (the
+// two pair copies that follow: one run of lines) are fetched into L1 meanwhile: without it each
+// block's weights came from L3 on every run of a model and held up these loads (two fifths of
+// depthwise_wide_rows_avx512's time in mobilenet_v2, kiln bench under perf). (Past the last
+// block these are lines the packed weight does not have; a prefetch there faults nothing.)
+inline void tap_vectors(const float* pair_w, int64_t RS, float* wv) {
+  const float* next_w = pair_w + 2 * RS * kB;
+  for (int64_t i = 0; i < 2 * RS * kB; i += 16) _mm_prefetch(reinterpret_cast<const char*>(next_w + i), _MM_HINT_T0);
+  for (int64_t t = 0; t < RS; ++t) {
+    const __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(pair_w + t * kB)),
+                                        _mm256_loadu_ps(pair_w + (RS + t) * kB), 1);
+    _mm512_store_ps(wv + t * kB, v);
+  }
+}
+
+// depthwise_wide_in_place_avx512's rows: groups of kRun output pixels of a row read in place,
+// each window row's input vectors loaded once a group (LEFT: the group at ow 0, its taps left of
+// the row zeros known at compile time; CHECKED: taps outside the row found at run time). The
+// sums in the 8-channel kernels' order: window rows outside the plane skipped, taps outside a row
+// adding zeros (depthwise_halves in simd/depthwise_blocked.inl).
+template <Act A, int K, int S>
+void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, float* y_lo, float* y_hi,
+                   const Finish& fin, bool fetch_for_write) {
+  constexpr int kPad = K / 2;
+  const Finish f = fin;
+  const int64_t W = g.W, OW = g.OW;
+  // The pixels whose taps all lie in the row: S ow - kPad + K - 1 < W.
+  const int64_t inner_end = std::min<int64_t>(OW, (W - K + kPad) / S + 1);
+  auto fetch_row = [&](int64_t oh) {
+    if (!fetch_for_write || oh >= g.OH) return;
+    for (float* y : {y_lo, y_hi}) {
+      const char* p = reinterpret_cast<const char*>(y + oh * OW * 8);
+      const char* end = reinterpret_cast<const char*>(y + (oh + 1) * OW * 8);
+      for (const char* q = p - reinterpret_cast<uintptr_t>(p) % 64; q < end; q += 64) prefetch_for_write(q);
+    }
+  };
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    if (oh == 0) fetch_row(0);
+    fetch_row(oh + 1);
+    const int64_t top = oh * S - g.pad_top;
+    const int kh0 = top < 0 ? static_cast<int>(-top) : 0;
+    const int kh1 = top + K > g.H ? static_cast<int>(g.H - top) : K;
+    auto group = [&](auto np_count, auto left, auto checked, int64_t ow0) __attribute__((always_inline)) {
+      constexpr int NP = decltype(np_count)::value;
+      constexpr bool LEFT = decltype(left)::value, CHECKED = decltype(checked)::value;
+      constexpr int NIN = S * (NP - 1) + K;
+      V acc[NP];
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) acc[p] = V::zero();
+      for (int kh = kh0; kh < kh1; ++kh) {
+        const float* row = x + (top + kh) * W * kB;
+        V in[NIN];
+#pragma GCC unroll 24
+        for (int i = 0; i < NIN; ++i) {
+          const int64_t j = S * (LEFT ? 0 : ow0) - kPad + i;
+          const bool outside = (LEFT && i < kPad) || (CHECKED && (j < 0 || j >= W));
+          in[i] = outside ? V::zero() : V::load(row + j * kB);
+        }
+#pragma GCC unroll 5
+        for (int kw = 0; kw < K; ++kw) {
+          const V w = V::load(wv + (kh * K + kw) * kB);
+#pragma GCC unroll 8
+          for (int p = 0; p < NP; ++p) acc[p] = fma(w, in[S * p + kw], acc[p]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) {
+        const V out = activate<A>(fma(acc[p], f.alpha, f.bias), f.act_a, f.act_b);
+        const int64_t at = (oh * OW + ow0 + p) * 8;
+        _mm256_storeu_ps(y_lo + at, _mm512_castps512_ps256(out.v));
+        _mm256_storeu_ps(y_hi + at, _mm512_extractf32x8_ps(out.v, 1));
+      }
+    };
+    using Full = std::integral_constant<int, kRun>;
+    using Yes = std::true_type;
+    using No = std::false_type;
+    int64_t ow = 0;
+    if (kRun <= inner_end) group(Full{}, Yes{}, No{}, 0), ow = kRun;
+    for (; ow > 0 && ow + kRun <= inner_end; ow += kRun) group(Full{}, No{}, No{}, ow);
+    while (ow < OW) {
+      const int64_t n = std::min<int64_t>(OW - ow, kRun);
+      switch (n) {
+        case 1: group(std::integral_constant<int, 1>{}, No{}, Yes{}, ow); break;
+        case 2: group(std::integral_constant<int, 2>{}, No{}, Yes{}, ow); break;
+        case 3: group(std::integral_constant<int, 3>{}, No{}, Yes{}, ow); break;
+        case 4: group(std::integral_constant<int, 4>{}, No{}, Yes{}, ow); break;
+        case 5: group(std::integral_constant<int, 5>{}, No{}, Yes{}, ow); break;
+        case 6: group(std::integral_constant<int, 6>{}, No{}, Yes{}, ow); break;
+        case 7: group(std::integral_constant<int, 7>{}, No{}, Yes{}, ow); break;
+        default: group(Full{}, No{}, Yes{}, ow); break;
+      }
+      ow += n;
+    }
+  }
+}
+
 }  // namespace kiln::kernels::depthwise_wide_avx512
 
 namespace kiln::kernels::detail {
@@ -139,22 +237,9 @@ namespace kiln::kernels::detail {
 void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
                                 int64_t oh1, const DepthwiseWideOut& e) {
   using namespace depthwise_wide_avx512;
-  // The tap vectors: channels 0-7 from the first 8-channel block's pair copy, 8-15 from the
-  // second's (the low half of each tap's 16 floats).
   const int64_t RS = g.R * g.S;
-  // The next block's weights (the two 8-channel blocks' pair copies that follow: one run of
-  // lines) into L1 while this block runs. Without it each block's weights came from L3 on every
-  // run of a model and held up the tap vectors below (two fifths of this function's time in
-  // mobilenet_v2, kiln bench under perf). (Past the last block these are lines the packed weight
-  // does not have; a prefetch there faults nothing.)
-  const float* next_w = pair_w + 2 * RS * kB;
-  for (int64_t i = 0; i < 2 * RS * kB; i += 16) _mm_prefetch(reinterpret_cast<const char*>(next_w + i), _MM_HINT_T0);
   alignas(64) float wv[kDepthwiseWideMaxTaps * kB];
-  for (int64_t t = 0; t < RS; ++t) {
-    const __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(pair_w + t * kB)),
-                                        _mm256_loadu_ps(pair_w + (RS + t) * kB), 1);
-    _mm512_store_ps(wv + t * kB, v);
-  }
+  tap_vectors(pair_w, RS, wv);
   const Finish f{V::set1(e.alpha), e.bias ? V::load(e.bias) : V::zero(), V::set1(e.act_alpha), V::set1(e.act_beta),
                  e.residual};
   // The padded plane of input rows [ih0, ih1): those the output rows [oh0, oh1) read.
@@ -198,6 +283,29 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
     for (int64_t kh = 0; kh < g.R; ++kh) rows[kh] = plane + (top + kh * g.dil_h - ih0) * Wp * kB;
     row(rows, wv, g, f, y, oh);
   }
+}
+
+bool depthwise_wide_in_place_supports(const DepthwisePlane& g) {
+  return g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == g.S / 2 &&
+         (g.stride_w == 1 || g.stride_w == 2) && g.stride_h == g.stride_w;
+}
+
+void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y_lo,
+                                    float* y_hi, const DepthwiseWideOut& e, bool fetch_for_write) {
+  using namespace depthwise_wide_avx512;
+  KILN_CHECK(depthwise_wide_in_place_supports(g) && !e.residual,
+             "depthwise (16-channel blocks in place): needs a 3x3 or 5x5 window, 'same' padding, stride 1 or 2, "
+             "no residual");
+  alignas(64) float wv[kDepthwiseWideMaxTaps * kB];
+  tap_vectors(pair_w, g.R * g.S, wv);
+  const Finish f{V::set1(e.alpha), e.bias ? V::load(e.bias) : V::zero(), V::set1(e.act_alpha), V::set1(e.act_beta),
+                 nullptr};
+  with_act(e.act, [&]<Act A>() {
+    if (g.R == 3 && g.stride_w == 1) in_place_rows<A, 3, 1>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else if (g.R == 3) in_place_rows<A, 3, 2>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else if (g.stride_w == 1) in_place_rows<A, 5, 1>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else in_place_rows<A, 5, 2>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+  });
 }
 
 }  // namespace kiln::kernels::detail
