@@ -37,6 +37,7 @@
 #include "kiln/runtime/step.h"
 #include "kernels/conv_stem.h"
 #include "kernels/depthwise_halves.h"
+#include "kernels/depthwise_wide.h"
 #include "kernels/depthwise_project_band.h"
 #include "kernels/expand_kept_rows.h"
 #include "kernels/pair_tail.h"
@@ -68,6 +69,7 @@ bool set_switch(std::string name, bool b) {
   else if (name == "keep-rows") kiln::kernels::detail::expand_keeps_rows = mode != 0;
   else if (name == "k-split") kiln::kernels::detail::depthwise_project_k_split_enabled = mode != 0;
   else if (name == "expand-wide") kiln::kernels::detail::expand_wide_mid_enabled = mode != 0;
+  else if (name == "dw-in-place") kiln::kernels::detail::depthwise_wide_in_place_enabled = mode != 0;
   else if (name == "pair-tail") kiln::kernels::detail::three_quarter_pairs_enabled = mode != 0;
   else if (name == "write-prefetch")
     set_write_prefetch(pick(WritePrefetch::Off, WritePrefetch::Auto, WritePrefetch::On));
@@ -80,7 +82,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: runtime_modes_bench ARTIFACT.kiln PAIRS THREADS "
                  "expand-bands|claim-output|write-prefetch|tapered-parts|speed-shares|fetch-ahead|dw-halves|dw-halves-s1|direct-stem|"
-                 "stem-bands|keep-rows|k-split|pair-tail|expand-wide[=on] | artifact=OTHER.kiln\n");
+                 "stem-bands|keep-rows|k-split|pair-tail|expand-wide|dw-in-place[=on] | artifact=OTHER.kiln\n");
     return 1;
   }
   const int pairs = std::atoi(argv[2]), threads = std::atoi(argv[3]);

@@ -192,9 +192,12 @@ void depthwise_channel_rows(const KernelTable& t, const Conv2dShape& d, const De
       out.alpha = epi_d.alpha;
       if (epi_d.bias) out.bias = epi_d.bias + c0;
       out.act = epi_d.act, out.act_alpha = epi_d.act_alpha, out.act_beta = epi_d.act_beta;
-      depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi,
-                                 wd + depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock,
-                                 mid + (c0 - c_begin) * rows * OW, 0, rows, out);
+      const float* pw = wd + depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+      float* y = mid + (c0 - c_begin) * rows * OW;
+      if (depthwise_wide_in_place_enabled && depthwise_wide_in_place_supports(bd.g))
+        depthwise_wide_in_place_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi, pw, y, nullptr, out, false);
+      else
+        depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi, pw, y, 0, rows, out);
     }
     return;
   }

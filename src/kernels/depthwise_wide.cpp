@@ -7,11 +7,14 @@
 #include "conv_direct.h"
 #include "depthwise_parts.h"
 #include "gemm_driver.h"
+#include "kiln/ir/env.h"
 #include "kiln/ir/error.h"
 #include "kiln/kernels/dispatch.h"
 #include "kiln/kernels/parallel.h"
 
 namespace kiln::kernels::detail {
+
+bool depthwise_wide_in_place_enabled = env_switch_on("KILN_DW_WIDE_IN_PLACE");
 
 std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s) {
   if (t.isa != Isa::Avx512) return "16-channel depthwise blocks need AVX-512 (a pixel's block one vector)";
@@ -54,6 +57,7 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
   const bool claim = claim_output_pays(static_cast<int>(std::min<int64_t>(threads, units * bands))) &&
                      !ranges_overlap(y, out_floats, x, s.N * s.C * HW) &&
                      !(epi.residual && ranges_overlap(y, out_floats, epi.residual, out_floats));
+  const bool in_place = depthwise_wide_in_place_enabled && depthwise_wide_in_place_supports(g);
   parallel_for(units * bands, threads, [&](int64_t i0, int64_t i1) {
     const bool claimed_run = claim && bands == 1 &&
                              claim_for_write(y + i0 * kConvBlockWide * OHW,
@@ -71,8 +75,14 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
       if (claim && !claimed_run)
         claim_for_write(yb + oh0 * g.OW * kConvBlockWide,
                         static_cast<int64_t>(sizeof(float)) * (oh1 - oh0) * g.OW * kConvBlockWide);
-      depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pairs + c0 / kConvBlock * RS * 2 * kConvBlock, yb, oh0,
-                                 oh1, out);
+      const float* pw = pairs + c0 / kConvBlock * RS * 2 * kConvBlock;
+      if (in_place && !epi.residual) {
+        const DepthwiseBand bd = depthwise_band(g, oh0, oh1);
+        depthwise_wide_in_place_avx512(bd.g, x + (n * s.C + c0) * HW + bd.x_offset * kConvBlockWide, pw,
+                                       yb + bd.out_offset * kConvBlockWide, nullptr, out, false);
+      } else {
+        depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pw, yb, oh0, oh1, out);
+      }
     }
   });
 }

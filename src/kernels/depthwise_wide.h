@@ -49,11 +49,18 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
 // Output rows [0, g.OH) of one 16-channel block read in place (no padded copy: for planes of any
 // width, e.g. a band of expanded rows in L2): x the block's input rows ([g.H][g.W][16]), pair_w
 // as above, y_lo / y_hi the output planes of its two 8-channel halves ([OH][OW][8] each, the
-// 8-channel blocked layout the layer after reads). 3x3 or 5x5 windows, 'same' padding on the
-// left (K / 2), stride 1 or 2, no dilation, no residual (depthwise_wide_in_place_supports).
+// 8-channel blocked layout the layer after reads), or with y_hi null the output in 16-channel
+// blocks at y_lo ([OH][OW][16], as depthwise_wide_rows_avx512 writes it). 3x3 or 5x5 windows,
+// 'same' padding on the left (K / 2), stride 1 or 2, no dilation, no residual
+// (depthwise_wide_in_place_supports).
 // fetch_for_write: each output row's lines fetched for writing a row ahead (TileEpilogue::
 // fetch_for_write). The floats are the 8-channel kernels' (as above).
 bool depthwise_wide_in_place_supports(const DepthwisePlane& g);
+// Whether the 16-channel depthwise layers (depthwise_wide, and the depthwise + projection pairs on
+// 16-channel blocks) read their input in place where depthwise_wide_in_place_supports says they
+// can, instead of through the zero-bordered copy. KILN_DW_WIDE_IN_PLACE=0 at start-up turns it
+// off; in-process A/B harnesses flip it between calls. Same floats either way.
+extern bool depthwise_wide_in_place_enabled;
 void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y_lo,
                                     float* y_hi, const DepthwiseWideOut& e, bool fetch_for_write);
 

@@ -20,6 +20,7 @@
 #include "kernels/conv_winograd.h"
 #include "kernels/depthwise_halves.h"
 #include "kernels/depthwise_parts.h"
+#include "kernels/depthwise_wide.h"
 #include "kernels/pair_tail.h"
 #include "kiln/kernels/conv.h"
 #include "kiln/kernels/parallel.h"
@@ -1376,10 +1377,15 @@ TEST(Conv, WideDepthwiseEqualsPlanarBitForBit) {
       shape(1, 16, 40, 16, 16, 3, 3, 1, 1, 1, 16),  shape(1, 16, 2, 3, 16, 5, 5, 1, 2, 1, 16),
   };
   int ran = 0;
+  const bool in_place_was = detail::depthwise_wide_in_place_enabled;
+  // In place where the window allows it (depthwise_wide_in_place_supports: 'same' 3x3 and 5x5
+  // windows without a residual), else through the zero-bordered copy; then the copy everywhere.
+  for (bool in_place : {true, false})
   for (Conv2dShape s : shapes)
     for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Silu, Act::HardSwish})
       for (int extras : {0, 1})  // 1: bias and residual
         for (int threads : {1, 2}) {
+          detail::depthwise_wide_in_place_enabled = in_place;
           const int64_t HW = s.H * s.W, OHW = s.out_h() * s.out_w();
           const auto x = random_vec(s.N * s.C * HW, 7), w = random_vec(s.K * s.R * s.S, 8);
           const auto bias = random_vec(s.K, 9), res = random_vec(s.N * s.K * OHW, 10);
@@ -1403,10 +1409,11 @@ TEST(Conv, WideDepthwiseEqualsPlanarBitForBit) {
           for (size_t i = 0; i < out.size(); ++i)
             ASSERT_EQ(out[i], planar[i]) << "C=" << s.C << " " << s.H << "x" << s.W << " R=" << s.R << " stride "
                                          << s.stride_h << " act " << static_cast<int>(act) << " extras " << extras
-                                         << " threads " << threads << " at " << i;
+                                         << " threads " << threads << " in place " << in_place << " at " << i;
           ++ran;
         }
-  EXPECT_EQ(ran, 200);
+  detail::depthwise_wide_in_place_enabled = in_place_was;
+  EXPECT_EQ(ran, 400);
 }
 
 // Where 16-channel depthwise blocks do not apply, the tactic says why, and a table without

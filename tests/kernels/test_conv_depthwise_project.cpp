@@ -13,6 +13,7 @@
 #include "kiln/kernels/depthwise_project.h"
 #include "kiln/kernels/dispatch.h"
 #include "kernels/depthwise_project_band.h"
+#include "kernels/depthwise_wide.h"
 
 namespace kiln::kernels {
 namespace {
@@ -123,6 +124,12 @@ TEST(DepthwiseProject, MatchesTheTwoConvolutions) {
       set_expand_bands(mode);
       for (int threads : {1, 2, 3})
         for (bool workspace : {false, true}) check(c.q, c.residual, threads, workspace);
+      // 16-channel depthwise blocks through the zero-bordered copy instead of in place.
+      if (c.q.d.x_block == kConvBlockWide) {
+        detail::depthwise_wide_in_place_enabled = false;
+        for (int threads : {1, 2}) check(c.q, c.residual, threads, true);
+        detail::depthwise_wide_in_place_enabled = true;
+      }
     }
     set_expand_bands(ExpandBands::On);
     check(c.q, c.residual, 2, true, true);

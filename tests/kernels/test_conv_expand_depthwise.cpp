@@ -189,6 +189,25 @@ TEST(DepthwiseWideInPlace, GivesTheEightChannelKernelsFloats) {
       }
       EXPECT_EQ(differ, 0u) << "of " << eight.size() << " outputs, in " << bands << " bands";
       EXPECT_GT(nonzero, eight.size() / 4);
+      // The same into 16-channel output blocks (y_hi null: what depthwise_wide and the pairs on
+      // 16-channel blocks take), against the 8-channel output rearranged.
+      std::vector<float> wide16(eight.size(), -7.f);
+      for (int64_t band = 0; band < std::min(bands, OH); ++band) {
+        const detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * band / bands, OH * (band + 1) / bands);
+        for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
+          detail::DepthwiseWideOut o;
+          o.alpha = e.alpha, o.bias = b.data() + c0, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+          detail::depthwise_wide_in_place_avx512(bd.g, x16.data() + c0 * HW + bd.x_offset * 16,
+                                                 pw.data() + d.K * RS + c0 / 8 * RS * 16,
+                                                 wide16.data() + c0 * OHW + bd.out_offset * 16, nullptr, o, band == 0);
+        }
+      }
+      differ = 0;
+      for (int64_t ch = 0; ch < d.K; ++ch)
+        for (int64_t q = 0; q < OHW; ++q)
+          differ += std::memcmp(&eight[(ch / 8) * OHW * 8 + q * 8 + ch % 8], &wide16[(ch / 16) * OHW * 16 + q * 16 + ch % 16],
+                                sizeof(float)) != 0;
+      EXPECT_EQ(differ, 0u) << "16-channel output blocks, of " << eight.size() << " outputs, in " << bands << " bands";
     }
   }
 }

@@ -154,7 +154,8 @@ inline void tap_vectors(const float* pair_w, int64_t RS, float* wv) {
 // the row zeros known at compile time; CHECKED: taps outside the row found at run time). The
 // sums in the 8-channel kernels' order: window rows outside the plane skipped, taps outside a row
 // adding zeros (depthwise_halves in simd/depthwise_blocked.inl).
-template <Act A, int K, int S>
+// OUT16: the output in 16-channel blocks at y_lo ([OH][OW][16]), else its halves at y_lo and y_hi.
+template <Act A, int K, int S, bool OUT16>
 void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, float* y_lo, float* y_hi,
                    const Finish& fin, bool fetch_for_write) {
   constexpr int kPad = K / 2;
@@ -164,9 +165,11 @@ void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, flo
   const int64_t inner_end = std::min<int64_t>(OW, (W - K + kPad) / S + 1);
   auto fetch_row = [&](int64_t oh) {
     if (!fetch_for_write || oh >= g.OH) return;
+    constexpr int64_t kOut = OUT16 ? kB : 8;  // floats a pixel in each output plane
     for (float* y : {y_lo, y_hi}) {
-      const char* p = reinterpret_cast<const char*>(y + oh * OW * 8);
-      const char* end = reinterpret_cast<const char*>(y + (oh + 1) * OW * 8);
+      if (OUT16 && y == y_hi) continue;
+      const char* p = reinterpret_cast<const char*>(y + oh * OW * kOut);
+      const char* end = reinterpret_cast<const char*>(y + (oh + 1) * OW * kOut);
       for (const char* q = p - reinterpret_cast<uintptr_t>(p) % 64; q < end; q += 64) prefetch_for_write(q);
     }
   };
@@ -202,9 +205,13 @@ void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, flo
 #pragma GCC unroll 8
       for (int p = 0; p < NP; ++p) {
         const V out = activate<A>(fma(acc[p], f.alpha, f.bias), f.act_a, f.act_b);
-        const int64_t at = (oh * OW + ow0 + p) * 8;
-        _mm256_storeu_ps(y_lo + at, _mm512_castps512_ps256(out.v));
-        _mm256_storeu_ps(y_hi + at, _mm512_extractf32x8_ps(out.v, 1));
+        if constexpr (OUT16) {
+          out.store(y_lo + (oh * OW + ow0 + p) * kB);
+        } else {
+          const int64_t at = (oh * OW + ow0 + p) * 8;
+          _mm256_storeu_ps(y_lo + at, _mm512_castps512_ps256(out.v));
+          _mm256_storeu_ps(y_hi + at, _mm512_extractf32x8_ps(out.v, 1));
+        }
       }
     };
     using Full = std::integral_constant<int, kRun>;
@@ -300,11 +307,15 @@ void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, con
   tap_vectors(pair_w, g.R * g.S, wv);
   const Finish f{V::set1(e.alpha), e.bias ? V::load(e.bias) : V::zero(), V::set1(e.act_alpha), V::set1(e.act_beta),
                  nullptr};
+  auto rows = [&]<Act A, bool OUT16>() {
+    if (g.R == 3 && g.stride_w == 1) in_place_rows<A, 3, 1, OUT16>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else if (g.R == 3) in_place_rows<A, 3, 2, OUT16>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else if (g.stride_w == 1) in_place_rows<A, 5, 1, OUT16>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    else in_place_rows<A, 5, 2, OUT16>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+  };
   with_act(e.act, [&]<Act A>() {
-    if (g.R == 3 && g.stride_w == 1) in_place_rows<A, 3, 1>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
-    else if (g.R == 3) in_place_rows<A, 3, 2>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
-    else if (g.stride_w == 1) in_place_rows<A, 5, 1>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
-    else in_place_rows<A, 5, 2>(g, x, wv, y_lo, y_hi, f, fetch_for_write);
+    if (y_hi) rows.template operator()<A, false>();
+    else rows.template operator()<A, true>();
   });
 }
 
