@@ -170,44 +170,38 @@ TEST(DepthwiseWideInPlace, GivesTheEightChannelKernelsFloats) {
     conv2d(ConvTactic::Depthwise, d, x8.data(), pw.data(), eight.data(), e, ws.data(), 1);
     const DepthwisePlane whole = detail::depthwise_geometry(d);
     ASSERT_TRUE(detail::depthwise_wide_in_place_supports(whole));
+    // The kernel over `bands` bands of rows into `out`: the two 8-channel halves of each block
+    // (out16 false) or 16-channel blocks (y_hi null: what depthwise_wide and the pairs on
+    // 16-channel blocks take); one band's output lines fetched for writing.
+    auto run = [&](int64_t bands, bool out16, std::vector<float>& out) {
+      for (int64_t band = 0; band < std::min(bands, OH); ++band) {
+        const detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * band / bands, OH * (band + 1) / bands);
+        for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
+          detail::DepthwiseWideOut o;
+          o.alpha = e.alpha, o.bias = b.data() + c0, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
+          float* y = out.data() + c0 * OHW + bd.out_offset * (out16 ? 16 : 8);
+          detail::depthwise_wide_in_place_avx512(bd.g, x16.data() + c0 * HW + bd.x_offset * 16,
+                                                 pw.data() + d.K * RS + c0 / 8 * RS * 16, y,
+                                                 out16 ? nullptr : y + 8 * OHW, o, band == 1);
+        }
+      }
+    };
     for (const int64_t bands : {int64_t{1}, int64_t{3}}) {
-      std::vector<float> wide(eight.size(), -7.f);
-      for (int64_t band = 0; band < std::min(bands, OH); ++band) {
-        const detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * band / bands, OH * (band + 1) / bands);
-        for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
-          detail::DepthwiseWideOut o;
-          o.alpha = e.alpha, o.bias = b.data() + c0, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
-          float* y = wide.data() + c0 * OHW + bd.out_offset * 8;
-          detail::depthwise_wide_in_place_avx512(bd.g, x16.data() + c0 * HW + bd.x_offset * 16,
-                                                 pw.data() + d.K * RS + c0 / 8 * RS * 16, y, y + 8 * OHW, o, band == 1);
-        }
-      }
-      size_t differ = 0, nonzero = 0;
-      for (size_t i = 0; i < eight.size(); ++i) {
-        differ += std::memcmp(&eight[i], &wide[i], sizeof(float)) != 0;
-        nonzero += wide[i] != 0.f;
-      }
-      EXPECT_EQ(differ, 0u) << "of " << eight.size() << " outputs, in " << bands << " bands";
-      EXPECT_GT(nonzero, eight.size() / 4);
-      // The same into 16-channel output blocks (y_hi null: what depthwise_wide and the pairs on
-      // 16-channel blocks take), against the 8-channel output rearranged.
-      std::vector<float> wide16(eight.size(), -7.f);
-      for (int64_t band = 0; band < std::min(bands, OH); ++band) {
-        const detail::DepthwiseBand bd = detail::depthwise_band(whole, OH * band / bands, OH * (band + 1) / bands);
-        for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
-          detail::DepthwiseWideOut o;
-          o.alpha = e.alpha, o.bias = b.data() + c0, o.act = e.act, o.act_alpha = e.act_alpha, o.act_beta = e.act_beta;
-          detail::depthwise_wide_in_place_avx512(bd.g, x16.data() + c0 * HW + bd.x_offset * 16,
-                                                 pw.data() + d.K * RS + c0 / 8 * RS * 16,
-                                                 wide16.data() + c0 * OHW + bd.out_offset * 16, nullptr, o, band == 0);
-        }
-      }
-      differ = 0;
+      std::vector<float> wide(eight.size(), -7.f), wide16(eight.size(), -7.f);
+      run(bands, false, wide);
+      run(bands, true, wide16);
+      size_t differ = 0, differ16 = 0, nonzero = 0;
       for (int64_t ch = 0; ch < d.K; ++ch)
-        for (int64_t q = 0; q < OHW; ++q)
-          differ += std::memcmp(&eight[(ch / 8) * OHW * 8 + q * 8 + ch % 8], &wide16[(ch / 16) * OHW * 16 + q * 16 + ch % 16],
-                                sizeof(float)) != 0;
-      EXPECT_EQ(differ, 0u) << "16-channel output blocks, of " << eight.size() << " outputs, in " << bands << " bands";
+        for (int64_t q = 0; q < OHW; ++q) {
+          const float* ref = &eight[(ch / 8) * OHW * 8 + q * 8 + ch % 8];
+          differ += std::memcmp(ref, &wide[(ch / 8) * OHW * 8 + q * 8 + ch % 8], sizeof(float)) != 0;
+          differ16 += std::memcmp(ref, &wide16[(ch / 16) * OHW * 16 + q * 16 + ch % 16], sizeof(float)) != 0;
+          nonzero += *ref != 0.f;
+        }
+      EXPECT_EQ(differ, 0u) << "of " << eight.size() << " outputs, in " << bands << " bands";
+      EXPECT_EQ(differ16, 0u) << "16-channel output blocks, of " << eight.size() << " outputs, in " << bands
+                              << " bands";
+      EXPECT_GT(nonzero, eight.size() / 4);
     }
   }
 }
