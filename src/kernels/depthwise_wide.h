@@ -1,8 +1,9 @@
 // Depthwise convolution between 16-channel blocks (Conv2dShape::x_block == y_block ==
 // kConvBlockWide), AVX-512 only, on input rows of up to kDepthwiseWideMaxInWidth pixels: a vector
 // is one pixel's whole block, so every tap of the window is one load times the tap's 16 weights,
-// with no transpose in or out. The rows a call's outputs read go into a zero-bordered plane
-// first (avx512/depthwise_wide_avx512.cpp). What it is for: the 1x1 expand before a depthwise
+// with no transpose in or out. 'Same' 3x3 and 5x5 windows without a residual read their input
+// rows in place (depthwise_wide_in_place_avx512); other windows first copy the rows a call's
+// outputs read into a zero-bordered plane (avx512/depthwise_wide_avx512.cpp). What it is for: the 1x1 expand before a depthwise
 // layer then writes 16-channel blocks, one vector a pixel, where into 8-channel blocks it pairs
 // two pixels' halves per vector and, on 7x7 planes (24.5 lines a block), straddles lines: 1.04-
 // 1.10 of the time at two threads (conv_bench ExpandOut8vs16); and the projection after it reads
@@ -36,7 +37,11 @@ constexpr int64_t kDepthwiseWideMaxTaps = 49;
 // first, which pays for itself on small planes only. In-process pairs against the 8-channel
 // kernels (one thread, Xeon 5th gen): 960 at 7x7 0.62, 576 at 14x14 to 7x7 (stride 2) 0.59-0.64,
 // 384 and 576 at 14x14 1.07-1.12; 192 at 28x28 1.28-1.36 and to 14x14 1.48-1.54, 144 at 56x56
-// to 28x28 1.28-1.38, where the copy leaves L1 and the pair kernels read in place.
+// to 28x28 1.28-1.38, where the copy leaves L1 and the pair kernels read in place. (Read in place,
+// Zen 5, one thread, against the 8-channel kernels: 192 at 28x28 0.91, 144 at 56x56 0.97, at
+// stride 2 0.69-0.82: conv_bench DepthwiseWideInPlace. The layout pass still gives 16-channel
+// blocks to rows of up to this width only; the expand + depthwise pairs use the in-place kernel
+// on any width inside their own kernel.)
 constexpr int64_t kDepthwiseWideMaxInWidth = 16;
 
 // Output rows [oh0, oh1) of one 16-channel block of one image: x its input plane ([H][W][16]),
