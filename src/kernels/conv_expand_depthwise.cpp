@@ -123,8 +123,12 @@ bool expand_depthwise_pays(const Conv2dShape& e, const Conv2dShape& d) {
 
 size_t expand_depthwise_workspace_floats(const Conv2dShape& e, const Conv2dShape& d, int threads) {
   const size_t mid = static_cast<size_t>(e.N * e.K * e.H * e.W);
-  return mid + kLineFloats + std::max(conv_workspace_floats(ConvTactic::Direct, e, threads),
-                                      conv_workspace_floats(ConvTactic::Depthwise, d, threads));
+  // The expand may write 16-channel blocks instead (wide_mid, decided per call).
+  Conv2dShape e16 = e;
+  if (e.K % kConvBlockWide == 0) e16.y_block = kConvBlockWide;
+  return mid + kLineFloats + std::max({conv_workspace_floats(ConvTactic::Direct, e, threads),
+                                       conv_workspace_floats(ConvTactic::Direct, e16, threads),
+                                       conv_workspace_floats(ConvTactic::Depthwise, d, threads)});
 }
 
 void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x, const float* w1,
@@ -160,19 +164,24 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
     conv2d(ConvTactic::Direct, e16, x, w1, mid, epi1, rest, threads);
     // The 16-channel blocks of every image, on more than one thread each cut into two or more
     // bands of rows: pieces of half a block or less, so that an odd count of blocks (mobilenet_v2's
-    // 56 -> 28 has 9) still shares out evenly.
+    // 56 -> 28 has 9) still shares out evenly. Each piece claims its two output bands or fetches
+    // them for writing where that pays, as the bands below do.
     const DepthwisePlane g = detail::depthwise_geometry(d);
     const int64_t units = d.N * (d.C / kConvBlockWide), OHW = OH * OW, HW = d.H * d.W;
     const int64_t want = int64_t{threads} * kPiecesPerThread;
     const int64_t row_bands = threads == 1 ? 1 : std::min(OH, std::max<int64_t>(2, ceil_div(want, units)));
-    const bool fetch = write_prefetch_pays(threads);
+    const bool fetch = write_prefetch_pays(threads), claim = claim_output_pays(threads);
     parallel_for(units * row_bands, std::min<int64_t>(threads, units * row_bands), [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t unit = i / row_bands, band = i % row_bands;
         const int64_t n = unit / (d.C / kConvBlockWide), c0 = unit % (d.C / kConvBlockWide) * kConvBlockWide;
         const detail::DepthwiseBand bd = detail::depthwise_band(g, OH * band / row_bands, OH * (band + 1) / row_bands);
-        wide_block(bd.g, mid + (n * d.C + c0) * HW + bd.x_offset * kConvBlockWide, w2, d, epi2, c0,
-                   y + (n * d.K + c0) * OHW + bd.out_offset * kConvBlock, kConvBlock * OHW, fetch);
+        float* yb = y + (n * d.K + c0) * OHW + bd.out_offset * kConvBlock;
+        const int64_t band_bytes = static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW;
+        const bool claimed =
+            claim && claim_for_write(yb, band_bytes) && claim_for_write(yb + kConvBlock * OHW, band_bytes);
+        wide_block(bd.g, mid + (n * d.C + c0) * HW + bd.x_offset * kConvBlockWide, w2, d, epi2, c0, yb,
+                   kConvBlock * OHW, fetch && !claimed);
       }
     });
     return;

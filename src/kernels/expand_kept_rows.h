@@ -1,6 +1,6 @@
-// The switch of kernels::expand_depthwise's kept rows (conv_expand_depthwise.cpp): a band's input
-// rows that the band its thread ran before also read are moved up in the band buffer instead of
-// expanded again.
+// The switches of kernels::expand_depthwise (conv_expand_depthwise.cpp): its kept rows (a band's
+// input rows that the band its thread ran before also read are moved up in the band buffer
+// instead of expanded again) and its 16-channel expanded blocks.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +16,7 @@ extern bool expand_keeps_rows;
 // The expanded rows in 16-channel blocks, the depthwise windows read from them in place
 // (depthwise_wide_in_place_avx512, one vector a pixel: 9 FMAs a 3x3 window of 16 channels where
 // the 8-channel kernels take 18 256-bit ones, or 9 with a lane shuffle each): where the table is
-// AVX-512 and the channels come in 16s (expand_depthwise_wide_mid). KILN_EXPAND_WIDE=0 at start-up
+// AVX-512, the channels come in 16s and no average is folded (wide_mid in the .cpp). KILN_EXPAND_WIDE=0 at start-up
 // turns it off; in-process A/B harnesses flip it between calls. Same floats either way.
 extern bool expand_wide_mid_enabled;
 

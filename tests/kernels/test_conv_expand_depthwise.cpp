@@ -128,6 +128,12 @@ TEST(ExpandDepthwise, MatchesTheTwoConvolutionsBitForBit) {
       check(p, 1, true);
       check(p, 2, true, false);
       check(p, 1, true, false);
+      set_claim_output(ClaimOutput::On);  // each piece claiming its output rows first
+      check(p, 2, true, false);
+      set_expand_bands(ExpandBands::On);
+      check(p, 2, true, false);
+      set_expand_bands(ExpandBands::Off);
+      set_claim_output(ClaimOutput::Auto);
       set_expand_bands(ExpandBands::Auto);  // bands wherever there is no workspace
       check(p, 2, false);
       check(p, 1, false, false);
