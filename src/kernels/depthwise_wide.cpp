@@ -16,6 +16,11 @@ namespace kiln::kernels::detail {
 
 bool depthwise_wide_in_place_enabled = env_switch_on("KILN_DW_WIDE_IN_PLACE");
 
+bool depthwise_wide_in_place_supports(const DepthwisePlane& g) {
+  return g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == g.S / 2 &&
+         (g.stride_w == 1 || g.stride_w == 2) && g.stride_h == g.stride_w;
+}
+
 std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s) {
   if (t.isa != Isa::Avx512) return "16-channel depthwise blocks need AVX-512 (a pixel's block one vector)";
   if (!s.x_blocked || !s.y_blocked || s.x_block != kConvBlockWide || s.y_block != kConvBlockWide)

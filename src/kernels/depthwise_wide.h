@@ -56,8 +56,8 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
 // as above, y_lo / y_hi the output planes of its two 8-channel halves ([OH][OW][8] each, the
 // 8-channel blocked layout the layer after reads), or with y_hi null the output in 16-channel
 // blocks at y_lo ([OH][OW][16], as depthwise_wide_rows_avx512 writes it). 3x3 or 5x5 windows,
-// 'same' padding on the left (K / 2), stride 1 or 2, no dilation, no residual
-// (depthwise_wide_in_place_supports).
+// 'same' padding on the left (K / 2), stride 1 or 2, no dilation, no residual: the caller checks
+// depthwise_wide_in_place_supports (this file is built with the AVX-512 flags and throws nothing).
 // fetch_for_write: each output row's lines fetched for writing a row ahead (TileEpilogue::
 // fetch_for_write). The floats are the 8-channel kernels' (as above).
 bool depthwise_wide_in_place_supports(const DepthwisePlane& g);

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "../depthwise_wide.h"
-#include "kiln/ir/error.h"
 #include "simd/vec_avx512.h"
 
 namespace kiln::kernels::depthwise_wide_avx512 {
@@ -292,17 +291,12 @@ void depthwise_wide_rows_avx512(const DepthwisePlane& g, const float* x, const f
   }
 }
 
-bool depthwise_wide_in_place_supports(const DepthwisePlane& g) {
-  return g.R == g.S && (g.R == 3 || g.R == 5) && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == g.S / 2 &&
-         (g.stride_w == 1 || g.stride_w == 2) && g.stride_h == g.stride_w;
-}
-
 void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y_lo,
                                     float* y_hi, const DepthwiseWideOut& e, bool fetch_for_write) {
   using namespace depthwise_wide_avx512;
-  KILN_CHECK(depthwise_wide_in_place_supports(g) && !e.residual,
-             "depthwise (16-channel blocks in place): needs a 3x3 or 5x5 window, 'same' padding, stride 1 or 2, "
-             "no residual");
+  // The callers checked depthwise_wide_in_place_supports and that there is no residual (no
+  // KILN_CHECK here: kiln::Error's inline members must not be emitted with the AVX-512 flags,
+  // build.isa_objects_share_no_kiln_symbols).
   alignas(64) float wv[kDepthwiseWideMaxTaps * kB];
   tap_vectors(pair_w, g.R * g.S, wv);
   const Finish f{V::set1(e.alpha), e.bias ? V::load(e.bias) : V::zero(), V::set1(e.act_alpha), V::set1(e.act_beta),
