@@ -246,7 +246,7 @@ void depthwise_blocks(const KernelTable& t, const Conv2dShape& s, const float* x
       const int64_t yo = s.y_blocked ? first * OH * OW + bd.out_offset * kConvBlock : first * OH * OW + bd.out_offset;
       TileEpilogue te = depthwise_epilogue(epi, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
       if (depthwise_has_pair_copy(s))
-        te.pair_weights = w + depthwise_pair_copy_at(s) + c0 / kConvBlock * RS * 2 * kConvBlock;
+        te.pair_weights = detail::depthwise_pair_weights(s, w, c0);
       // The band's rows of each 8-channel block (a unit of 16 lanes is two blocks), claimed when
       // they are long enough, else fetched for writing as the kernel goes.
       bool claimed = claimed_run;

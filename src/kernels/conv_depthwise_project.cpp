@@ -174,7 +174,7 @@ void depthwise_band_rows(const KernelTable& t, const Conv2dShape& d, const Depth
   for (int64_t c0 = c_begin; c0 < c_end; c0 += lanes) {
     const int nc = static_cast<int>(std::min(lanes, c_end - c0));
     TileEpilogue te = depthwise_epilogue(epi_d, c0, TileEpilogue::Bias::PerRow, 0, mid_plane);
-    if (depthwise_has_pair_copy(d)) te.pair_weights = wd + depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
+    if (depthwise_has_pair_copy(d)) te.pair_weights = depthwise_pair_weights(d, wd, c0);
     t.depthwise_block(bd.g, in + c0 / kConvBlock * in_plane, in_plane, nc, wd + c0 * RS, scratch, &padding_zeroed,
                       mid + (c0 - c_begin) * rows * OW, mid_plane, te, true, true);
   }
@@ -183,22 +183,13 @@ void depthwise_band_rows(const KernelTable& t, const Conv2dShape& d, const Depth
 void depthwise_channel_rows(const KernelTable& t, const Conv2dShape& d, const DepthwiseBand& bd, const float* xn,
                             const float* wd, const Epilogue& epi_d, LineScratch& scratch, float* mid, int64_t c_begin,
                             int64_t c_end) {
-  const int64_t rows = bd.g.OH, OW = bd.g.OW, RS = d.R * d.S, bi = d.x_block;
+  const int64_t rows = bd.g.OH, OW = bd.g.OW, bi = d.x_block;
   if (bi == kConvBlockWide) {
     // 16-channel blocks (small planes, depthwise_wide.h): each block's band from the input rows
     // its windows reach, as a plane of its own.
-    for (int64_t c0 = c_begin; c0 < c_end; c0 += bi) {
-      DepthwiseWideOut out;
-      out.alpha = epi_d.alpha;
-      if (epi_d.bias) out.bias = epi_d.bias + c0;
-      out.act = epi_d.act, out.act_alpha = epi_d.act_alpha, out.act_beta = epi_d.act_beta;
-      const float* pw = wd + depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
-      float* y = mid + (c0 - c_begin) * rows * OW;
-      if (depthwise_wide_in_place_enabled && depthwise_wide_in_place_supports(bd.g))
-        depthwise_wide_in_place_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi, pw, y, nullptr, out, false);
-      else
-        depthwise_wide_rows_avx512(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi, pw, y, 0, rows, out);
-    }
+    for (int64_t c0 = c_begin; c0 < c_end; c0 += bi)
+      depthwise_wide_block_rows(bd.g, xn + c0 * d.H * d.W + bd.x_offset * bi, depthwise_pair_weights(d, wd, c0),
+                                mid + (c0 - c_begin) * rows * OW, 0, rows, depthwise_wide_out(epi_d, c0));
     return;
   }
   float* s = scratch.floats(static_cast<size_t>(depthwise_block_scratch(bd.g, static_cast<int>(t.simd_width)).floats));

@@ -74,12 +74,17 @@ bool wide_mid(const KernelTable& t, const Conv2dShape& d, const Epilogue& epi2) 
 // first of the two; out_plane floats between blocks).
 void wide_block(const DepthwisePlane& g, const float* mid, const float* w2, const Conv2dShape& d,
                 const Epilogue& epi2, int64_t c0, float* y, int64_t out_plane, bool fetch_for_write) {
-  detail::DepthwiseWideOut out;
-  out.alpha = epi2.alpha;
-  if (epi2.bias) out.bias = epi2.bias + c0;
-  out.act = epi2.act, out.act_alpha = epi2.act_alpha, out.act_beta = epi2.act_beta;
-  const float* pairs = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * d.R * d.S * 2 * kConvBlock;
-  detail::depthwise_wide_in_place_avx512(g, mid, pairs, y, y + out_plane, out, fetch_for_write);
+  detail::depthwise_wide_in_place_avx512(g, mid, detail::depthwise_pair_weights(d, w2, c0), y, y + out_plane,
+                                         detail::depthwise_wide_out(epi2, c0), fetch_for_write);
+}
+
+// Claims (claim_for_write) `blocks` output blocks' bands of `bytes` each, `plane` floats apart
+// from y; true when every one was claimed (a run too short is not, and is then fetched for
+// writing instead).
+bool claim_blocks(float* y, int64_t blocks, int64_t plane, int64_t bytes) {
+  bool claimed = true;
+  for (int64_t b = 0; b < blocks; ++b) claimed = claim_for_write(y + b * plane, bytes) && claimed;
+  return claimed;
 }
 
 }  // namespace
@@ -177,9 +182,8 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
         const int64_t n = unit / (d.C / kConvBlockWide), c0 = unit % (d.C / kConvBlockWide) * kConvBlockWide;
         const detail::DepthwiseBand bd = detail::depthwise_band(g, OH * band / row_bands, OH * (band + 1) / row_bands);
         float* yb = y + (n * d.K + c0) * OHW + bd.out_offset * kConvBlock;
-        const int64_t band_bytes = static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW;
-        const bool claimed =
-            claim && claim_for_write(yb, band_bytes) && claim_for_write(yb + kConvBlock * OHW, band_bytes);
+        const bool claimed = claim && claim_blocks(yb, kConvBlockWide / kConvBlock, kConvBlock * OHW,
+                                                   static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW);
         wide_block(bd.g, mid + (n * d.C + c0) * HW + bd.x_offset * kConvBlockWide, w2, d, epi2, c0, yb,
                    kConvBlock * OHW, fetch && !claimed);
       }
@@ -249,13 +253,12 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
       conv2d(ConvTactic::Direct, eb, xb, w1, mid + kept * row_floats, e1, nullptr, 1);
     }
     float* yn = y + n * d.K * OH * OW;
+    // Each output block's band: claimed when long enough, else fetched for writing as the kernel goes.
+    const int64_t band_bytes = static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW;
     if (wide) {
       for (int64_t c0 = 0; c0 < d.K; c0 += kConvBlockWide) {
         const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
-        bool claimed = claim;
-        for (int64_t c = 0; claim && c < kConvBlockWide; c += kConvBlock)
-          claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
-                                    static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
+        const bool claimed = claim && claim_blocks(yn + yo, kConvBlockWide / kConvBlock, out_plane, band_bytes);
         wide_block(bd.g, mid + c0 / kConvBlockWide * x_plane, w2, d, epi2, c0, yn + yo, out_plane,
                    fetch_out && !claimed);
       }
@@ -268,12 +271,8 @@ void expand_depthwise(const Conv2dShape& e, const Conv2dShape& d, const float* x
       const int nc = static_cast<int>(std::min(lanes, d.K - c0));
       const int64_t yo = c0 * OH * OW + bd.out_offset * kConvBlock;
       TileEpilogue te = detail::depthwise_epilogue(epi2, c0, TileEpilogue::Bias::PerRow, yo, out_plane);
-      if (detail::depthwise_has_pair_copy(d))
-        te.pair_weights = w2 + detail::depthwise_pair_copy_at(d) + c0 / kConvBlock * RS * 2 * kConvBlock;
-      bool claimed = claim;
-      for (int64_t c = 0; claim && c < nc; c += kConvBlock)
-        claimed = claim_for_write(yn + yo + c / kConvBlock * out_plane,
-                                  static_cast<int64_t>(sizeof(float)) * kConvBlock * bd.g.OH * OW) && claimed;
+      if (detail::depthwise_has_pair_copy(d)) te.pair_weights = detail::depthwise_pair_weights(d, w2, c0);
+      const bool claimed = claim && claim_blocks(yn + yo, ceil_div(nc, kConvBlock), out_plane, band_bytes);
       te.fetch_for_write = fetch_out && !claimed;
       if (epi2.channel_means) te.sums = sums + part * d.K + c0;
       t.depthwise_block(bd.g, mid + c0 / kConvBlock * x_plane, x_plane, nc, w2 + c0 * RS, scratch,

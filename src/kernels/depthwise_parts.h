@@ -30,6 +30,10 @@ inline bool depthwise_blocked(const KernelTable& t) { return t.depthwise_block &
 // the block's 8 weights twice.
 inline bool depthwise_has_pair_copy(const Conv2dShape& s) { return s.K % kConvBlock == 0; }
 inline int64_t depthwise_pair_copy_at(const Conv2dShape& s) { return s.K * s.R * s.S; }
+// The pair copy of the 8-channel block from channel c0 on (a multiple of 8) in packed weight w.
+inline const float* depthwise_pair_weights(const Conv2dShape& s, const float* w, int64_t c0) {
+  return w + depthwise_pair_copy_at(s) + c0 / kConvBlock * s.R * s.S * 2 * kConvBlock;
+}
 
 // The epilogue of the output channels from c on (one with a Scalar bias, a block with PerRow):
 // epi's scale and activation, the residual from `res_offset` with rows `ldr` apart.

@@ -21,6 +21,17 @@ bool depthwise_wide_in_place_supports(const DepthwisePlane& g) {
          (g.stride_w == 1 || g.stride_w == 2) && g.stride_h == g.stride_w;
 }
 
+void depthwise_wide_block_rows(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
+                               int64_t oh1, const DepthwiseWideOut& e) {
+  if (!depthwise_wide_in_place_enabled || e.residual || !depthwise_wide_in_place_supports(g)) {
+    depthwise_wide_rows_avx512(g, x, pair_w, y, oh0, oh1, e);
+    return;
+  }
+  const DepthwiseBand bd = depthwise_band(g, oh0, oh1);
+  depthwise_wide_in_place_avx512(bd.g, x + bd.x_offset * kConvBlockWide, pair_w, y + bd.out_offset * kConvBlockWide,
+                                 nullptr, e, false);
+}
+
 std::string depthwise_wide_unsupported(const KernelTable& t, const Conv2dShape& s) {
   if (t.isa != Isa::Avx512) return "16-channel depthwise blocks need AVX-512 (a pixel's block one vector)";
   if (!s.x_blocked || !s.y_blocked || s.x_block != kConvBlockWide || s.y_block != kConvBlockWide)
@@ -55,14 +66,12 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
   const int64_t want = threads > 1 ? int64_t{threads} * kPiecesPerThread : 1;
   const bool band_major = threads > 1 && s.H >= kBandInputRowsPerThread * threads && g.OH >= threads;
   const int64_t bands = band_major ? threads : units >= want ? 1 : std::min(g.OH, ceil_div(want, units));
-  const float* pairs = packed_w + s.K * RS;  // conv_pack_weight's pair copy (K % 8 == 0)
   // Each piece claims its rows of the output before it writes them (claim_output_pays): its
   // run of whole planes at once, or each block's band.
   const int64_t out_floats = s.N * s.K * OHW;
   const bool claim = claim_output_pays(static_cast<int>(std::min<int64_t>(threads, units * bands))) &&
                      !ranges_overlap(y, out_floats, x, s.N * s.C * HW) &&
                      !(epi.residual && ranges_overlap(y, out_floats, epi.residual, out_floats));
-  const bool in_place = depthwise_wide_in_place_enabled && depthwise_wide_in_place_supports(g);
   parallel_for(units * bands, threads, [&](int64_t i0, int64_t i1) {
     const bool claimed_run = claim && bands == 1 &&
                              claim_for_write(y + i0 * kConvBlockWide * OHW,
@@ -70,24 +79,15 @@ void depthwise_wide(const KernelTable& t, const Conv2dShape& s, const float* x, 
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t unit = band_major ? i % units : i / bands, band = band_major ? i / units : i % bands;
       const int64_t n = unit / blocks, c0 = unit % blocks * kConvBlockWide;
-      DepthwiseWideOut out;
-      out.alpha = epi.alpha;
-      if (epi.bias) out.bias = epi.bias + c0;
+      DepthwiseWideOut out = depthwise_wide_out(epi, c0);
       if (epi.residual) out.residual = epi.residual + (n * s.K + c0) * OHW;
-      out.act = epi.act, out.act_alpha = epi.act_alpha, out.act_beta = epi.act_beta;
       const int64_t oh0 = g.OH * band / bands, oh1 = g.OH * (band + 1) / bands;
       float* const yb = y + (n * s.K + c0) * OHW;
       if (claim && !claimed_run)
         claim_for_write(yb + oh0 * g.OW * kConvBlockWide,
                         static_cast<int64_t>(sizeof(float)) * (oh1 - oh0) * g.OW * kConvBlockWide);
-      const float* pw = pairs + c0 / kConvBlock * RS * 2 * kConvBlock;
-      if (in_place && !epi.residual) {
-        const DepthwiseBand bd = depthwise_band(g, oh0, oh1);
-        depthwise_wide_in_place_avx512(bd.g, x + (n * s.C + c0) * HW + bd.x_offset * kConvBlockWide, pw,
-                                       yb + bd.out_offset * kConvBlockWide, nullptr, out, false);
-      } else {
-        depthwise_wide_rows_avx512(g, x + (n * s.C + c0) * HW, pw, yb, oh0, oh1, out);
-      }
+      depthwise_wide_block_rows(g, x + (n * s.C + c0) * HW, depthwise_pair_weights(s, packed_w, c0), yb, oh0, oh1,
+                                out);
     }
   });
 }

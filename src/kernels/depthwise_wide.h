@@ -31,6 +31,15 @@ struct DepthwiseWideOut {
   float act_alpha = 0.f, act_beta = 0.f;
 };
 
+// Block c0's epilogue from the layer's (bias, scale, activation; the residual is the caller's).
+inline DepthwiseWideOut depthwise_wide_out(const Epilogue& epi, int64_t c0) {
+  DepthwiseWideOut out;
+  out.alpha = epi.alpha;
+  if (epi.bias) out.bias = epi.bias + c0;
+  out.act = epi.act, out.act_alpha = epi.act_alpha, out.act_beta = epi.act_beta;
+  return out;
+}
+
 // Most taps a window may have (the tap vectors live on the kernel's stack).
 constexpr int64_t kDepthwiseWideMaxTaps = 49;
 // Widest input rows: the kernel copies the rows its outputs read into a zero-bordered plane
@@ -68,6 +77,11 @@ bool depthwise_wide_in_place_supports(const DepthwisePlane& g);
 extern bool depthwise_wide_in_place_enabled;
 void depthwise_wide_in_place_avx512(const DepthwisePlane& g, const float* x, const float* pair_w, float* y_lo,
                                     float* y_hi, const DepthwiseWideOut& e, bool fetch_for_write);
+// Output rows [oh0, oh1) of one 16-channel block into 16-channel blocks, arguments as
+// depthwise_wide_rows_avx512's: in place where depthwise_wide_in_place_enabled and the window
+// allow it and there is no residual, else through the zero-bordered copy.
+void depthwise_wide_block_rows(const DepthwisePlane& g, const float* x, const float* pair_w, float* y, int64_t oh0,
+                               int64_t oh1, const DepthwiseWideOut& e);
 
 // Why table t cannot run s (16-channel blocks in and out) this way; empty when it can. The
 // checks every tactic shares (padded planes, shapes) are conv_tactic_unsupported's, which asks this.

@@ -1356,7 +1356,9 @@ TEST(Conv, StrideOneHalvesOnlyWhereWideFmasAreDoublePumped) {
   const bool amd = vendor == "AuthenticAMD", zen4 = amd && family == 25;
   EXPECT_EQ(cpu_amd_family(), amd ? family : 0) << vendor;
   EXPECT_EQ(cpu_fma512_double_pumped(), zen4) << vendor << " family " << family;
-  if (!std::getenv("KILN_DW_HALVES_S1")) EXPECT_EQ(detail::depthwise_halves_s1_enabled, zen4);
+  if (!std::getenv("KILN_DW_HALVES_S1")) {
+    EXPECT_EQ(detail::depthwise_halves_s1_enabled, zen4);
+  }
 }
 
 // The depthwise tactic on 16-channel blocks in and out (AVX-512: src/kernels/depthwise_wide.h)

@@ -21,6 +21,7 @@ using V = simd::Vec512;
 using namespace simd;
 using detail::kDepthwiseWideMaxTaps;
 #include "simd/vecmath.inl"
+#include "simd/fetch_lines.inl"
 
 constexpr int64_t kB = 16;  // channels per block: a vector
 constexpr int kRun = 8;     // output pixels a run: 8 accumulators
@@ -97,22 +98,30 @@ template <Act A, int P, int K, int SW>
   finish<A, P>(acc, f, y, pix);
 }
 
+// fn(std::integral_constant<int, n>) for a run of n pixels, 1 <= n <= kRun: a row's last run with
+// its count known at compile time.
+template <class F>
+[[gnu::always_inline]] inline void with_run_count(int64_t n, F&& fn) {
+  switch (n) {
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 3: return fn(std::integral_constant<int, 3>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 5: return fn(std::integral_constant<int, 5>{});
+    case 6: return fn(std::integral_constant<int, 6>{});
+    case 7: return fn(std::integral_constant<int, 7>{});
+    default: return fn(std::integral_constant<int, kRun>{});
+  }
+}
+
 // One output row: full runs, then the rest as one run of P < 8.
 template <Act A, int K, int SW>
 void row_runs(const float* const* w, const float* wv, const DepthwisePlane& g, const Finish& f, float* y, int64_t oh) {
   const int64_t pix = oh * g.OW;
   int64_t ow = 0;
   for (; ow + kRun <= g.OW; ow += kRun) run<A, kRun, K, SW>(w, ow, wv, g, f, y, pix + ow);
-  switch (g.OW - ow) {
-    case 1: return run<A, 1, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 2: return run<A, 2, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 3: return run<A, 3, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 4: return run<A, 4, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 5: return run<A, 5, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 6: return run<A, 6, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    case 7: return run<A, 7, K, SW>(w, ow, wv, g, f, y, pix + ow);
-    default: return;
-  }
+  if (ow < g.OW)
+    with_run_count(g.OW - ow, [&](auto p) { run<A, decltype(p)::value, K, SW>(w, ow, wv, g, f, y, pix + ow); });
 }
 using RowFn = void (*)(const float* const*, const float*, const DepthwisePlane&, const Finish&, float*, int64_t);
 
@@ -165,12 +174,8 @@ void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, flo
   auto fetch_row = [&](int64_t oh) {
     if (!fetch_for_write || oh >= g.OH) return;
     constexpr int64_t kOut = OUT16 ? kB : 8;  // floats a pixel in each output plane
-    for (float* y : {y_lo, y_hi}) {
-      if (OUT16 && y == y_hi) continue;
-      const char* p = reinterpret_cast<const char*>(y + oh * OW * kOut);
-      const char* end = reinterpret_cast<const char*>(y + (oh + 1) * OW * kOut);
-      for (const char* q = p - reinterpret_cast<uintptr_t>(p) % 64; q < end; q += 64) prefetch_for_write(q);
-    }
+    fetch_lines_for_write(y_lo + oh * OW * kOut, OW * kOut);
+    if (!OUT16) fetch_lines_for_write(y_hi + oh * OW * kOut, OW * kOut);
   };
   for (int64_t oh = 0; oh < g.OH; ++oh) {
     if (oh == 0) fetch_row(0);
@@ -221,16 +226,7 @@ void in_place_rows(const DepthwisePlane& g, const float* x, const float* wv, flo
     for (; ow > 0 && ow + kRun <= inner_end; ow += kRun) group(Full{}, No{}, No{}, ow);
     while (ow < OW) {
       const int64_t n = std::min<int64_t>(OW - ow, kRun);
-      switch (n) {
-        case 1: group(std::integral_constant<int, 1>{}, No{}, Yes{}, ow); break;
-        case 2: group(std::integral_constant<int, 2>{}, No{}, Yes{}, ow); break;
-        case 3: group(std::integral_constant<int, 3>{}, No{}, Yes{}, ow); break;
-        case 4: group(std::integral_constant<int, 4>{}, No{}, Yes{}, ow); break;
-        case 5: group(std::integral_constant<int, 5>{}, No{}, Yes{}, ow); break;
-        case 6: group(std::integral_constant<int, 6>{}, No{}, Yes{}, ow); break;
-        case 7: group(std::integral_constant<int, 7>{}, No{}, Yes{}, ow); break;
-        default: group(Full{}, No{}, Yes{}, ow); break;
-      }
+      with_run_count(n, [&](auto np) { group(np, No{}, Yes{}, ow); });
       ow += n;
     }
   }

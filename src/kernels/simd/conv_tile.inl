@@ -185,12 +185,7 @@ template <int ROWS, int SW, int SPLIT>
                                     std::make_integer_sequence<int, (ROWS - SPLIT - 1) * SW / kLineFloats + 1>{});
 }
 
-// Every line of floats [p, p + n), fetched for writing (also the depthwise pair kernels').
-inline void fetch_lines_for_write(const float* p, int64_t n) {
-  const char* end = reinterpret_cast<const char*>(p + n);
-  for (const char* q = reinterpret_cast<const char*>(p) - reinterpret_cast<uintptr_t>(p) % 64; q < end; q += 64)
-    prefetch_for_write(q);
-}
+#include "fetch_lines.inl"
 // The lines a tile of ROWS pixels stores into, ncols channels of them (ConvTileOut::
 // fetch_for_write), fetched for writing before its K loop. At two threads an output often lands
 // on arena lines the other core wrote last (another tensor's bytes, split another way), and a
