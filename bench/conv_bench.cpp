@@ -529,11 +529,9 @@ void BM_DepthwiseWideInPlace(benchmark::State& st) {
   auto eight = [&] { conv2d(ConvTactic::Depthwise, d, x8.data(), pw.data(), y8.data(), e, ws.data(), 1); };
   auto sixteen = [&] {
     for (int64_t c0 = 0; c0 < d.C; c0 += 16) {
-      detail::DepthwiseWideOut o;
-      o.alpha = 1.f, o.bias = b.data() + c0, o.act = Act::Clip, o.act_alpha = 0.f, o.act_beta = 6.f;
-      detail::depthwise_wide_in_place_avx512(g, x16.data() + c0 * HW, pw.data() + d.K * RS + (c0 / 8) * RS * 16,
-                                             y16.data() + (c0 / 8) * OHW * 8, y16.data() + (c0 / 8 + 1) * OHW * 8, o,
-                                             false);
+      detail::depthwise_wide_in_place_avx512(g, x16.data() + c0 * HW, detail::depthwise_pair_weights(d, pw.data(), c0),
+                                             y16.data() + (c0 / 8) * OHW * 8, y16.data() + (c0 / 8 + 1) * OHW * 8,
+                                             detail::depthwise_wide_out(e, c0), false);
     }
   };
   eight();
